@@ -1,0 +1,80 @@
+// The C ABI boundary: every exported function runs its body through `guarded`, so no exception
+// crosses into C, and every failure becomes a status plus the thread's last-error message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/error.hpp"
+#include "unmask.h"
+
+namespace unmask::capi {
+
+void set_last_error(std::string message) noexcept;
+
+template <typename Body>
+unmask_status guarded(const char* function, Body&& body) noexcept {
+    try {
+        body();
+        return UNMASK_OK;
+    } catch (const Error& e) {
+        set_last_error(fmt::format("{}: {}", function, e.what()));
+        return static_cast<unmask_status>(e.status());
+    } catch (const std::bad_alloc&) {
+        set_last_error(fmt::format("{}: out of host memory", function));
+        return UNMASK_ERR_OUT_OF_BUDGET;
+    } catch (const std::exception& e) {
+        set_last_error(fmt::format("{}: internal error: {}", function, e.what()));
+        return UNMASK_ERR_INTERNAL;
+    } catch (...) {
+        set_last_error(fmt::format("{}: internal error: unknown exception", function));
+        return UNMASK_ERR_INTERNAL;
+    }
+}
+
+template <typename T>
+void require_not_null(const T* pointer, const char* name) {
+    if (pointer == nullptr) fail(Status::invalid_argument, "{} is NULL", name);
+}
+
+// Reads a caller's parameter struct of any published size: fields beyond the caller's
+// struct_size keep their defaults, so programs built against an older header keep working.
+// `oldest_size` is the size of the struct's first published version.
+template <typename Params>
+Params read_params(const Params* given, const char* name, const Params& defaults, size_t oldest_size) {
+    Params params = defaults;
+    if (given == nullptr) return params;
+    const size_t size = given->struct_size;
+    if (size < oldest_size || size > sizeof(Params)) {
+        fail(Status::invalid_argument,
+             "{}->struct_size is {}, expected between {} and {} (initialise it with the matching "
+             "_params_init function)",
+             name, size, oldest_size, sizeof(Params));
+    }
+    std::memcpy(&params, given, size);
+    return params;
+}
+
+// Checks an output struct's struct_size the same way; returns how many bytes may be written.
+template <typename Out>
+size_t writable_size(const Out* out, const char* name, size_t oldest_size) {
+    require_not_null(out, name);
+    const size_t size = out->struct_size;
+    if (size < oldest_size || size > sizeof(Out)) {
+        fail(Status::invalid_argument, "{}->struct_size is {}, expected between {} and {}", name, size,
+             oldest_size, sizeof(Out));
+    }
+    return size;
+}
+
+template <typename T>
+T require_one_of(T value, std::initializer_list<T> allowed, const char* name) {
+    for (T candidate : allowed)
+        if (candidate == value) return value;
+    fail(Status::invalid_argument, "{} has the unknown value {}", name, value);
+}
+
+}  // namespace unmask::capi

@@ -1,0 +1,193 @@
+/*
+ * unmask.h - the public C ABI of unmask, an inference library for diffusion language models.
+ *
+ * This header is the whole contract. It is C99, uses only fixed-width integers, doubles and
+ * pointers in its structs, and never changes the meaning of a published symbol, value or field:
+ * new behaviour is added as new functions, new status codes or new struct fields appended at the end.
+ *
+ * Conventions that hold for every function below:
+ * - Every fallible call returns an unmask_status; UNMASK_OK (0) means success. On failure the
+ *   out-parameters are left untouched (out handles are set to NULL) and unmask_last_error()
+ *   describes the failure on the calling thread.
+ * - No call aborts, asserts or lets a C++ exception escape, whatever its input.
+ * - Parameter structs begin with `uint32_t struct_size`. Fill them with the matching
+ *   unmask_*_params_init() and then change only the fields you care about. The library reads only
+ *   the first struct_size bytes, so a program built against an older header keeps working.
+ * - Callbacks receive the user_data pointer given next to them and may be called from worker
+ *   threads of the library.
+ */
+#ifndef UNMASK_H
+#define UNMASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define UNMASK_API __attribute__((visibility("default")))
+#else
+#define UNMASK_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------------------------- */
+
+/* The ABI this header describes. The major number changes only when a published symbol, value
+ * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
+ * grows when something is added. */
+#define UNMASK_ABI_VERSION_MAJOR 1
+#define UNMASK_ABI_VERSION_MINOR 0
+#define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
+
+/* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
+ * compatible when the major numbers are equal and the library's minor number is at least the
+ * header's. Thread-safe; never fails. */
+UNMASK_API uint32_t unmask_abi_version(void);
+
+/* The release of the loaded library, e.g. "0.1.0 (cpu, cuda, nccl)": the version, then the
+ * backends this build contains. Static storage; thread-safe; never fails. */
+UNMASK_API const char *unmask_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------------------------- */
+
+typedef int32_t unmask_status;
+
+/* Frozen values: a code never changes meaning, new codes are appended. */
+#define UNMASK_OK 0
+#define UNMASK_ERR_INVALID_ARGUMENT 1 /* a NULL pointer, wrong struct_size, out-of-range value */
+#define UNMASK_ERR_UNSUPPORTED 2      /* valid request this build or model cannot serve */
+#define UNMASK_ERR_MODEL_FORMAT 3     /* a model file or config is malformed or inconsistent */
+#define UNMASK_ERR_IO 4               /* a file is missing or cannot be read */
+#define UNMASK_ERR_OUT_OF_BUDGET 5    /* the work does not fit the memory budget */
+#define UNMASK_ERR_QUEUE_FULL 6       /* the engine's request queue is at its bound */
+#define UNMASK_ERR_TIMEOUT 7          /* a deadline or wait timeout passed */
+#define UNMASK_ERR_CANCELLED 8        /* the caller cancelled the operation */
+#define UNMASK_ERR_TOO_LONG 9         /* a prompt or sequence exceeds the model's or engine's limit */
+#define UNMASK_ERR_SHUTTING_DOWN 10   /* the engine is draining or stopped */
+#define UNMASK_ERR_DEVICE 11          /* the accelerator failed (driver error, device lost) */
+#define UNMASK_ERR_INTERNAL 12        /* a bug in unmask; please report it with the message */
+
+/* A short constant name for a status, e.g. "INVALID_ARGUMENT"; "UNKNOWN" for values this
+ * library does not know. Static storage; thread-safe; never fails. */
+UNMASK_API const char *unmask_status_string(unmask_status status);
+
+/* The message of the most recent failed call on the calling thread, naming the argument, file or
+ * value that was wrong; "" when no call on this thread has failed yet. The pointer stays valid
+ * until the next failing call on the same thread. Successful calls do not clear it. */
+UNMASK_API const char *unmask_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging and progress
+ * ------------------------------------------------------------------------------------------- */
+
+#define UNMASK_LOG_DEBUG 0
+#define UNMASK_LOG_INFO 1
+#define UNMASK_LOG_WARN 2
+#define UNMASK_LOG_ERROR 3
+
+/* Receives one log line (no trailing newline). Set per model load or engine, never globally. May be
+ * called from worker threads, and concurrently when several engines share it. */
+typedef void (*unmask_log_callback)(int32_t level, const char *message, void *user_data);
+
+/* Reports progress of a long operation in bytes. Return 0 to continue, anything else to cancel:
+ * the operation then fails with UNMASK_ERR_CANCELLED and releases what it had taken. */
+typedef int32_t (*unmask_progress_callback)(uint64_t bytes_done, uint64_t bytes_total, void *user_data);
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends and opaque handles
+ * ------------------------------------------------------------------------------------------- */
+
+/* Where the weights live and the work runs. */
+#define UNMASK_BACKEND_CPU 0
+#define UNMASK_BACKEND_CUDA 1
+
+/* Number of devices of a backend usable by this process: 1 for UNMASK_BACKEND_CPU; for
+ * UNMASK_BACKEND_CUDA the visible GPUs, 0 when the build has no CUDA or the machine no driver.
+ * Thread-safe. Errors: INVALID_ARGUMENT (unknown backend, NULL count). */
+UNMASK_API unmask_status unmask_backend_device_count(int32_t backend, int32_t *count);
+
+/* Immutable weights and tokenizer; thread-safe and shareable once loaded. */
+typedef struct unmask_model unmask_model;
+/* Scheduler and memory pools of one model; submit, cancel and stats are thread-safe. */
+typedef struct unmask_engine unmask_engine;
+/* One generation request; owned by one caller. */
+typedef struct unmask_request unmask_request;
+
+/* ---------------------------------------------------------------------------------------------
+ * Models
+ * ------------------------------------------------------------------------------------------- */
+
+/* Precision of the weights in memory (unmask_model_params.precision, unmask_model_description.precision). */
+#define UNMASK_PRECISION_AUTO 0 /* keep each tensor's dtype from the file */
+#define UNMASK_PRECISION_FP32 1
+#define UNMASK_PRECISION_BF16 2
+#define UNMASK_PRECISION_FP16 3
+
+/* When to verify the checksum manifest (a `sha256sum`-format file SHA256SUMS in the directory). */
+#define UNMASK_CHECKSUM_IF_PRESENT 0 /* verify when the manifest exists */
+#define UNMASK_CHECKSUM_REQUIRE 1    /* fail with UNMASK_ERR_MODEL_FORMAT when it is missing */
+#define UNMASK_CHECKSUM_SKIP 2       /* never read the manifest */
+
+typedef struct unmask_model_params {
+    uint32_t struct_size;   /* sizeof(unmask_model_params); set by unmask_model_params_init */
+    int32_t precision;      /* UNMASK_PRECISION_*; default AUTO */
+    int32_t checksum_mode;  /* UNMASK_CHECKSUM_*; default IF_PRESENT */
+    int32_t backend;        /* UNMASK_BACKEND_*; default CPU */
+    unmask_log_callback log_callback;           /* may be NULL: no logging */
+    void *log_user_data;
+    int32_t log_level;                          /* lowest UNMASK_LOG_* passed on; default INFO */
+    int32_t reserved0;                          /* must be 0 */
+    unmask_progress_callback progress_callback; /* may be NULL; bytes read and verified */
+    void *progress_user_data;
+} unmask_model_params;
+
+/* Fills *params with the defaults above. Returns UNMASK_ERR_INVALID_ARGUMENT for NULL. */
+UNMASK_API unmask_status unmask_model_params_init(unmask_model_params *params);
+
+/* Loads a Hugging Face model directory (config.json, model.safetensors or shards with
+ * model.safetensors.index.json, tokenizer files). `params` may be NULL for the defaults.
+ * On success *out_model owns the model; free it with unmask_model_free.
+ * Errors: INVALID_ARGUMENT (NULL path or out_model, bad params), IO (missing or unreadable file,
+ * naming it), MODEL_FORMAT (malformed file or config, naming the problem), UNSUPPORTED (unknown
+ * architecture or backend), CANCELLED (the progress callback asked to stop). */
+UNMASK_API unmask_status unmask_model_load(const char *path, const unmask_model_params *params,
+                                           unmask_model **out_model);
+
+/* Releases a model. NULL is a no-op. The model must no longer be used by any engine. */
+UNMASK_API void unmask_model_free(unmask_model *model);
+
+typedef struct unmask_model_description {
+    uint32_t struct_size;        /* set by the caller to sizeof(unmask_model_description) */
+    int32_t precision;           /* UNMASK_PRECISION_* of the loaded weights (AUTO: mixed) */
+    const char *architecture;    /* "llada", "llada-moe" or "dream"; owned by the model */
+    uint64_t parameters_total;   /* every weight element */
+    uint64_t parameters_active;  /* elements used per token (differs from total for MoE) */
+    uint64_t weight_bytes;       /* bytes of the weights as loaded */
+    int64_t vocab_size;          /* rows of the LM head */
+    int32_t layers;
+    int32_t hidden_size;
+    int32_t attention_heads;
+    int32_t kv_heads;
+    int32_t head_dim;
+    int32_t experts;             /* 0 for dense models */
+    int32_t experts_per_token;   /* 0 for dense models */
+    int32_t mask_token_id;
+    int64_t max_sequence_length;
+} unmask_model_description;
+
+/* Describes a loaded model. The caller sets info->struct_size; only fields inside it are written,
+ * so a program built against an older header gets the fields it knows. Thread-safe.
+ * Errors: INVALID_ARGUMENT (NULL model or info, struct_size too small or too large). */
+UNMASK_API unmask_status unmask_model_info(const unmask_model *model, unmask_model_description *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNMASK_H */
