@@ -1,0 +1,78 @@
+#include "args.hpp"
+
+#include <sstream>
+
+namespace unmask_cli {
+namespace {
+
+std::vector<OptionSpec> all_options(const CommandSpec& spec) {
+    std::vector<OptionSpec> options = spec.options;
+    options.push_back({"json", "", "print machine-readable JSON on stdout"});
+    options.push_back({"help", "", "show this help"});
+    return options;
+}
+
+const OptionSpec* find_option(const std::vector<OptionSpec>& options, const std::string& name) {
+    for (const auto& option : options)
+        if (option.name == name) return &option;
+    return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::string> ParsedArgs::value(const std::string& name) const {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+}
+
+ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
+    const auto options = all_options(spec);
+    ParsedArgs parsed;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg.rfind("--", 0) != 0 || arg == "--") {
+            parsed.positional.push_back(arg);
+            continue;
+        }
+        std::string name = arg.substr(2);
+        std::optional<std::string> inline_value;
+        if (auto eq = name.find('='); eq != std::string::npos) {
+            inline_value = name.substr(eq + 1);
+            name = name.substr(0, eq);
+        }
+        const OptionSpec* option = find_option(options, name);
+        if (option == nullptr) throw UsageError("unknown option '--" + name + "'");
+        if (option->value_name.empty()) {
+            if (inline_value) throw UsageError("option '--" + name + "' takes no value");
+            parsed.values[name] = "";
+        } else if (inline_value) {
+            parsed.values[name] = *inline_value;
+        } else {
+            if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value " + option->value_name);
+            parsed.values[name] = args[++i];
+        }
+    }
+    if (parsed.has("help")) return parsed;
+    if (parsed.positional.size() < spec.min_positional)
+        throw UsageError("missing argument " + spec.positional);
+    if (parsed.positional.size() > spec.max_positional)
+        throw UsageError("unexpected argument '" + parsed.positional[spec.max_positional] + "'");
+    return parsed;
+}
+
+std::string help_text(const CommandSpec& spec) {
+    std::ostringstream out;
+    out << "usage: unmask " << spec.name << " [options]";
+    if (!spec.positional.empty()) out << " " << spec.positional;
+    out << "\n\n" << spec.summary << "\n\noptions:\n";
+    for (const auto& option : all_options(spec)) {
+        std::string left = "  --" + option.name + (option.value_name.empty() ? "" : " " + option.value_name);
+        if (left.size() < 28) left.resize(28, ' ');
+        else left += "  ";
+        out << left << option.help << "\n";
+    }
+    return out.str();
+}
+
+}  // namespace unmask_cli

@@ -1,0 +1,43 @@
+// A small declarative command-line parser for the `unmask` command: each subcommand declares its
+// options, and parsing either succeeds or throws UsageError with one line that says what was wrong.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace unmask_cli {
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+    std::string name;        // without the leading "--"
+    std::string value_name;  // empty: a flag that takes no value
+    std::string help;
+};
+
+struct CommandSpec {
+    std::string name;
+    std::string summary;
+    std::string positional;  // e.g. "DIR"; empty when the command takes none
+    size_t min_positional = 0;
+    size_t max_positional = 0;
+    std::vector<OptionSpec> options;  // --help and --json are added to every command
+};
+
+struct ParsedArgs {
+    std::vector<std::string> positional;
+    std::map<std::string, std::string> values;  // flags map to ""
+
+    bool has(const std::string& name) const { return values.count(name) != 0; }
+    std::optional<std::string> value(const std::string& name) const;
+};
+
+ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args);
+std::string help_text(const CommandSpec& spec);
+
+}  // namespace unmask_cli
