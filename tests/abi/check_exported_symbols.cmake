@@ -1,0 +1,27 @@
+# cmake -DLIBRARY=... -DEXPECTED=... -P check_exported_symbols.cmake
+# Compares the dynamic symbols libunmask.so defines with the checked-in list (capi/exported_symbols.txt).
+execute_process(COMMAND nm -D --defined-only ${LIBRARY} OUTPUT_VARIABLE nm_output RESULT_VARIABLE nm_result)
+if(NOT nm_result EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIBRARY}")
+endif()
+string(REPLACE "\n" ";" lines "${nm_output}")
+set(actual "")
+foreach(line IN LISTS lines)
+  # "0000000000001234 T unmask_model_load"; the version-script node appears as an A symbol, skip it.
+  if(line MATCHES "^[0-9a-fA-F]* +([A-Za-z]) +([^ @]+)")
+    if(NOT CMAKE_MATCH_1 STREQUAL "A")
+      list(APPEND actual "${CMAKE_MATCH_2}")
+    endif()
+  endif()
+endforeach()
+list(SORT actual)
+file(STRINGS ${EXPECTED} expected)
+list(SORT expected)
+if(NOT actual STREQUAL expected)
+  string(REPLACE ";" "\n  " actual_text "${actual}")
+  string(REPLACE ";" "\n  " expected_text "${expected}")
+  message(FATAL_ERROR "exported symbols differ from ${EXPECTED}.\nactual:\n  ${actual_text}\nexpected:\n  ${expected_text}\n"
+                      "Adding a symbol is fine: add it to the list (and bump UNMASK_ABI_VERSION_MINOR). Never remove one.")
+endif()
+list(LENGTH actual count)
+message(STATUS "exported symbols match the checked-in list (${count} symbols)")

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The `unmask` command's contract: --help everywhere, --json output, and every error exits
+# non-zero with exactly one line on stderr.
+# usage: test_cli.sh PATH_TO_UNMASK
+set -uo pipefail
+unmask=$1
+failures=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+
+# expect_run NAME EXPECTED_EXIT ARGS... : runs unmask, checks the exit code, keeps stdout/stderr.
+expect_run() {
+    local name=$1 expected=$2
+    shift 2
+    "$unmask" "$@" >"$work/out" 2>"$work/err"
+    local code=$?
+    [ "$code" -eq "$expected" ] || fail "$name: exit $code, expected $expected (stderr: $(cat "$work/err"))"
+}
+
+# expect_one_error_line NAME PATTERN : stderr is one line matching PATTERN.
+expect_one_error_line() {
+    local lines
+    lines=$(wc -l <"$work/err")
+    [ "$lines" -eq 1 ] || fail "$1: stderr has $lines lines: $(cat "$work/err")"
+    grep -q -- "$2" "$work/err" || fail "$1: stderr '$(cat "$work/err")' lacks '$2'"
+}
+
+expect_run "help" 0 --help
+grep -q "inspect" "$work/out" || fail "help lists inspect"
+for command in version inspect generate plan; do
+    expect_run "$command --help" 0 "$command" --help
+    grep -q "usage: unmask $command" "$work/out" || fail "$command --help shows its usage"
+    grep -q -- "--json" "$work/out" || fail "$command --help lists --json"
+done
+
+expect_run "version" 0 version
+grep -q "^unmask 0\." "$work/out" || fail "version prints the release"
+expect_run "version --json" 0 version --json
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["abi_major"]==d["header_abi_major"]; assert "cpu" in d["version"]' "$work/out" \
+    || fail "version --json is JSON with matching ABI"
+
+expect_run "no command" 2
+expect_run "unknown command" 2 frobnicate
+expect_one_error_line "unknown command" "unknown command 'frobnicate'"
+expect_run "unknown option" 2 version --bogus
+expect_one_error_line "unknown option" "unknown option '--bogus'"
+expect_run "inspect without DIR" 2 inspect
+expect_one_error_line "inspect without DIR" "missing argument DIR"
+
+expect_run "inspect missing dir" 1 inspect "$work/does-not-exist"
+expect_one_error_line "inspect missing dir" "IO: .*does-not-exist"
+expect_run "inspect missing dir --json" 1 inspect --json "$work/does-not-exist"
+expect_one_error_line "inspect missing dir --json" "does-not-exist"
+[ ! -s "$work/out" ] || fail "a failed --json command prints nothing on stdout"
+
+expect_run "generate (not built yet)" 1 generate
+expect_one_error_line "generate" "UNSUPPORTED"
+expect_run "plan (not built yet)" 1 plan
+expect_one_error_line "plan" "UNSUPPORTED"
+
+if [ "$failures" -eq 0 ]; then echo "cli: all checks passed"; fi
+exit $((failures > 0))

@@ -1,0 +1,137 @@
+// The rules every C API call follows (DESIGN.md, "The C ABI"): statuses, last error, params
+// structs, NULL handling. These go through the public header only.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "unmask.h"
+
+TEST_CASE("the library reports the ABI version its header declares") {
+    CHECK(unmask_abi_version() == UNMASK_ABI_VERSION);
+    CHECK((unmask_abi_version() >> 16) == UNMASK_ABI_VERSION_MAJOR);
+    const std::string version = unmask_version_string();
+    CHECK(version.find("cpu") != std::string::npos);
+}
+
+TEST_CASE("every status code has its frozen name") {
+    CHECK(std::string(unmask_status_string(UNMASK_OK)) == "OK");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_INVALID_ARGUMENT)) == "INVALID_ARGUMENT");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_UNSUPPORTED)) == "UNSUPPORTED");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_MODEL_FORMAT)) == "MODEL_FORMAT");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_IO)) == "IO");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_OUT_OF_BUDGET)) == "OUT_OF_BUDGET");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_QUEUE_FULL)) == "QUEUE_FULL");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_TIMEOUT)) == "TIMEOUT");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_CANCELLED)) == "CANCELLED");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_TOO_LONG)) == "TOO_LONG");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_SHUTTING_DOWN)) == "SHUTTING_DOWN");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_DEVICE)) == "DEVICE");
+    CHECK(std::string(unmask_status_string(UNMASK_ERR_INTERNAL)) == "INTERNAL");
+    CHECK(std::string(unmask_status_string(13)) == "UNKNOWN");
+    CHECK(std::string(unmask_status_string(-1)) == "UNKNOWN");
+}
+
+TEST_CASE("params init fills the defaults and rejects NULL") {
+    unmask_model_params params;
+    std::memset(&params, 0xAB, sizeof params);
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    CHECK(params.struct_size == sizeof(unmask_model_params));
+    CHECK(params.precision == UNMASK_PRECISION_AUTO);
+    CHECK(params.checksum_mode == UNMASK_CHECKSUM_IF_PRESENT);
+    CHECK(params.backend == UNMASK_BACKEND_CPU);
+    const bool no_callbacks = params.log_callback == nullptr && params.progress_callback == nullptr;
+    CHECK(no_callbacks);
+    CHECK(params.log_level == UNMASK_LOG_INFO);
+
+    CHECK(unmask_model_params_init(nullptr) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("params is NULL") != std::string::npos);
+}
+
+TEST_CASE("model load names the NULL argument") {
+    unmask_model* model = reinterpret_cast<unmask_model*>(0x1);
+    CHECK(unmask_model_load(nullptr, nullptr, &model) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(model == nullptr);
+    CHECK(std::string(unmask_last_error()).find("path is NULL") != std::string::npos);
+
+    CHECK(unmask_model_load("/nonexistent", nullptr, nullptr) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("out_model is NULL") != std::string::npos);
+}
+
+TEST_CASE("a wrong struct_size is INVALID_ARGUMENT naming the field") {
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    unmask_model* model = nullptr;
+
+    params.struct_size = 4;
+    CHECK(unmask_model_load("/nonexistent", &params, &model) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("params->struct_size is 4") != std::string::npos);
+
+    params.struct_size = sizeof(unmask_model_params) + 8;
+    CHECK(unmask_model_load("/nonexistent", &params, &model) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(model == nullptr);
+}
+
+TEST_CASE("out-of-range params values are INVALID_ARGUMENT naming the field and value") {
+    unmask_model* model = nullptr;
+    struct Case {
+        const char* field;
+        void (*set)(unmask_model_params&);
+    };
+    const Case cases[] = {
+        {"params->precision has the unknown value 9", [](unmask_model_params& p) { p.precision = 9; }},
+        {"params->checksum_mode has the unknown value -1", [](unmask_model_params& p) { p.checksum_mode = -1; }},
+        {"params->backend has the unknown value 7", [](unmask_model_params& p) { p.backend = 7; }},
+        {"params->log_level has the unknown value 4", [](unmask_model_params& p) { p.log_level = 4; }},
+        {"params->reserved0 must be 0", [](unmask_model_params& p) { p.reserved0 = 1; }},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.field);
+        unmask_model_params params;
+        REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+        c.set(params);
+        CHECK(unmask_model_load("/nonexistent", &params, &model) == UNMASK_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(unmask_last_error()).find(c.field) != std::string::npos);
+    }
+}
+
+TEST_CASE("loading a missing directory is an IO error naming the path") {
+    unmask_model* model = nullptr;
+    CHECK(unmask_model_load("/nonexistent/model-dir", nullptr, &model) == UNMASK_ERR_IO);
+    CHECK(model == nullptr);
+    CHECK(std::string(unmask_last_error()).find("/nonexistent/model-dir") != std::string::npos);
+}
+
+TEST_CASE("the last error is per thread") {
+    unmask_model* model = nullptr;
+    REQUIRE(unmask_model_load("/nonexistent/main-thread", nullptr, &model) == UNMASK_ERR_IO);
+    std::string other_thread_error;
+    std::thread worker([&] {
+        other_thread_error = unmask_last_error();  // nothing failed on this thread yet
+        unmask_model_load("/nonexistent/worker-thread", nullptr, &model);
+    });
+    worker.join();
+    CHECK(other_thread_error.empty());
+    CHECK(std::string(unmask_last_error()).find("main-thread") != std::string::npos);
+}
+
+TEST_CASE("model info rejects NULL and a wrong struct_size") {
+    unmask_model_description info{};
+    info.struct_size = sizeof info;
+    CHECK(unmask_model_info(nullptr, &info) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("model is NULL") != std::string::npos);
+}
+
+TEST_CASE("freeing a NULL model is a no-op") { unmask_model_free(nullptr); }
+
+TEST_CASE("the CPU backend always has one device and CUDA never fails to count") {
+    int32_t count = -1;
+    REQUIRE(unmask_backend_device_count(UNMASK_BACKEND_CPU, &count) == UNMASK_OK);
+    CHECK(count == 1);
+    count = -1;
+    REQUIRE(unmask_backend_device_count(UNMASK_BACKEND_CUDA, &count) == UNMASK_OK);
+    CHECK(count >= 0);
+    CHECK(unmask_backend_device_count(5, &count) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(unmask_backend_device_count(UNMASK_BACKEND_CPU, nullptr) == UNMASK_ERR_INVALID_ARGUMENT);
+}

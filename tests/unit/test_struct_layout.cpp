@@ -1,0 +1,52 @@
+// The public structs are part of the ABI: their sizes and field offsets are frozen (LP64 values;
+// these are what the Rust and Python bindings hard-code). A failing assert here means the ABI
+// changed: append fields instead, and bump UNMASK_ABI_VERSION_MINOR.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+
+#include "unmask.h"
+
+static_assert(sizeof(void*) == 8, "the layout table below is for LP64 targets");
+
+static_assert(offsetof(unmask_model_params, struct_size) == 0);
+static_assert(offsetof(unmask_model_params, precision) == 4);
+static_assert(offsetof(unmask_model_params, checksum_mode) == 8);
+static_assert(offsetof(unmask_model_params, backend) == 12);
+static_assert(offsetof(unmask_model_params, log_callback) == 16);
+static_assert(offsetof(unmask_model_params, log_user_data) == 24);
+static_assert(offsetof(unmask_model_params, log_level) == 32);
+static_assert(offsetof(unmask_model_params, reserved0) == 36);
+static_assert(offsetof(unmask_model_params, progress_callback) == 40);
+static_assert(offsetof(unmask_model_params, progress_user_data) == 48);
+static_assert(sizeof(unmask_model_params) == 56);
+
+static_assert(offsetof(unmask_model_description, struct_size) == 0);
+static_assert(offsetof(unmask_model_description, precision) == 4);
+static_assert(offsetof(unmask_model_description, architecture) == 8);
+static_assert(offsetof(unmask_model_description, parameters_total) == 16);
+static_assert(offsetof(unmask_model_description, parameters_active) == 24);
+static_assert(offsetof(unmask_model_description, weight_bytes) == 32);
+static_assert(offsetof(unmask_model_description, vocab_size) == 40);
+static_assert(offsetof(unmask_model_description, layers) == 48);
+static_assert(offsetof(unmask_model_description, hidden_size) == 52);
+static_assert(offsetof(unmask_model_description, attention_heads) == 56);
+static_assert(offsetof(unmask_model_description, kv_heads) == 60);
+static_assert(offsetof(unmask_model_description, head_dim) == 64);
+static_assert(offsetof(unmask_model_description, experts) == 68);
+static_assert(offsetof(unmask_model_description, experts_per_token) == 72);
+static_assert(offsetof(unmask_model_description, mask_token_id) == 76);
+static_assert(offsetof(unmask_model_description, max_sequence_length) == 80);
+static_assert(sizeof(unmask_model_description) == 88);
+
+static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
+              UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
+              UNMASK_ERR_QUEUE_FULL == 6 && UNMASK_ERR_TIMEOUT == 7 && UNMASK_ERR_CANCELLED == 8 &&
+              UNMASK_ERR_TOO_LONG == 9 && UNMASK_ERR_SHUTTING_DOWN == 10 && UNMASK_ERR_DEVICE == 11 &&
+              UNMASK_ERR_INTERNAL == 12,
+              "status codes are frozen");
+
+TEST_CASE("public struct layouts are frozen (checked at compile time)") {
+    CHECK(sizeof(unmask_model_params) == 56);
+    CHECK(sizeof(unmask_model_description) == 88);
+}
