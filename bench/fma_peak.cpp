@@ -1,0 +1,67 @@
+// The machine's measured floating-point peak: a loop that does nothing but independent fused
+// multiply-adds. Matmul and forward-pass figures are reported against this number, so a GFLOP/s
+// figure is never read alone. One benchmark per instruction set the CPU supports.
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace {
+
+// 12 independent accumulators hide the FMA latency (4 cycles) on two FMA ports.
+constexpr int accumulators = 12;
+constexpr int64_t iterations_per_call = 1 << 14;
+
+// noinline/noclone: the inputs must stay unknown to the compiler, or it folds the loop away.
+__attribute__((target("avx2,fma"), noinline, noclone)) float fma_loop_avx2(int64_t iterations, float x, float y) {
+    __m256 acc[accumulators];
+    for (int i = 0; i < accumulators; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+    const __m256 a = _mm256_set1_ps(x), b = _mm256_set1_ps(y);
+    for (int64_t n = 0; n < iterations; ++n)
+        for (int i = 0; i < accumulators; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+    __m256 sum = acc[0];
+    for (int i = 1; i < accumulators; ++i) sum = _mm256_add_ps(sum, acc[i]);
+    return _mm256_cvtss_f32(sum);
+}
+
+__attribute__((target("avx512f"), noinline, noclone)) float fma_loop_avx512(int64_t iterations, float x, float y) {
+    __m512 acc[accumulators];
+    for (int i = 0; i < accumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+    const __m512 a = _mm512_set1_ps(x), b = _mm512_set1_ps(y);
+    for (int64_t n = 0; n < iterations; ++n)
+        for (int i = 0; i < accumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+    __m512 sum = acc[0];
+    for (int i = 1; i < accumulators; ++i) sum = _mm512_add_ps(sum, acc[i]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, sum);
+    return lanes[0] + lanes[15];
+}
+
+template <float (*Loop)(int64_t, float, float), int Lanes>
+void run_fma_peak(benchmark::State& state, bool supported) {
+    if (!supported) {
+        state.SkipWithError("instruction set not supported by this CPU");
+        return;
+    }
+    float x = 0.999999f, y = 1e-7f;
+    int64_t iterations = iterations_per_call;
+    benchmark::DoNotOptimize(x);
+    benchmark::DoNotOptimize(y);
+    benchmark::DoNotOptimize(iterations);
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(x);  // x may have changed: the call cannot be hoisted out of the loop
+        benchmark::DoNotOptimize(Loop(iterations, x, y));
+    }
+    const double flops_per_call = 2.0 * Lanes * accumulators * static_cast<double>(iterations_per_call);
+    state.counters["FLOP/s"] = benchmark::Counter(flops_per_call * static_cast<double>(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
+}
+
+void BM_fma_peak_avx2(benchmark::State& state) { run_fma_peak<fma_loop_avx2, 8>(state, __builtin_cpu_supports("fma")); }
+void BM_fma_peak_avx512(benchmark::State& state) { run_fma_peak<fma_loop_avx512, 16>(state, __builtin_cpu_supports("avx512f")); }
+
+}  // namespace
+
+BENCHMARK(BM_fma_peak_avx2)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_fma_peak_avx512)->Threads(1)->Threads(2)->UseRealTime();
