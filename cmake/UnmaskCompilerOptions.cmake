@@ -6,6 +6,6 @@ target_compile_options(unmask_compile_options INTERFACE
 
 if(UNMASK_SANITIZE)
   set(_unmask_sanitize_flags -fsanitize=${UNMASK_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:${_unmask_sanitize_flags}>)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_unmask_sanitize_flags}>")
   add_link_options(${_unmask_sanitize_flags})
 endif()
