@@ -13,6 +13,15 @@ namespace {
 // Sizes of the first published versions of the structs (ABI 1.0); never change these.
 constexpr size_t model_params_v1_size = sizeof(unmask_model_params);
 constexpr size_t model_description_v1_size = sizeof(unmask_model_description);
+constexpr size_t tensor_description_v1_size = sizeof(unmask_tensor_description);
+
+int32_t public_dtype(DType dtype) {
+    switch (dtype) {
+        case DType::f16: return UNMASK_DTYPE_F16;
+        case DType::bf16: return UNMASK_DTYPE_BF16;
+        default: return UNMASK_DTYPE_F32;  // weights are bound only as F32, F16 or BF16
+    }
+}
 
 unmask_model_params default_model_params() {
     unmask_model_params p{};
@@ -36,7 +45,7 @@ LoadOptions to_load_options(const unmask_model_params& p) {
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
     const auto level = require_one_of(
         p.log_level, {UNMASK_LOG_DEBUG, UNMASK_LOG_INFO, UNMASK_LOG_WARN, UNMASK_LOG_ERROR}, "params->log_level");
-    if (p.reserved0 != 0) fail(Status::invalid_argument, "params->reserved0 must be 0, got {}", p.reserved0);
+    options.metadata_only = require_one_of(p.metadata_only, {0, 1}, "params->metadata_only") == 1;
     options.logger = Logger(p.log_callback, p.log_user_data, static_cast<LogLevel>(level));
     if (p.progress_callback != nullptr) {
         options.progress = [callback = p.progress_callback, user_data = p.progress_user_data](uint64_t done,
@@ -75,24 +84,50 @@ extern "C" unmask_status unmask_model_info(const unmask_model* model, unmask_mod
     return guarded(__func__, [&] {
         require_not_null(model, "model");
         const size_t size = writable_size(info, "info", model_description_v1_size);
-        const ModelDescription& d = model->model->description();
+        const Model& m = *model->model;
+        const ModelSpec& spec = m.spec();
+        const ModelDescription& d = m.description();
         unmask_model_description out{};
         out.struct_size = static_cast<uint32_t>(size);
         out.precision = static_cast<int32_t>(d.precision);
-        out.architecture = d.architecture.c_str();
+        out.architecture = spec.architecture_name.c_str();
         out.parameters_total = d.parameters_total;
         out.parameters_active = d.parameters_active;
         out.weight_bytes = d.weight_bytes;
-        out.vocab_size = d.vocab_size;
-        out.layers = d.layers;
-        out.hidden_size = d.hidden_size;
-        out.attention_heads = d.attention_heads;
-        out.kv_heads = d.kv_heads;
-        out.head_dim = d.head_dim;
-        out.experts = d.experts;
-        out.experts_per_token = d.experts_per_token;
-        out.mask_token_id = d.mask_token_id;
-        out.max_sequence_length = d.max_sequence_length;
+        out.vocab_size = spec.vocab_size;
+        out.layers = static_cast<int32_t>(spec.layers);
+        out.hidden_size = static_cast<int32_t>(spec.hidden_size);
+        out.attention_heads = static_cast<int32_t>(spec.attention_heads);
+        out.kv_heads = static_cast<int32_t>(spec.kv_heads);
+        out.head_dim = static_cast<int32_t>(spec.head_dim);
+        out.experts = static_cast<int32_t>(spec.experts);
+        out.experts_per_token = static_cast<int32_t>(spec.experts_per_token);
+        out.mask_token_id = static_cast<int32_t>(spec.mask_token_id);
+        out.max_sequence_length = spec.max_sequence_length;
+        out.tensor_count = static_cast<int64_t>(m.weights().size());
+        out.checksums_verified = d.checksums == ChecksumResult::verified ? 1 : 0;
+        out.eos_token_id = static_cast<int32_t>(spec.eos_token_id);
+        std::memcpy(info, &out, size);
+    });
+}
+
+extern "C" unmask_status unmask_model_tensor(const unmask_model* model, int64_t index, unmask_tensor_description* info) {
+    return guarded(__func__, [&] {
+        require_not_null(model, "model");
+        const size_t size = writable_size(info, "info", tensor_description_v1_size);
+        const auto& weights = model->model->weights();
+        if (index < 0 || index >= static_cast<int64_t>(weights.size()))
+            fail(Status::invalid_argument, "index {} is outside the model's {} tensors", index, weights.size());
+        const Weight& w = weights[static_cast<size_t>(index)];
+        unmask_tensor_description out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.dtype = public_dtype(w.dtype);
+        out.name = w.name.c_str();
+        out.component = component_name(w.component).data();
+        out.file_dtype = public_dtype(w.file_dtype);
+        out.dims = static_cast<int32_t>(std::min<size_t>(w.shape.size(), UNMASK_MAX_DIMS));
+        for (int32_t i = 0; i < out.dims; ++i) out.shape[i] = w.shape[static_cast<size_t>(i)];
+        out.bytes = w.elements * dtype_size(w.dtype);
         std::memcpy(info, &out, size);
     });
 }

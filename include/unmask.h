@@ -142,7 +142,8 @@ typedef struct unmask_model_params {
     unmask_log_callback log_callback;           /* may be NULL: no logging */
     void *log_user_data;
     int32_t log_level;                          /* lowest UNMASK_LOG_* passed on; default INFO */
-    int32_t reserved0;                          /* must be 0 */
+    int32_t metadata_only;                      /* 1: read config and tensor headers only, touch no
+                                                   weight data (inspect, plan); the model cannot run */
     unmask_progress_callback progress_callback; /* may be NULL; bytes read and verified */
     void *progress_user_data;
 } unmask_model_params;
@@ -179,12 +180,39 @@ typedef struct unmask_model_description {
     int32_t experts_per_token;   /* 0 for dense models */
     int32_t mask_token_id;
     int64_t max_sequence_length;
+    int64_t tensor_count;        /* weights bound, see unmask_model_tensor */
+    int32_t checksums_verified;  /* 1 when SHA256SUMS was verified during the load */
+    int32_t eos_token_id;        /* -1 when the config declares none */
 } unmask_model_description;
 
 /* Describes a loaded model. The caller sets info->struct_size; only fields inside it are written,
  * so a program built against an older header gets the fields it knows. Thread-safe.
  * Errors: INVALID_ARGUMENT (NULL model or info, struct_size too small or too large). */
 UNMASK_API unmask_status unmask_model_info(const unmask_model *model, unmask_model_description *info);
+
+/* Element types of tensors (unmask_tensor_description.dtype). */
+#define UNMASK_DTYPE_F32 0
+#define UNMASK_DTYPE_F16 1
+#define UNMASK_DTYPE_BF16 2
+
+#define UNMASK_MAX_DIMS 8
+
+typedef struct unmask_tensor_description {
+    uint32_t struct_size;        /* set by the caller to sizeof(unmask_tensor_description) */
+    int32_t dtype;               /* UNMASK_DTYPE_* in memory */
+    const char *name;            /* e.g. "model.layers.0.self_attn.q_proj.weight"; owned by the model */
+    const char *component;       /* "embedding", "attention", "norm", "mlp", "router", "experts",
+                                    "shared_experts" or "lm_head"; static storage */
+    int32_t file_dtype;          /* UNMASK_DTYPE_* in the file */
+    int32_t dims;
+    int64_t shape[UNMASK_MAX_DIMS];
+    uint64_t bytes;              /* in memory */
+} unmask_tensor_description;
+
+/* Describes weight `index` (0 <= index < tensor_count of unmask_model_info). Thread-safe.
+ * Errors: INVALID_ARGUMENT (NULL, bad struct_size, index out of range). */
+UNMASK_API unmask_status unmask_model_tensor(const unmask_model *model, int64_t index,
+                                             unmask_tensor_description *info);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@ struct LoadOptions {
     Precision precision = Precision::automatic;
     ChecksumMode checksum_mode = ChecksumMode::if_present;
     BackendKind backend = BackendKind::cpu;
+    bool metadata_only = false;  // read headers and bind shapes; touch no tensor data
     Logger logger;
     ProgressFn progress;
 };

@@ -1,41 +1,74 @@
-// A loaded model: immutable once built, shared by every engine that serves it.
+// A loaded model: its spec and its weights, immutable once built and shared by every engine that
+// serves it. Weights are used straight from the mapped files where dtype and alignment allow.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "format/dtype.hpp"
+#include "format/tensor_catalog.hpp"
+#include "model/architecture.hpp"
 #include "model/load_options.hpp"
+#include "model/model_spec.hpp"
 
 namespace unmask {
 
+enum class ChecksumResult : int32_t { not_checked = 0, verified = 1 };
+
 // Architecture-neutral facts about a model, as reported by unmask_model_info.
 struct ModelDescription {
-    std::string architecture;
-    Precision precision = Precision::automatic;
+    Precision precision = Precision::automatic;  // automatic: the weights keep mixed file dtypes
     uint64_t parameters_total = 0;
-    uint64_t parameters_active = 0;
-    uint64_t weight_bytes = 0;
-    int64_t vocab_size = 0;
-    int32_t layers = 0;
-    int32_t hidden_size = 0;
-    int32_t attention_heads = 0;
-    int32_t kv_heads = 0;
-    int32_t head_dim = 0;
-    int32_t experts = 0;
-    int32_t experts_per_token = 0;
-    int32_t mask_token_id = 0;
-    int64_t max_sequence_length = 0;
+    uint64_t parameters_active = 0;  // per token: routed experts count k/E of their parameters
+    uint64_t weight_bytes = 0;       // at the loaded precision
+    std::array<uint64_t, component_count> bytes_by_component{};
+    ChecksumResult checksums = ChecksumResult::not_checked;
+};
+
+struct Weight {
+    std::string name;
+    Component component = Component::embedding;
+    DType dtype = DType::f32;  // in memory
+    DType file_dtype = DType::f32;
+    std::vector<int64_t> shape;
+    uint64_t elements = 0;
+    const void* data = nullptr;  // nullptr when the model was opened for metadata only
 };
 
 class Model {
 public:
-    virtual ~Model() = default;
-    virtual const ModelDescription& description() const = 0;
+    const ModelSpec& spec() const noexcept { return spec_; }
+    const ModelDescription& description() const noexcept { return description_; }
+    const std::vector<Weight>& weights() const noexcept { return weights_; }
+    // The weight called `name`; throws Error(INTERNAL) when the binding did not produce it.
+    const Weight& weight(const std::string& name) const;
+    bool has_data() const noexcept { return has_data_; }
+
+private:
+    friend std::unique_ptr<Model> load_model(const std::filesystem::path&, const LoadOptions&);
+    struct FreeDeleter {
+        void operator()(void* p) const noexcept;
+    };
+
+    ModelSpec spec_;
+    ModelDescription description_;
+    std::vector<Weight> weights_;
+    std::map<std::string, size_t> index_;
+    TensorCatalog catalog_;                                    // keeps the mapped files alive
+    std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;  // converted or realigned weights
+    bool has_data_ = false;
 };
 
-// Loads a Hugging Face model directory. Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED).
+// Loads a Hugging Face model directory: config.json, the safetensors weights, the checksum
+// manifest. Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED) naming what was wrong.
 std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options);
+
+// config.json -> ModelSpec, without opening any weight file.
+ModelSpec read_model_config(const std::filesystem::path& directory);
 
 }  // namespace unmask

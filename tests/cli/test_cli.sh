@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The `unmask` command's contract: --help everywhere, --json output, and every error exits
 # non-zero with exactly one line on stderr.
-# usage: test_cli.sh PATH_TO_UNMASK
+# usage: test_cli.sh PATH_TO_UNMASK FIXTURES_DIR
 set -uo pipefail
 unmask=$1
+fixtures=$2
 failures=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,6 +55,30 @@ expect_one_error_line "inspect missing dir" "IO: .*does-not-exist"
 expect_run "inspect missing dir --json" 1 inspect --json "$work/does-not-exist"
 expect_one_error_line "inspect missing dir --json" "does-not-exist"
 [ ! -s "$work/out" ] || fail "a failed --json command prints nothing on stdout"
+
+expect_run "inspect good model" 0 inspect "$fixtures/good/llada-moe"
+grep -q "^architecture  *llada-moe" "$work/out" || fail "inspect shows the architecture"
+grep -q "model.layers.1.mlp.experts.3.down_proj.weight" "$work/out" || fail "inspect lists every tensor"
+grep -q "not checked" "$work/out" || fail "inspect says checksums were not checked"
+expect_run "inspect --json --precision fp32" 0 inspect --json --precision fp32 "$fixtures/good/llada-moe"
+/usr/bin/python3 - "$work/out" <<'PY' || fail "inspect --json describes the model consistently"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["architecture"] == "llada-moe" and d["precision"] == "fp32"
+assert len(d["tensors"]) == 38
+assert sum(t["bytes"] for t in d["tensors"]) == d["weight_bytes"] == sum(d["bytes_by_component"].values())
+assert d["weight_bytes"] == 4 * d["parameters_total"]
+assert d["parameters_active"] < d["parameters_total"]
+assert all(t["dtype"] == "F32" and t["file_dtype"] == "BF16" for t in d["tensors"])
+PY
+expect_run "inspect --verify" 0 inspect --verify --json "$fixtures/good/llada-checksummed"
+grep -q '"checksums":"verified"' "$work/out" || fail "inspect --verify reports verified checksums"
+expect_run "inspect --verify without manifest" 1 inspect --verify "$fixtures/good/llada"
+expect_one_error_line "inspect --verify without manifest" "MODEL_FORMAT: .*no SHA256SUMS"
+expect_run "inspect --verify mismatch" 1 inspect --verify "$fixtures/bad/checksum-mismatch"
+expect_one_error_line "inspect --verify mismatch" "checksum mismatch"
+expect_run "inspect bad precision" 2 inspect --precision fp8 "$fixtures/good/llada"
+expect_one_error_line "inspect bad precision" "precision must be"
 
 expect_run "generate (not built yet)" 1 generate
 expect_one_error_line "generate" "UNSUPPORTED"

@@ -84,7 +84,7 @@ TEST_CASE("out-of-range params values are INVALID_ARGUMENT naming the field and 
         {"params->checksum_mode has the unknown value -1", [](unmask_model_params& p) { p.checksum_mode = -1; }},
         {"params->backend has the unknown value 7", [](unmask_model_params& p) { p.backend = 7; }},
         {"params->log_level has the unknown value 4", [](unmask_model_params& p) { p.log_level = 4; }},
-        {"params->reserved0 must be 0", [](unmask_model_params& p) { p.reserved0 = 1; }},
+        {"params->metadata_only has the unknown value 2", [](unmask_model_params& p) { p.metadata_only = 2; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.field);

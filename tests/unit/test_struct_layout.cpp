@@ -16,7 +16,7 @@ static_assert(offsetof(unmask_model_params, backend) == 12);
 static_assert(offsetof(unmask_model_params, log_callback) == 16);
 static_assert(offsetof(unmask_model_params, log_user_data) == 24);
 static_assert(offsetof(unmask_model_params, log_level) == 32);
-static_assert(offsetof(unmask_model_params, reserved0) == 36);
+static_assert(offsetof(unmask_model_params, metadata_only) == 36);
 static_assert(offsetof(unmask_model_params, progress_callback) == 40);
 static_assert(offsetof(unmask_model_params, progress_user_data) == 48);
 static_assert(sizeof(unmask_model_params) == 56);
@@ -37,7 +37,20 @@ static_assert(offsetof(unmask_model_description, experts) == 68);
 static_assert(offsetof(unmask_model_description, experts_per_token) == 72);
 static_assert(offsetof(unmask_model_description, mask_token_id) == 76);
 static_assert(offsetof(unmask_model_description, max_sequence_length) == 80);
-static_assert(sizeof(unmask_model_description) == 88);
+static_assert(offsetof(unmask_model_description, tensor_count) == 88);
+static_assert(offsetof(unmask_model_description, checksums_verified) == 96);
+static_assert(offsetof(unmask_model_description, eos_token_id) == 100);
+static_assert(sizeof(unmask_model_description) == 104);
+
+static_assert(offsetof(unmask_tensor_description, struct_size) == 0);
+static_assert(offsetof(unmask_tensor_description, dtype) == 4);
+static_assert(offsetof(unmask_tensor_description, name) == 8);
+static_assert(offsetof(unmask_tensor_description, component) == 16);
+static_assert(offsetof(unmask_tensor_description, file_dtype) == 24);
+static_assert(offsetof(unmask_tensor_description, dims) == 28);
+static_assert(offsetof(unmask_tensor_description, shape) == 32);
+static_assert(offsetof(unmask_tensor_description, bytes) == 96);
+static_assert(sizeof(unmask_tensor_description) == 104);
 
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
@@ -48,5 +61,6 @@ static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_U
 
 TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_model_params) == 56);
-    CHECK(sizeof(unmask_model_description) == 88);
+    CHECK(sizeof(unmask_model_description) == 104);
+    CHECK(sizeof(unmask_tensor_description) == 104);
 }

@@ -1,0 +1,37 @@
+#include "format/strict_json.hpp"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label) {
+    using nlohmann::json;
+    std::vector<std::set<std::string>> keys_per_object;  // one set per open object
+    std::string duplicate;
+    const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+        switch (event) {
+            case json::parse_event_t::object_start: keys_per_object.emplace_back(); break;
+            case json::parse_event_t::object_end: keys_per_object.pop_back(); break;
+            case json::parse_event_t::key:
+                if (!keys_per_object.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+                    duplicate = parsed.get<std::string>();
+                break;
+            default: break;
+        }
+        return true;
+    };
+    json root;
+    try {
+        root = json::parse(text.begin(), text.end(), on_event);
+    } catch (const json::exception& e) {
+        fail(Status::model_format, "{}: invalid JSON: {}", label, e.what());
+    }
+    if (!duplicate.empty()) fail(Status::model_format, "{}: duplicate key '{}'", label, duplicate);
+    return root;
+}
+
+}  // namespace unmask

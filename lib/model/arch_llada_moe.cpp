@@ -1,0 +1,95 @@
+// LLaDA-MoE (LLaDAMoEModelLM): OLMoE-like layers with Hugging Face names, per-head q/k RMSNorm and
+// a softmax (or sigmoid) router over routed experts.
+#include "core/error.hpp"
+#include "model/architecture.hpp"
+
+namespace unmask {
+namespace {
+
+// The published LLaDA-MoE config may lack mask_token_id; this is the id its tokenizer uses.
+constexpr int64_t llada_moe_default_mask_token_id = 156895;
+
+std::vector<bool> read_moe_layers(const ConfigReader& config, int64_t layers) {
+    const nlohmann::json* freq = config.find("moe_layer_freq");
+    if (freq == nullptr) return std::vector<bool>(static_cast<size_t>(layers), true);
+    if (freq->is_number_integer() && freq->get<int64_t>() == 1) return std::vector<bool>(static_cast<size_t>(layers), true);
+    if (!freq->is_array()) config.fail_field("moe_layer_freq", fmt::format("must be a list of 0/1 per layer, got {}", freq->dump()));
+    std::vector<bool> moe;
+    for (const auto& entry : *freq) {
+        if (!entry.is_number_integer() || (entry.get<int64_t>() != 0 && entry.get<int64_t>() != 1))
+            config.fail_field("moe_layer_freq", fmt::format("entries must be 0 or 1, got {}", entry.dump()));
+        moe.push_back(entry.get<int64_t>() == 1);
+    }
+    return moe;
+}
+
+ModelSpec read_llada_moe_config(const ConfigReader& config) {
+    ModelSpec spec;
+    spec.architecture = Architecture::llada_moe;
+    spec.architecture_name = "llada-moe";
+    spec.hidden_size = config.positive_integer("hidden_size");
+    spec.layers = config.positive_integer("num_hidden_layers");
+    spec.attention_heads = config.positive_integer("num_attention_heads");
+    spec.kv_heads = config.optional_integer("num_key_value_heads").value_or(spec.attention_heads);
+    spec.head_dim = config.optional_integer("head_dim").value_or(spec.hidden_size / spec.attention_heads);
+    spec.vocab_size = config.positive_integer("vocab_size");
+    spec.embedding_rows = spec.vocab_size;
+    spec.max_sequence_length = config.optional_integer("max_position_embeddings").value_or(4096);
+    spec.rope_theta = config.number("rope_theta");
+    spec.rms_norm_eps = config.optional_number("rms_norm_eps").value_or(1e-5);
+    // Older configs write -1 for "whole head rotated".
+    const double partial = config.optional_number("partial_rotary_factor").value_or(1.0);
+    spec.partial_rotary_factor = partial <= 0 ? 1.0 : partial;
+    spec.qk_norm = config.boolean("qk_layernorm", false);
+    spec.tie_word_embeddings = config.boolean("tie_word_embeddings", false);
+    spec.mask_token_id = config.optional_integer("mask_token_id").value_or(llada_moe_default_mask_token_id);
+    spec.eos_token_id = config.optional_token_id("eos_token_id").value_or(-1);
+
+    spec.experts = config.positive_integer("num_experts");
+    spec.experts_per_token = config.positive_integer("num_experts_per_tok");
+    spec.expert_intermediate_size = config.positive_integer("expert_intermediate_size");
+    spec.shared_expert_intermediate_size = std::max<int64_t>(0, config.optional_integer("shared_expert_intermediate_size").value_or(0));
+    spec.moe_layer = read_moe_layers(config, spec.layers);
+    const bool any_dense = std::find(spec.moe_layer.begin(), spec.moe_layer.end(), false) != spec.moe_layer.end();
+    spec.intermediate_size = any_dense ? config.positive_integer("dense_intermediate_size")
+                                       : std::max<int64_t>(0, config.optional_integer("dense_intermediate_size").value_or(0));
+    const auto score = config.optional_string("moe_router_score_function").value_or("softmax");
+    if (score != "softmax" && score != "sigmoid")
+        config.fail_field("moe_router_score_function", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", score));
+    spec.router_score = score == "softmax" ? RouterScore::softmax : RouterScore::sigmoid;
+    spec.router_expert_bias = config.boolean("moe_router_enable_expert_bias", false);
+    // The published modeling code ignores norm_topk_prob and routed_scaling_factor (it never
+    // renormalises or scales the top-k weights); we reproduce that (ALGORITHMS.md, section 1).
+    spec.norm_topk_prob = false;
+    spec.routed_scaling_factor = 1.0;
+    return spec;
+}
+
+std::vector<ExpectedTensor> llada_moe_tensors(const ModelSpec& spec) {
+    const int64_t h = spec.hidden_size;
+    std::vector<ExpectedTensor> out;
+    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Component::embedding});
+    for (int64_t i = 0; i < spec.layers; ++i) {
+        add_hf_attention_tensors(out, spec, i);
+        const std::string p = fmt::format("model.layers.{}.mlp.", i);
+        if (!spec.moe_layer[static_cast<size_t>(i)]) {
+            add_swiglu_tensors(out, p, h, spec.intermediate_size, Component::mlp);
+            continue;
+        }
+        out.push_back({p + "gate.weight", {spec.experts, h}, Component::router});
+        if (spec.router_expert_bias) out.push_back({p + "gate.expert_bias", {spec.experts}, Component::router});
+        for (int64_t e = 0; e < spec.experts; ++e)
+            add_swiglu_tensors(out, fmt::format("{}experts.{}.", p, e), h, spec.expert_intermediate_size, Component::experts);
+        if (spec.shared_expert_intermediate_size > 0)
+            add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, Component::shared_experts);
+    }
+    out.push_back({"model.norm.weight", {h}, Component::norm});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Component::lm_head});
+    return out;
+}
+
+}  // namespace
+
+const ArchitectureBinding llada_moe_binding{"LLaDAMoEModelLM", read_llada_moe_config, llada_moe_tensors};
+
+}  // namespace unmask

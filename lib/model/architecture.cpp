@@ -1,0 +1,115 @@
+#include "model/architecture.hpp"
+
+#include "core/error.hpp"
+
+namespace unmask {
+namespace {
+
+const ArchitectureBinding* const bindings[] = {&llada_binding, &llada_moe_binding, &dream_binding};
+
+// Checks that make the shapes consistent, whatever the family.
+void validate_spec(const ModelSpec& spec, const std::string& label) {
+    auto bad = [&](std::string_view what) { fail(Status::model_format, "{}: {}", label, what); };
+    // Bounds far above any real model, so a hostile config cannot make us plan absurd work.
+    if (spec.layers > 4096) bad(fmt::format("{} layers is more than the supported 4096", spec.layers));
+    if (spec.experts > 65536) bad(fmt::format("{} experts is more than the supported 65536", spec.experts));
+    if (spec.hidden_size > (1 << 20) || spec.attention_heads > 4096 || spec.head_dim > 4096)
+        bad(fmt::format("hidden size {} / heads {} / head_dim {} are beyond supported bounds", spec.hidden_size,
+                        spec.attention_heads, spec.head_dim));
+    if (spec.embedding_rows > (int64_t{1} << 24)) bad(fmt::format("{} vocabulary rows is beyond the supported 16M", spec.embedding_rows));
+    if (spec.kv_heads <= 0 || spec.attention_heads % spec.kv_heads != 0)
+        bad(fmt::format("attention heads ({}) must be a multiple of key/value heads ({})", spec.attention_heads,
+                        spec.kv_heads));
+    if (spec.head_dim <= 0 || spec.head_dim % 2 != 0) bad(fmt::format("head_dim {} must be positive and even", spec.head_dim));
+    if (spec.embedding_rows < spec.vocab_size)
+        bad(fmt::format("embedding rows ({}) are fewer than vocab_size ({})", spec.embedding_rows, spec.vocab_size));
+    if (spec.mask_token_id < 0 || spec.mask_token_id >= spec.embedding_rows)
+        bad(fmt::format("mask_token_id {} is outside the vocabulary of {} rows", spec.mask_token_id, spec.embedding_rows));
+    if (spec.rms_norm_eps <= 0) bad(fmt::format("rms_norm_eps {} must be positive", spec.rms_norm_eps));
+    if (spec.rope_theta <= 0) bad(fmt::format("rope_theta {} must be positive", spec.rope_theta));
+    if (spec.partial_rotary_factor <= 0 || spec.partial_rotary_factor > 1)
+        bad(fmt::format("partial_rotary_factor {} must be in (0, 1]", spec.partial_rotary_factor));
+    if (spec.is_moe()) {
+        if (spec.experts_per_token <= 0 || spec.experts_per_token > spec.experts)
+            bad(fmt::format("num_experts_per_tok {} must be in 1..{}", spec.experts_per_token, spec.experts));
+        if (static_cast<int64_t>(spec.moe_layer.size()) != spec.layers)
+            bad(fmt::format("moe_layer_freq has {} entries for {} layers", spec.moe_layer.size(), spec.layers));
+    }
+}
+
+}  // namespace
+
+std::string_view component_name(Component component) noexcept {
+    switch (component) {
+        case Component::embedding: return "embedding";
+        case Component::attention: return "attention";
+        case Component::norm: return "norm";
+        case Component::mlp: return "mlp";
+        case Component::router: return "router";
+        case Component::experts: return "experts";
+        case Component::shared_experts: return "shared_experts";
+        case Component::lm_head: return "lm_head";
+    }
+    return "?";
+}
+
+const ArchitectureBinding& select_architecture(const ConfigReader& config) {
+    const nlohmann::json* architectures = config.find("architectures");
+    if (architectures == nullptr) config.fail_field("architectures", "is missing");
+    if (!architectures->is_array() || architectures->empty() || !(*architectures)[0].is_string())
+        config.fail_field("architectures", fmt::format("must be a non-empty list of names, got {}", architectures->dump()));
+    const auto name = (*architectures)[0].get<std::string>();
+    for (const ArchitectureBinding* binding : bindings)
+        if (binding->hf_name == name) return *binding;
+    fail(Status::unsupported, "{}: architecture '{}' is not supported (supported: LLaDAModelLM, LLaDAMoEModelLM, DreamModel)",
+         config.label(), name);
+}
+
+ModelSpec read_model_spec(const ConfigReader& config) {
+    const ArchitectureBinding& binding = select_architecture(config);
+    ModelSpec spec = binding.read_config(config);
+    validate_spec(spec, config.label());
+    return spec;
+}
+
+void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer) {
+    const std::string p = fmt::format("model.layers.{}.", layer);
+    const int64_t h = spec.hidden_size, q = spec.attention_heads * spec.head_dim, kv = spec.kv_heads * spec.head_dim;
+    out.push_back({p + "input_layernorm.weight", {h}, Component::norm});
+    out.push_back({p + "post_attention_layernorm.weight", {h}, Component::norm});
+    out.push_back({p + "self_attn.q_proj.weight", {q, h}, Component::attention});
+    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, Component::attention});
+    out.push_back({p + "self_attn.v_proj.weight", {kv, h}, Component::attention});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q}, Component::attention});
+    if (spec.qkv_bias) {
+        out.push_back({p + "self_attn.q_proj.bias", {q}, Component::attention});
+        out.push_back({p + "self_attn.k_proj.bias", {kv}, Component::attention});
+        out.push_back({p + "self_attn.v_proj.bias", {kv}, Component::attention});
+    }
+    if (spec.qk_norm) {
+        out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}, Component::norm});
+        out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}, Component::norm});
+    }
+}
+
+void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
+                        Component component) {
+    out.push_back({prefix + "gate_proj.weight", {width, hidden}, component});
+    out.push_back({prefix + "up_proj.weight", {width, hidden}, component});
+    out.push_back({prefix + "down_proj.weight", {hidden, width}, component});
+}
+
+}  // namespace unmask
+
+namespace unmask {
+
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
+    switch (spec.architecture) {
+        case Architecture::llada: return llada_binding.expected_tensors(spec);
+        case Architecture::llada_moe: return llada_moe_binding.expected_tensors(spec);
+        case Architecture::dream: return dream_binding.expected_tensors(spec);
+    }
+    fail(Status::internal, "unknown architecture {}", static_cast<int>(spec.architecture));
+}
+
+}  // namespace unmask

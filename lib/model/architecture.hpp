@@ -1,0 +1,53 @@
+// How a Hugging Face architecture maps onto ModelSpec and which tensors (names, shapes) it must
+// provide. One small binding per family; the forward pass is shared.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/config_reader.hpp"
+#include "model/model_spec.hpp"
+
+namespace unmask {
+
+// What a weight is for: parameter counts and memory are reported per component, and MoE experts
+// are kept apart so they can be sharded across devices.
+enum class Component : int32_t { embedding, attention, norm, mlp, router, experts, shared_experts, lm_head };
+inline constexpr int component_count = 8;
+std::string_view component_name(Component component) noexcept;
+
+struct ExpectedTensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    Component component;
+};
+
+struct ArchitectureBinding {
+    std::string_view hf_name;  // config.json "architectures"[0]
+    ModelSpec (*read_config)(const ConfigReader& config);
+    std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec);
+};
+
+// Selects the binding from config.json's "architectures"[0] (never from model_type alone:
+// LLaDA and LLaDA-MoE share model_type "llada"), reads the spec and validates it.
+// Throws UNSUPPORTED for an unknown architecture, MODEL_FORMAT for a bad config.
+const ArchitectureBinding& select_architecture(const ConfigReader& config);
+ModelSpec read_model_spec(const ConfigReader& config);
+
+// The bindings (defined in arch_*.cpp).
+extern const ArchitectureBinding llada_binding;
+extern const ArchitectureBinding llada_moe_binding;
+extern const ArchitectureBinding dream_binding;
+
+// Helpers shared by the bindings that use Hugging Face LLaMA-style names ("model.layers.{i}...").
+void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer);
+void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
+                        Component component);
+
+}  // namespace unmask
+
+namespace unmask {
+// The tensors the spec's architecture must provide, in binding order.
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec);
+}  // namespace unmask

@@ -1,0 +1,56 @@
+// ModelSpec: everything the one forward pass needs to know about an architecture, read from
+// config.json. Architectures differ only in how their config and tensor names map onto this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace unmask {
+
+enum class Architecture : int32_t { llada, llada_moe, dream };
+enum class RopeStyle : int32_t { half_split, interleaved };
+enum class RouterScore : int32_t { softmax, sigmoid };
+
+struct ModelSpec {
+    Architecture architecture = Architecture::llada;
+    std::string architecture_name;  // "llada", "llada-moe", "dream"
+
+    int64_t vocab_size = 0;      // tokens the tokenizer may produce
+    int64_t embedding_rows = 0;  // rows of the embedding and LM head (LLaDA pads beyond vocab_size)
+    int64_t hidden_size = 0;
+    int64_t layers = 0;
+    int64_t attention_heads = 0;
+    int64_t kv_heads = 0;
+    int64_t head_dim = 0;
+    int64_t intermediate_size = 0;  // dense SwiGLU width (0 when every layer is MoE)
+
+    double rms_norm_eps = 1e-5;
+    double rope_theta = 10000.0;
+    double partial_rotary_factor = 1.0;  // fraction of head_dim rotated
+    RopeStyle rope_style = RopeStyle::half_split;
+
+    bool qkv_bias = false;
+    bool qk_norm = false;  // per-head RMSNorm of q and k (weights of shape [head_dim])
+    bool tie_word_embeddings = false;
+    bool logits_shift = false;  // Dream: position i is predicted from hidden state i-1
+
+    // Mixture of experts (experts == 0: dense model).
+    int64_t experts = 0;
+    int64_t experts_per_token = 0;
+    int64_t expert_intermediate_size = 0;
+    int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+    std::vector<bool> moe_layer;                  // per layer: MoE (true) or dense MLP
+    RouterScore router_score = RouterScore::softmax;
+    bool norm_topk_prob = false;
+    bool router_expert_bias = false;
+    double routed_scaling_factor = 1.0;
+
+    int64_t mask_token_id = 0;
+    int64_t eos_token_id = -1;  // -1: none declared
+    int64_t max_sequence_length = 0;
+
+    bool is_moe() const noexcept { return experts > 0; }
+};
+
+}  // namespace unmask

@@ -1,0 +1,248 @@
+// Loading Hugging Face model directories: every class of bad file gives its status and a message
+// naming the problem; good models of each architecture load at every precision.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/float_convert.hpp"
+#include "fixtures.hpp"
+#include "model/model.hpp"
+#include "unmask.h"
+
+using namespace unmask;
+
+namespace {
+
+std::unique_ptr<Model> load(const std::string& relative, Precision precision = Precision::automatic,
+                            LoadOptions options = {}) {
+    options.precision = precision;
+    return load_model(fixture_path(relative), options);
+}
+
+float weight_value(const Weight& w, uint64_t i) {
+    const auto* bytes = static_cast<const uint8_t*>(w.data);
+    switch (w.dtype) {
+        case DType::f32: return bits_to_float(reinterpret_cast<const uint32_t*>(bytes)[i]);
+        case DType::bf16: return bf16_to_float(reinterpret_cast<const uint16_t*>(bytes)[i]);
+        default: return fp16_to_float(reinterpret_cast<const uint16_t*>(bytes)[i]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every malformed model gives its status and a message naming the problem") {
+    std::ifstream in(fixture_path("expected.json"));
+    REQUIRE(in.good());
+    const auto cases = nlohmann::json::parse(in);
+    REQUIRE(cases.size() >= 25);
+    for (const auto& c : cases) {
+        const std::string path = fixture_path(c["path"].get<std::string>());
+        CAPTURE(path);
+        unmask_model_params params;
+        REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+        unmask_model* model = nullptr;
+        const unmask_status status = unmask_model_load(path.c_str(), &params, &model);
+        CHECK(std::string(unmask_status_string(status)) == c["status"].get<std::string>());
+        CHECK(model == nullptr);
+        const std::string message = unmask_last_error();
+        CAPTURE(message);
+        CHECK(message.find(c["message"].get<std::string>()) != std::string::npos);
+        unmask_model_free(model);
+    }
+}
+
+TEST_CASE("a model of each architecture loads with its spec and every tensor bound") {
+    struct Case {
+        const char* path;
+        const char* architecture;
+        size_t tensors;
+    };
+    // Tensor counts: LLaDA 1 + 9/layer + 2; LLaDA-MoE 1 + (8 attention + 3 dense) + (8 + 1 router +
+    // 4x3 experts + 3 shared) + 2; Dream 1 + (9 attention + 3 mlp)/layer + 2.
+    const Case cases[] = {{"good/llada", "llada", 21}, {"good/llada-moe", "llada-moe", 38}, {"good/dream", "dream", 27}};
+    for (const Case& c : cases) {
+        CAPTURE(c.path);
+        const auto model = load(c.path);
+        CHECK(model->spec().architecture_name == c.architecture);
+        CHECK(model->weights().size() == c.tensors);
+        CHECK(model->has_data());
+        uint64_t elements = 0;
+        for (const Weight& w : model->weights()) {
+            CHECK(w.data != nullptr);
+            elements += w.elements;
+        }
+        CHECK(model->description().parameters_total == elements);
+    }
+}
+
+TEST_CASE("config facts come from config.json, not from constants") {
+    const auto llada = load("good/llada");
+    CHECK(llada->spec().rope_theta == 500000.0);
+    CHECK(llada->spec().mask_token_id == 63);
+    CHECK(llada->spec().embedding_rows == 64);
+    CHECK(llada->spec().vocab_size == 60);
+    CHECK(llada->spec().kv_heads == 2);
+    CHECK_FALSE(llada->spec().logits_shift);
+
+    const auto dream = load("good/dream");
+    CHECK(dream->spec().logits_shift);
+    CHECK(dream->spec().qkv_bias);
+    CHECK(dream->spec().rms_norm_eps == doctest::Approx(1e-6));
+
+    const auto moe = load("good/llada-moe");
+    CHECK(moe->spec().is_moe());
+    CHECK(moe->spec().qk_norm);
+    CHECK(moe->spec().moe_layer == std::vector<bool>{false, true});
+    CHECK(moe->spec().shared_expert_intermediate_size == 24);
+}
+
+TEST_CASE("MoE active parameters count k of E routed experts") {
+    const auto model = load("good/llada-moe");
+    uint64_t experts = 0, total = 0;
+    for (const Weight& w : model->weights()) {
+        total += w.elements;
+        if (w.component == Component::experts) experts += w.elements;
+    }
+    REQUIRE(experts > 0);
+    CHECK(model->description().parameters_total == total);
+    CHECK(model->description().parameters_active == total - experts + experts * 2 / 4);  // top-2 of 4
+}
+
+TEST_CASE("weights convert to every precision with round-to-nearest-even") {
+    const auto f32 = load("good/llada", Precision::fp32);
+    const auto bf16 = load("good/llada", Precision::bf16);
+    const auto f16 = load("good/llada", Precision::fp16);
+    CHECK(f32->description().precision == Precision::fp32);
+    CHECK(bf16->description().weight_bytes * 2 == f32->description().weight_bytes);
+    for (size_t t = 0; t < f32->weights().size(); ++t) {
+        const Weight& a = f32->weights()[t];
+        const Weight& b = bf16->weights()[t];
+        const Weight& h = f16->weights()[t];
+        REQUIRE(b.dtype == DType::bf16);
+        REQUIRE(h.dtype == DType::f16);
+        for (uint64_t i = 0; i < a.elements; ++i) {
+            const float v = weight_value(a, i);
+            REQUIRE(weight_value(b, i) == bf16_to_float(float_to_bf16(v)));
+            REQUIRE(weight_value(h, i) == fp16_to_float(float_to_fp16(v)));
+        }
+    }
+    // And back up: bf16 files widened to fp32 are exact.
+    const auto moe_bf16 = load("good/llada-moe");
+    const auto moe_f32 = load("good/llada-moe", Precision::fp32);
+    const Weight& narrow = moe_bf16->weight("lm_head.weight");
+    const Weight& wide = moe_f32->weight("lm_head.weight");
+    for (uint64_t i = 0; i < narrow.elements; ++i) REQUIRE(weight_value(narrow, i) == weight_value(wide, i));
+}
+
+TEST_CASE("weights in the file's dtype are used from the map without a copy") {
+    const auto model = load("good/llada-moe");  // bf16 file, automatic precision
+    const Weight& w = model->weight("model.embed_tokens.weight");
+    CHECK(w.dtype == DType::bf16);
+    CHECK(w.file_dtype == DType::bf16);
+    CHECK(model->description().precision == Precision::bf16);
+}
+
+TEST_CASE("metadata-only loading binds shapes without data") {
+    LoadOptions options;
+    options.metadata_only = true;
+    const auto meta = load("good/dream", Precision::bf16, options);
+    const auto full = load("good/dream", Precision::bf16);
+    CHECK_FALSE(meta->has_data());
+    CHECK(meta->weights().front().data == nullptr);
+    CHECK(meta->description().weight_bytes == full->description().weight_bytes);
+    CHECK(meta->description().parameters_total == full->description().parameters_total);
+}
+
+TEST_CASE("checksums are verified when the manifest is present and required on request") {
+    const auto verified = load("good/llada-checksummed");
+    CHECK(verified->description().checksums == ChecksumResult::verified);
+
+    LoadOptions skip;
+    skip.checksum_mode = ChecksumMode::skip;
+    CHECK(load("good/llada-checksummed", Precision::automatic, skip)->description().checksums ==
+          ChecksumResult::not_checked);
+
+    LoadOptions require;
+    require.checksum_mode = ChecksumMode::require;
+    try {
+        load("good/llada", Precision::automatic, require);
+        FAIL("loading without a manifest must fail when checksums are required");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::model_format);
+        CHECK(std::string(e.what()).find("has no SHA256SUMS") != std::string::npos);
+    }
+}
+
+TEST_CASE("progress is reported up to the total and the callback can cancel") {
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    LoadOptions options;
+    options.progress = [&](uint64_t done, uint64_t total) {
+        calls.emplace_back(done, total);
+        return true;
+    };
+    load("good/llada-checksummed", Precision::fp32, options);
+    REQUIRE(!calls.empty());
+    for (size_t i = 1; i < calls.size(); ++i) CHECK(calls[i].first >= calls[i - 1].first);
+    CHECK(calls.back().first == calls.back().second);
+
+    int remaining = 3;
+    options.progress = [&](uint64_t, uint64_t) { return --remaining > 0; };
+    try {
+        load("good/llada", Precision::fp32, options);
+        FAIL("a cancelling progress callback must stop the load");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::cancelled);
+    }
+}
+
+TEST_CASE("tensors the architecture does not use are a warning through the log callback") {
+    std::vector<std::string> warnings;
+    auto sink = [](int32_t level, const char* message, void* user_data) {
+        if (level == static_cast<int32_t>(LogLevel::warn))
+            static_cast<std::vector<std::string>*>(user_data)->push_back(message);
+    };
+    LoadOptions options;
+    options.logger = Logger(sink, &warnings, LogLevel::debug);
+    const auto model = load("good/llada-extra-tensor", Precision::automatic, options);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("model.transformer.unused_buffer") != std::string::npos);
+}
+
+TEST_CASE("the C API describes a loaded model and each of its tensors") {
+    const std::string path = fixture_path("good/llada-moe");
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    params.precision = UNMASK_PRECISION_FP16;
+    unmask_model* model = nullptr;
+    REQUIRE(unmask_model_load(path.c_str(), &params, &model) == UNMASK_OK);
+    unmask_model_description info{};
+    info.struct_size = sizeof info;
+    REQUIRE(unmask_model_info(model, &info) == UNMASK_OK);
+    CHECK(std::string(info.architecture) == "llada-moe");
+    CHECK(info.precision == UNMASK_PRECISION_FP16);
+    CHECK(info.experts == 4);
+    CHECK(info.experts_per_token == 2);
+    CHECK(info.tensor_count == 38);
+    CHECK(info.parameters_active < info.parameters_total);
+
+    uint64_t bytes = 0;
+    for (int64_t i = 0; i < info.tensor_count; ++i) {
+        unmask_tensor_description t{};
+        t.struct_size = sizeof t;
+        REQUIRE(unmask_model_tensor(model, i, &t) == UNMASK_OK);
+        CHECK(t.dtype == UNMASK_DTYPE_F16);
+        CHECK(t.file_dtype == UNMASK_DTYPE_BF16);
+        bytes += t.bytes;
+    }
+    CHECK(bytes == info.weight_bytes);
+    unmask_tensor_description t{};
+    t.struct_size = sizeof t;
+    CHECK(unmask_model_tensor(model, info.tensor_count, &t) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("outside the model's 38 tensors") != std::string::npos);
+    unmask_model_free(model);
+}
