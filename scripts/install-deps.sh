@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkgconf git ca-certificates
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   python3
+  clang libclang-rt-14-dev   # libFuzzer targets
 )
 
 missing=()

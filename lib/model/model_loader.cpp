@@ -40,27 +40,43 @@ DType target_dtype(Precision precision, DType file_dtype) {
     return file_dtype;
 }
 
-float load_element(const uint8_t* p, DType dtype) {
-    uint16_t half;
-    switch (dtype) {
-        case DType::f32: {
-            float f;
-            std::memcpy(&f, p, 4);
-            return f;
-        }
-        case DType::bf16: std::memcpy(&half, p, 2); return bf16_to_float(half);
-        default: std::memcpy(&half, p, 2); return fp16_to_float(half);
+template <DType D>
+float load_element(const uint8_t* p) {
+    if constexpr (D == DType::f32) {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+    } else {
+        uint16_t half;
+        std::memcpy(&half, p, 2);
+        return D == DType::bf16 ? bf16_to_float(half) : fp16_to_float(half);
     }
 }
 
-void store_element(uint8_t* p, DType dtype, float value) {
-    uint16_t half;
-    switch (dtype) {
-        case DType::f32: std::memcpy(p, &value, 4); return;
-        case DType::bf16: half = float_to_bf16(value); break;
-        default: half = float_to_fp16(value); break;
+template <DType D>
+void store_element(uint8_t* p, float value) {
+    if constexpr (D == DType::f32) {
+        std::memcpy(p, &value, 4);
+    } else {
+        const uint16_t half = D == DType::bf16 ? float_to_bf16(value) : float_to_fp16(value);
+        std::memcpy(p, &half, 2);
     }
-    std::memcpy(p, &half, 2);
+}
+
+// One loop per (from, to) pair, so the element conversion inlines.
+template <DType From, DType To>
+void convert_loop(const uint8_t* source, uint8_t* destination, uint64_t n) {
+    constexpr size_t in = From == DType::f32 ? 4 : 2, out = To == DType::f32 ? 4 : 2;
+    for (uint64_t i = 0; i < n; ++i) store_element<To>(destination + i * out, load_element<From>(source + i * in));
+}
+
+template <DType From>
+void convert_from(const uint8_t* source, uint8_t* destination, DType to, uint64_t n) {
+    switch (to) {
+        case DType::f32: return convert_loop<From, DType::f32>(source, destination, n);
+        case DType::bf16: return convert_loop<From, DType::bf16>(source, destination, n);
+        default: return convert_loop<From, DType::f16>(source, destination, n);
+    }
 }
 
 void convert_elements(const uint8_t* source, DType from, uint8_t* destination, DType to, uint64_t n) {
@@ -68,8 +84,11 @@ void convert_elements(const uint8_t* source, DType from, uint8_t* destination, D
         std::memcpy(destination, source, n * dtype_size(from));
         return;
     }
-    const size_t in = dtype_size(from), out = dtype_size(to);
-    for (uint64_t i = 0; i < n; ++i) store_element(destination + i * out, to, load_element(source + i * in, from));
+    switch (from) {
+        case DType::f32: return convert_from<DType::f32>(source, destination, to, n);
+        case DType::bf16: return convert_from<DType::bf16>(source, destination, to, n);
+        default: return convert_from<DType::f16>(source, destination, to, n);
+    }
 }
 
 std::map<std::string, std::string> read_manifest(const std::filesystem::path& directory, ChecksumMode mode) {

@@ -1,0 +1,77 @@
+#include "synthetic_model.hpp"
+
+#include <fstream>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace unmask_bench {
+namespace {
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> llada_tensors(const LladaShape& s) {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> t;
+    t.push_back({"model.transformer.wte.weight", {s.vocab, s.hidden}});
+    for (int64_t i = 0; i < s.layers; ++i) {
+        const std::string p = fmt::format("model.transformer.blocks.{}.", i);
+        t.push_back({p + "attn_norm.weight", {s.hidden}});
+        t.push_back({p + "ff_norm.weight", {s.hidden}});
+        for (const char* name : {"q_proj", "k_proj", "v_proj", "attn_out"}) t.push_back({p + name + ".weight", {s.hidden, s.hidden}});
+        t.push_back({p + "ff_proj.weight", {s.mlp, s.hidden}});
+        t.push_back({p + "up_proj.weight", {s.mlp, s.hidden}});
+        t.push_back({p + "ff_out.weight", {s.hidden, s.mlp}});
+    }
+    t.push_back({"model.transformer.ln_f.weight", {s.hidden}});
+    t.push_back({"model.transformer.ff_out.weight", {s.vocab, s.hidden}});
+    return t;
+}
+
+}  // namespace
+
+std::filesystem::path synthetic_llada(const LladaShape& s) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     fmt::format("unmask-bench-llada-{}x{}-{}-{}-{}", s.hidden, s.layers, s.heads, s.mlp, s.vocab);
+    if (std::filesystem::exists(dir / "model.safetensors")) return dir;
+    std::filesystem::create_directories(dir);
+
+    const nlohmann::json config = {{"architectures", {"LLaDAModelLM"}}, {"model_type", "llada"},
+                                   {"d_model", s.hidden}, {"n_layers", s.layers}, {"n_heads", s.heads},
+                                   {"n_kv_heads", s.heads}, {"mlp_hidden_size", s.mlp}, {"vocab_size", s.vocab},
+                                   {"embedding_size", s.vocab}, {"max_sequence_length", 4096},
+                                   {"rope_theta", 500000.0}, {"rms_norm_eps", 1e-5}, {"mask_token_id", s.vocab - 1},
+                                   {"eos_token_id", s.vocab - 2}, {"weight_tying", false}};
+    std::ofstream(dir / "config.json") << config.dump(1);
+
+    const auto tensors = llada_tensors(s);
+    nlohmann::json header = nlohmann::json::object();
+    uint64_t offset = 0;
+    for (const auto& [name, shape] : tensors) {
+        uint64_t elements = 1;
+        for (int64_t d : shape) elements *= static_cast<uint64_t>(d);
+        header[name] = {{"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + 2 * elements}}};
+        offset += 2 * elements;
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const auto temporary = dir / "model.safetensors.partial";
+    {
+        std::ofstream out(temporary, std::ios::binary);
+        const uint64_t length = text.size();
+        out.write(reinterpret_cast<const char*>(&length), 8);
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        std::mt19937 rng(42);
+        std::vector<uint16_t> chunk(1 << 20);
+        for (uint64_t written = 0; written < offset; written += 2 * chunk.size()) {
+            // Small random bf16 values: sign, exponent near 2^-6, random mantissa.
+            for (auto& v : chunk) v = static_cast<uint16_t>(0x3C00u | (rng() & 0x807Fu));
+            const uint64_t bytes = std::min<uint64_t>(2 * chunk.size(), offset - written);
+            out.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(bytes));
+        }
+    }
+    std::filesystem::rename(temporary, dir / "model.safetensors");
+    return dir;
+}
+
+}  // namespace unmask_bench

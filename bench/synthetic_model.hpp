@@ -1,0 +1,23 @@
+// Writes random models in Hugging Face layout for benchmarks: a config.json and one
+// model.safetensors with the real LLaDA tensor names, so the whole loading path is exercised.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace unmask_bench {
+
+struct LladaShape {
+    int64_t hidden = 768;
+    int64_t layers = 12;
+    int64_t heads = 12;
+    int64_t mlp = 2048;
+    int64_t vocab = 16384;  // ~110M parameters with the defaults
+};
+
+// Writes (once; reused when already present) a bf16 LLaDA model of `shape` under the system's
+// temporary directory and returns its path.
+std::filesystem::path synthetic_llada(const LladaShape& shape);
+
+}  // namespace unmask_bench

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for a bounded time on a seed corpus made from the model fixtures
+# (good and malformed safetensors files and config.json files).
+# usage: run_fuzzers.sh FUZZ_BUILD_DIR SECONDS_PER_TARGET
+set -euo pipefail
+build=$1
+seconds=${2:-60}
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+/usr/bin/python3 "$source_dir/tests/fixtures/make_model_fixtures.py" "$work/fixtures" >/dev/null
+mkdir -p "$work/corpus/safetensors" "$work/corpus/config"
+i=0
+while IFS= read -r -d '' file; do
+  i=$((i + 1))
+  if [ "$(stat -c %s "$file")" -le 65536 ]; then cp "$file" "$work/corpus/safetensors/seed-$i"; fi
+done < <(find "$work/fixtures" -name '*.safetensors' -print0)
+while IFS= read -r -d '' file; do
+  i=$((i + 1))
+  cp "$file" "$work/corpus/config/seed-$i"
+done < <(find "$work/fixtures" -name 'config.json' -print0)
+
+run() {
+  local target=$1 corpus=$2
+  echo "== $target: $(ls "$corpus" | wc -l) seeds, ${seconds}s"
+  local rc=0
+  "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+      -timeout=10 -print_final_stats=1 "$corpus" >"$work/$target.log" 2>&1 || rc=$?
+  grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units)" "$work/$target.log" || true
+  # libFuzzer exits non-zero on a crash, leak or timeout: show why and fail.
+  if [ "$rc" -ne 0 ]; then
+    tail -n 60 "$work/$target.log"
+    return "$rc"
+  fi
+}
+run fuzz_safetensors "$work/corpus/safetensors"
+run fuzz_model_config "$work/corpus/config"
+echo "fuzzing passed"
