@@ -80,6 +80,12 @@ TEST_CASE("a model of each architecture loads with its spec and every tensor bou
     }
 }
 
+TEST_CASE("a snapshot of symlinks into the Hugging Face blob store loads") {
+    const auto model = load("good/hf-cache/snapshots/abc123");
+    CHECK(model->spec().architecture_name == "dream");
+    CHECK(model->weights().size() == 27);
+}
+
 TEST_CASE("config facts come from config.json, not from constants") {
     const auto llada = load("good/llada");
     CHECK(llada->spec().rope_theta == 500000.0);
@@ -211,6 +217,26 @@ TEST_CASE("tensors the architecture does not use are a warning through the log c
     const auto model = load("good/llada-extra-tensor", Precision::automatic, options);
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].find("model.transformer.unused_buffer") != std::string::npos);
+}
+
+namespace {
+int32_t cancel_at_second_report(uint64_t, uint64_t, void* user_data) {
+    return ++*static_cast<int*>(user_data) >= 2 ? 1 : 0;
+}
+}  // namespace
+
+TEST_CASE("a progress callback returning non-zero cancels the load through the C API") {
+    const std::string path = fixture_path("good/dream");
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    int reports = 0;
+    params.progress_callback = cancel_at_second_report;
+    params.progress_user_data = &reports;
+    unmask_model* model = nullptr;
+    CHECK(unmask_model_load(path.c_str(), &params, &model) == UNMASK_ERR_CANCELLED);
+    CHECK(model == nullptr);
+    CHECK(reports == 2);
+    CHECK(std::string(unmask_last_error()).find("cancelled") != std::string::npos);
 }
 
 TEST_CASE("the C API describes a loaded model and each of its tensors") {
