@@ -34,13 +34,13 @@ ModelSpec read_dream_config(const ConfigReader& config) {
 std::vector<ExpectedTensor> dream_tensors(const ModelSpec& spec) {
     const int64_t h = spec.hidden_size;
     std::vector<ExpectedTensor> out;
-    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Component::embedding});
+    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
     for (int64_t i = 0; i < spec.layers; ++i) {
         add_hf_attention_tensors(out, spec, i);
-        add_swiglu_tensors(out, fmt::format("model.layers.{}.mlp.", i), h, spec.intermediate_size, Component::mlp);
+        add_swiglu_tensors(out, fmt::format("model.layers.{}.mlp.", i), h, spec.intermediate_size, SwigluKind::dense, i);
     }
-    out.push_back({"model.norm.weight", {h}, Component::norm});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Component::lm_head});
+    out.push_back({"model.norm.weight", {h}, Role::final_norm});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
     return out;
 }
 

@@ -45,22 +45,23 @@ std::vector<ExpectedTensor> llada_tensors(const ModelSpec& spec) {
     const int64_t h = spec.hidden_size, q = spec.attention_heads * spec.head_dim, kv = spec.kv_heads * spec.head_dim;
     const int64_t mlp = spec.intermediate_size;
     std::vector<ExpectedTensor> out;
-    out.push_back({"model.transformer.wte.weight", {spec.embedding_rows, h}, Component::embedding});
+    out.push_back({"model.transformer.wte.weight", {spec.embedding_rows, h}, Role::embedding});
     for (int64_t i = 0; i < spec.layers; ++i) {
         const std::string p = fmt::format("model.transformer.blocks.{}.", i);
-        out.push_back({p + "attn_norm.weight", {h}, Component::norm});
-        out.push_back({p + "ff_norm.weight", {h}, Component::norm});
-        out.push_back({p + "q_proj.weight", {q, h}, Component::attention});
-        out.push_back({p + "k_proj.weight", {kv, h}, Component::attention});
-        out.push_back({p + "v_proj.weight", {kv, h}, Component::attention});
-        out.push_back({p + "attn_out.weight", {h, q}, Component::attention});
-        out.push_back({p + "ff_proj.weight", {mlp, h}, Component::mlp});  // gate: silu(ff_proj x) * up_proj x
-        out.push_back({p + "up_proj.weight", {mlp, h}, Component::mlp});
-        out.push_back({p + "ff_out.weight", {h, mlp}, Component::mlp});
+        const auto l = static_cast<int32_t>(i);
+        out.push_back({p + "attn_norm.weight", {h}, Role::attention_norm, l});
+        out.push_back({p + "ff_norm.weight", {h}, Role::mlp_norm, l});
+        out.push_back({p + "q_proj.weight", {q, h}, Role::q_proj, l});
+        out.push_back({p + "k_proj.weight", {kv, h}, Role::k_proj, l});
+        out.push_back({p + "v_proj.weight", {kv, h}, Role::v_proj, l});
+        out.push_back({p + "attn_out.weight", {h, q}, Role::o_proj, l});
+        out.push_back({p + "ff_proj.weight", {mlp, h}, Role::mlp_gate, l});  // silu(ff_proj x) * up_proj x
+        out.push_back({p + "up_proj.weight", {mlp, h}, Role::mlp_up, l});
+        out.push_back({p + "ff_out.weight", {h, mlp}, Role::mlp_down, l});
     }
-    out.push_back({"model.transformer.ln_f.weight", {h}, Component::norm});
+    out.push_back({"model.transformer.ln_f.weight", {h}, Role::final_norm});
     if (!spec.tie_word_embeddings)
-        out.push_back({"model.transformer.ff_out.weight", {spec.embedding_rows, h}, Component::lm_head});
+        out.push_back({"model.transformer.ff_out.weight", {spec.embedding_rows, h}, Role::lm_head});
     return out;
 }
 

@@ -68,23 +68,25 @@ ModelSpec read_llada_moe_config(const ConfigReader& config) {
 std::vector<ExpectedTensor> llada_moe_tensors(const ModelSpec& spec) {
     const int64_t h = spec.hidden_size;
     std::vector<ExpectedTensor> out;
-    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Component::embedding});
+    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
     for (int64_t i = 0; i < spec.layers; ++i) {
         add_hf_attention_tensors(out, spec, i);
         const std::string p = fmt::format("model.layers.{}.mlp.", i);
         if (!spec.moe_layer[static_cast<size_t>(i)]) {
-            add_swiglu_tensors(out, p, h, spec.intermediate_size, Component::mlp);
+            add_swiglu_tensors(out, p, h, spec.intermediate_size, SwigluKind::dense, i);
             continue;
         }
-        out.push_back({p + "gate.weight", {spec.experts, h}, Component::router});
-        if (spec.router_expert_bias) out.push_back({p + "gate.expert_bias", {spec.experts}, Component::router});
+        const auto l = static_cast<int32_t>(i);
+        out.push_back({p + "gate.weight", {spec.experts, h}, Role::router, l});
+        if (spec.router_expert_bias) out.push_back({p + "gate.expert_bias", {spec.experts}, Role::router_bias, l});
         for (int64_t e = 0; e < spec.experts; ++e)
-            add_swiglu_tensors(out, fmt::format("{}experts.{}.", p, e), h, spec.expert_intermediate_size, Component::experts);
+            add_swiglu_tensors(out, fmt::format("{}experts.{}.", p, e), h, spec.expert_intermediate_size,
+                               SwigluKind::expert, i, e);
         if (spec.shared_expert_intermediate_size > 0)
-            add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, Component::shared_experts);
+            add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, SwigluKind::shared, i);
     }
-    out.push_back({"model.norm.weight", {h}, Component::norm});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Component::lm_head});
+    out.push_back({"model.norm.weight", {h}, Role::final_norm});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
     return out;
 }
 

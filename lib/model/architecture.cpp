@@ -72,31 +72,68 @@ ModelSpec read_model_spec(const ConfigReader& config) {
     return spec;
 }
 
+Component component_of(Role role) noexcept {
+    switch (role) {
+        case Role::embedding: return Component::embedding;
+        case Role::lm_head: return Component::lm_head;
+        case Role::final_norm:
+        case Role::attention_norm:
+        case Role::mlp_norm:
+        case Role::q_norm:
+        case Role::k_norm: return Component::norm;
+        case Role::q_proj:
+        case Role::k_proj:
+        case Role::v_proj:
+        case Role::o_proj:
+        case Role::q_bias:
+        case Role::k_bias:
+        case Role::v_bias: return Component::attention;
+        case Role::mlp_gate:
+        case Role::mlp_up:
+        case Role::mlp_down: return Component::mlp;
+        case Role::router:
+        case Role::router_bias: return Component::router;
+        case Role::expert_gate:
+        case Role::expert_up:
+        case Role::expert_down: return Component::experts;
+        case Role::shared_gate:
+        case Role::shared_up:
+        case Role::shared_down: return Component::shared_experts;
+    }
+    return Component::embedding;
+}
+
 void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer) {
     const std::string p = fmt::format("model.layers.{}.", layer);
     const int64_t h = spec.hidden_size, q = spec.attention_heads * spec.head_dim, kv = spec.kv_heads * spec.head_dim;
-    out.push_back({p + "input_layernorm.weight", {h}, Component::norm});
-    out.push_back({p + "post_attention_layernorm.weight", {h}, Component::norm});
-    out.push_back({p + "self_attn.q_proj.weight", {q, h}, Component::attention});
-    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, Component::attention});
-    out.push_back({p + "self_attn.v_proj.weight", {kv, h}, Component::attention});
-    out.push_back({p + "self_attn.o_proj.weight", {h, q}, Component::attention});
+    const auto l = static_cast<int32_t>(layer);
+    out.push_back({p + "input_layernorm.weight", {h}, Role::attention_norm, l});
+    out.push_back({p + "post_attention_layernorm.weight", {h}, Role::mlp_norm, l});
+    out.push_back({p + "self_attn.q_proj.weight", {q, h}, Role::q_proj, l});
+    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, Role::k_proj, l});
+    out.push_back({p + "self_attn.v_proj.weight", {kv, h}, Role::v_proj, l});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q}, Role::o_proj, l});
     if (spec.qkv_bias) {
-        out.push_back({p + "self_attn.q_proj.bias", {q}, Component::attention});
-        out.push_back({p + "self_attn.k_proj.bias", {kv}, Component::attention});
-        out.push_back({p + "self_attn.v_proj.bias", {kv}, Component::attention});
+        out.push_back({p + "self_attn.q_proj.bias", {q}, Role::q_bias, l});
+        out.push_back({p + "self_attn.k_proj.bias", {kv}, Role::k_bias, l});
+        out.push_back({p + "self_attn.v_proj.bias", {kv}, Role::v_bias, l});
     }
     if (spec.qk_norm) {
-        out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}, Component::norm});
-        out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}, Component::norm});
+        out.push_back({p + "self_attn.q_norm.weight", {spec.head_dim}, Role::q_norm, l});
+        out.push_back({p + "self_attn.k_norm.weight", {spec.head_dim}, Role::k_norm, l});
     }
 }
 
 void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
-                        Component component) {
-    out.push_back({prefix + "gate_proj.weight", {width, hidden}, component});
-    out.push_back({prefix + "up_proj.weight", {width, hidden}, component});
-    out.push_back({prefix + "down_proj.weight", {hidden, width}, component});
+                        SwigluKind kind, int64_t layer, int64_t expert) {
+    static constexpr Role roles[3][3] = {{Role::mlp_gate, Role::mlp_up, Role::mlp_down},
+                                         {Role::expert_gate, Role::expert_up, Role::expert_down},
+                                         {Role::shared_gate, Role::shared_up, Role::shared_down}};
+    const Role* r = roles[static_cast<int>(kind)];
+    const auto l = static_cast<int32_t>(layer), e = static_cast<int32_t>(expert);
+    out.push_back({prefix + "gate_proj.weight", {width, hidden}, r[0], l, e});
+    out.push_back({prefix + "up_proj.weight", {width, hidden}, r[1], l, e});
+    out.push_back({prefix + "down_proj.weight", {hidden, width}, r[2], l, e});
 }
 
 }  // namespace unmask

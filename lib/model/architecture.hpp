@@ -17,10 +17,23 @@ enum class Component : int32_t { embedding, attention, norm, mlp, router, expert
 inline constexpr int component_count = 8;
 std::string_view component_name(Component component) noexcept;
 
+// What a weight does in the forward pass. Bindings map tensor names onto roles; the forward pass
+// finds its weights by (role, layer, expert), so it never sees an architecture's names.
+enum class Role : int32_t {
+    embedding, final_norm, lm_head,
+    attention_norm, mlp_norm, q_proj, k_proj, v_proj, o_proj, q_bias, k_bias, v_bias, q_norm, k_norm,
+    mlp_gate, mlp_up, mlp_down,
+    router, router_bias, expert_gate, expert_up, expert_down, shared_gate, shared_up, shared_down,
+};
+inline constexpr int role_count = static_cast<int>(Role::shared_down) + 1;
+Component component_of(Role role) noexcept;
+
 struct ExpectedTensor {
     std::string name;
     std::vector<int64_t> shape;
-    Component component;
+    Role role;
+    int32_t layer = -1;   // -1: not per layer
+    int32_t expert = -1;  // -1: not per expert
 };
 
 struct ArchitectureBinding {
@@ -42,8 +55,10 @@ extern const ArchitectureBinding dream_binding;
 
 // Helpers shared by the bindings that use Hugging Face LLaMA-style names ("model.layers.{i}...").
 void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer);
+// gate_proj / up_proj / down_proj under `prefix`, as the dense MLP, one routed expert or the shared expert.
+enum class SwigluKind { dense, expert, shared };
 void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
-                        Component component);
+                        SwigluKind kind, int64_t layer, int64_t expert = -1);
 
 }  // namespace unmask
 

@@ -32,6 +32,9 @@ struct ModelDescription {
 
 struct Weight {
     std::string name;
+    Role role = Role::embedding;
+    int32_t layer = -1;
+    int32_t expert = -1;
     Component component = Component::embedding;
     DType dtype = DType::f32;  // in memory
     DType file_dtype = DType::f32;

@@ -202,7 +202,10 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
         const CatalogEntry& entry = *catalog.find(want.name);
         Weight weight;
         weight.name = want.name;
-        weight.component = want.component;
+        weight.role = want.role;
+        weight.layer = want.layer;
+        weight.expert = want.expert;
+        weight.component = component_of(want.role);
         weight.file_dtype = entry.info->dtype;
         weight.dtype = target_dtype(options.precision, entry.info->dtype);
         weight.shape = want.shape;

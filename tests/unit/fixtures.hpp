@@ -1,5 +1,6 @@
-// Where the model fixtures written by tests/fixtures/make_model_fixtures.py live (CTest runs
-// that script first and passes the directory in UNMASK_FIXTURES).
+// Where the generated test data lives: CTest runs tests/fixtures/make_model_fixtures.py (into
+// fixtures/) and tests/reference/make_reference_fixtures.py (into reference/) first and passes
+// their parent directory in UNMASK_TEST_DATA.
 #pragma once
 
 #include <cstdlib>
@@ -7,8 +8,10 @@
 
 #include <doctest/doctest.h>
 
-inline std::string fixture_path(const std::string& relative) {
-    const char* root = std::getenv("UNMASK_FIXTURES");
-    REQUIRE_MESSAGE(root != nullptr, "UNMASK_FIXTURES is not set: run the tests through ctest");
+inline std::string test_data_path(const std::string& relative) {
+    const char* root = std::getenv("UNMASK_TEST_DATA");
+    REQUIRE_MESSAGE(root != nullptr, "UNMASK_TEST_DATA is not set: run the tests through ctest");
     return std::string(root) + "/" + relative;
 }
+
+inline std::string fixture_path(const std::string& relative) { return test_data_path("fixtures/" + relative); }

@@ -1,0 +1,107 @@
+#include "cpu/candidates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/philox.hpp"
+
+namespace unmask::kernels::cpu {
+namespace {
+
+constexpr float negative_infinity = -std::numeric_limits<float>::infinity();
+
+// The extreme Gumbel values a 53-bit uniform in (0, 1) can give: -log(-log u).
+const double gumbel_max = -std::log(-std::log1p(-0x1.0p-54));
+const double gumbel_min = -std::log(-std::log(0x1.0p-54));
+
+// The smallest scaled logit that survives top-p (the nucleus: the fewest tokens whose probability
+// reaches top_p; the first token always stays) and top-k (ties with the k-th stay), as Dream applies them.
+float filter_threshold(const std::vector<float>& z, int64_t top_k, double top_p, std::vector<float>& sorted) {
+    sorted.assign(z.begin(), z.end());
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    float threshold = negative_infinity;
+    if (top_p < 1.0) {
+        const double max = sorted[0];
+        double total = 0;
+        for (float v : sorted) total += std::exp(double(v) - max);
+        double cumulative = 0;
+        for (size_t j = 0; j < sorted.size(); ++j) {
+            // Token j is removed when the cumulative probability before it already exceeds top_p.
+            if (j > 0 && cumulative > top_p) break;
+            threshold = sorted[j];
+            cumulative += std::exp(double(sorted[j]) - max) / total;
+        }
+    }
+    if (top_k > 0 && top_k < static_cast<int64_t>(sorted.size()))
+        threshold = std::max(threshold, sorted[static_cast<size_t>(top_k - 1)]);
+    return threshold;
+}
+
+}  // namespace
+
+Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
+                              CandidateScratch& scratch) {
+    std::vector<float>& z = scratch.scaled;
+    z.assign(logits, logits + vocab);
+    for (int32_t banned : params.banned_tokens)
+        if (banned >= 0 && banned < vocab) z[static_cast<size_t>(banned)] = negative_infinity;
+    if (params.distribution_temperature != 1.0)
+        for (float& v : z) v = static_cast<float>(v / params.distribution_temperature);
+    if (params.top_k > 0 || params.top_p < 1.0) {
+        const float threshold = filter_threshold(z, params.top_k, params.top_p, scratch.sorted);
+        for (float& v : z)
+            if (v < threshold) v = negative_infinity;
+    }
+
+    // Softmax statistics in float64: max, normaliser, top-2, negative entropy.
+    int32_t top1 = 0;
+    for (int64_t i = 1; i < vocab; ++i)
+        if (z[static_cast<size_t>(i)] > z[static_cast<size_t>(top1)]) top1 = static_cast<int32_t>(i);
+    const double max = z[static_cast<size_t>(top1)];
+    Candidate out;
+    if (!std::isfinite(max)) {  // every token banned or -inf: nothing to choose, report token 0
+        return out;
+    }
+    double total = 0, second = negative_infinity;
+    for (int64_t i = 0; i < vocab; ++i) {
+        const double v = z[static_cast<size_t>(i)];
+        total += std::exp(v - max);
+        if (i != top1 && v > second) second = v;
+    }
+    const double log_total = std::log(total);
+    double negative_entropy = 0;
+    for (int64_t i = 0; i < vocab; ++i) {
+        const double log_p = z[static_cast<size_t>(i)] - max - log_total;
+        if (std::isfinite(log_p)) negative_entropy += std::exp(log_p) * log_p;
+    }
+    auto probability = [&](double v) { return static_cast<float>(std::exp(v - max - log_total)); };
+    out.top1_token = top1;
+    out.top1_probability = probability(max);
+    out.top2_probability = std::isfinite(second) ? probability(second) : 0.0f;
+    out.negative_entropy = static_cast<float>(negative_entropy);
+
+    out.token = top1;
+    if (params.noise_temperature > 0) {
+        // Gumbel-max: a token can win only if its logit is within noise_temperature * (gumbel_max -
+        // gumbel_min) of the maximum, so the noise of the others need not be drawn.
+        const double reach = max - params.noise_temperature * (gumbel_max - gumbel_min);
+        double best = -std::numeric_limits<double>::infinity();
+        for (int64_t i = 0; i < vocab; ++i) {
+            const double v = z[static_cast<size_t>(i)];
+            if (v < reach) continue;
+            const double u = uniform_open01(params.seed, static_cast<uint32_t>(i), position, params.step,
+                                            RandomStream::token_noise);
+            const double score = v + params.noise_temperature * -std::log(-std::log(u));
+            if (score > best) {
+                best = score;
+                out.token = static_cast<int32_t>(i);
+            }
+        }
+    }
+    out.probability = probability(z[static_cast<size_t>(out.token)]);
+    return out;
+}
+
+}  // namespace unmask::kernels::cpu

@@ -1,0 +1,44 @@
+// The fused "logits -> candidates" step: for one position's logits, everything decoding needs
+// (a sampled token and its probability, the top-1 and top-2 probabilities, the negative entropy),
+// so the full logits never leave the backend.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace unmask::kernels::cpu {
+
+struct CandidateParams {
+    // The distribution: p = softmax(filter(logits / distribution_temperature)), where filter keeps
+    // the top_p nucleus (1 = off) and then the top_k tokens (0 = off), as Dream does. LLaDA uses
+    // distribution_temperature 1 and no filters.
+    double distribution_temperature = 1.0;
+    int64_t top_k = 0;
+    double top_p = 1.0;
+    // The sample: argmax over kept tokens of z + noise_temperature * Gumbel, in float64 (0: argmax).
+    double noise_temperature = 0.0;
+    uint64_t seed = 0;
+    uint32_t step = 0;
+    std::span<const int32_t> banned_tokens;  // logits forced to -inf first (e.g. EOS)
+};
+
+struct Candidate {
+    int32_t token = 0;       // sampled (or argmax) token
+    float probability = 0;   // p(token)
+    int32_t top1_token = 0;
+    float top1_probability = 0;
+    float top2_probability = 0;
+    float negative_entropy = 0;  // sum p log p (0 for a certain distribution)
+};
+
+// Buffers one thread reuses across calls.
+struct CandidateScratch {
+    std::vector<float> scaled;
+    std::vector<float> sorted;
+};
+
+Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
+                              CandidateScratch& scratch);
+
+}  // namespace unmask::kernels::cpu

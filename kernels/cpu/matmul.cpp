@@ -1,0 +1,76 @@
+#include "cpu/matmul.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "cpu/matmul_driver.hpp"
+
+namespace unmask::kernels::cpu {
+
+void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
+void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
+
+namespace {
+
+// The portable kernel: plain loops the compiler may vectorise; same summation order per element.
+struct PortableKernel {
+    static constexpr int64_t MR = 4, NR = 16;
+
+    static void run(const float* a, int64_t lda, int rows, const float* b, int64_t kc, float* c, int64_t ldc, int cols,
+                    bool accumulate) {
+        float acc[MR][NR];
+        for (int i = 0; i < MR; ++i)
+            for (int j = 0; j < NR; ++j) acc[i][j] = accumulate && i < rows && j < cols ? c[i * ldc + j] : 0.0f;
+        for (int64_t k = 0; k < kc; ++k)
+            for (int i = 0; i < MR; ++i) {
+                const float x = a[std::min(i, rows - 1) * lda + k];
+                for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(x, b[k * NR + j], acc[i][j]);
+            }
+        for (int i = 0; i < rows; ++i)
+            for (int j = 0; j < cols; ++j) c[i * ldc + j] = acc[i][j];
+    }
+};
+
+void matmul_columns_portable(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                             int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    detail::matmul_driver<PortableKernel>(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+}
+
+using MatmulFn = void (*)(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
+
+struct Dispatch {
+    MatmulFn fn;
+    const char* isa;
+};
+
+Dispatch choose() {
+    // UNMASK_CPU_ISA=portable|avx2 forces a lower tier (tests of every path, benchmarks).
+    const char* forced = std::getenv("UNMASK_CPU_ISA");
+    const std::string_view want = forced ? forced : "";
+    __builtin_cpu_init();
+    if (want != "portable" && want != "avx2" && __builtin_cpu_supports("avx512f"))
+        return {matmul_columns_avx512, "avx512"};
+    if (want != "portable" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return {matmul_columns_avx2, "avx2"};
+    return {matmul_columns_portable, "portable"};
+}
+
+const Dispatch& dispatch() {
+    static const Dispatch chosen = choose();
+    return chosen;
+}
+
+}  // namespace
+
+size_t matmul_scratch_floats() { return static_cast<size_t>(detail::k_block * 32); }
+
+void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                    float* c, int64_t ldc, float* scratch) {
+    if (m <= 0 || n_end <= n_begin) return;
+    dispatch().fn(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+}
+
+const char* matmul_isa() { return dispatch().isa; }
+
+}  // namespace unmask::kernels::cpu

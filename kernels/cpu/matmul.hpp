@@ -1,0 +1,37 @@
+// C = A · Wᵀ for activations A (fp32, row-major [m, k]) and weights W (fp32, bf16 or fp16,
+// row-major [n, k], as stored in model files). The K dimension is summed in one fixed order
+// whatever m, the column range or the thread that runs it, so results do not depend on batch
+// composition or thread count. Implementations: AVX-512, AVX2+FMA and portable C++, chosen at
+// run time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace unmask::kernels::cpu {
+
+enum class ElementType : int32_t { f32, bf16, f16 };
+
+struct WeightMatrix {
+    const void* data = nullptr;
+    ElementType type = ElementType::f32;
+    int64_t rows = 0;    // n: output features
+    int64_t cols = 0;    // k: input features
+    int64_t stride = 0;  // elements between consecutive rows (>= cols)
+};
+
+// Floats of scratch one call of matmul_columns needs for its packed weight panel.
+size_t matmul_scratch_floats();
+
+// c[i, j] = sum_k a[i, k] * w[j, k] for i < m and n_begin <= j < n_end (single-threaded; the
+// caller splits columns across threads). `scratch` holds matmul_scratch_floats() floats.
+void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                    float* c, int64_t ldc, float* scratch);
+
+// The instruction set in use: "avx512", "avx2" or "portable".
+const char* matmul_isa();
+
+// Column blocks the caller should split work into (a multiple of every kernel's panel width).
+inline constexpr int64_t matmul_column_block = 128;
+
+}  // namespace unmask::kernels::cpu

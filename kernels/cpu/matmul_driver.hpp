@@ -1,0 +1,69 @@
+// The blocking shared by every matmul kernel, instantiated once per instruction set in
+// matmul_<isa>.cpp (each compiled with its own target flags). Loop order: K blocks outermost, so
+// every output element is summed over k in ascending order through C; then panels of NR weight
+// columns, packed (and converted to fp32) once per K block; then MR rows of A at a time.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/matmul.hpp"
+#include "core/float_convert.hpp"
+
+namespace unmask::kernels::cpu::detail {
+
+inline constexpr int64_t k_block = 256;
+
+// panel[k * nr_stride + j] = w[n0 + j, k0 + k] as fp32, zero for j >= cols.
+template <int64_t NR>
+inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, float* panel) {
+    for (int64_t j = 0; j < NR; ++j) {
+        if (j >= cols) {
+            for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = 0.0f;
+            continue;
+        }
+        const int64_t row = (n0 + j) * w.stride + k0;
+        switch (w.type) {
+            case ElementType::f32: {
+                const float* src = static_cast<const float*>(w.data) + row;
+                for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = src[k];
+                break;
+            }
+            case ElementType::bf16: {
+                const uint16_t* src = static_cast<const uint16_t*>(w.data) + row;
+                for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = bf16_to_float(src[k]);
+                break;
+            }
+            case ElementType::f16: {
+                const uint16_t* src = static_cast<const uint16_t*>(w.data) + row;
+                for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = fp16_to_float(src[k]);
+                break;
+            }
+        }
+    }
+}
+
+template <typename Kernel>
+void matmul_driver(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                   float* c, int64_t ldc, float* panel) {
+    constexpr int64_t MR = Kernel::MR, NR = Kernel::NR;
+    const int64_t k_total = w.cols;
+    if (k_total == 0) {
+        for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + n_begin, c + i * ldc + n_end, 0.0f);
+        return;
+    }
+    for (int64_t k0 = 0; k0 < k_total; k0 += k_block) {
+        const int64_t kc = std::min(k_block, k_total - k0);
+        for (int64_t n0 = n_begin; n0 < n_end; n0 += NR) {
+            const int64_t cols = std::min(NR, n_end - n0);
+            pack_panel<NR>(w, n0, cols, k0, kc, panel);
+            for (int64_t m0 = 0; m0 < m; m0 += MR) {
+                const int rows = static_cast<int>(std::min(MR, m - m0));
+                Kernel::run(a + m0 * lda + k0, lda, rows, panel, kc, c + m0 * ldc + n0, ldc, static_cast<int>(cols),
+                            k0 > 0);
+            }
+        }
+    }
+}
+
+}  // namespace unmask::kernels::cpu::detail

@@ -1,0 +1,73 @@
+#include "cpu/ops.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/float_convert.hpp"
+
+namespace unmask::kernels::cpu {
+
+float WeightVector::at(int64_t i) const noexcept {
+    switch (type) {
+        case ElementType::f32: return static_cast<const float*>(data)[i];
+        case ElementType::bf16: return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+        case ElementType::f16: return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
+    }
+    return 0.0f;
+}
+
+void embedding_rows(const WeightMatrix& table, const int32_t* ids, int64_t rows, float* out) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const WeightVector row{static_cast<const uint8_t*>(table.data) +
+                                   ids[r] * table.stride * (table.type == ElementType::f32 ? 4 : 2),
+                               table.type, table.cols};
+        float* dst = out + r * table.cols;
+        for (int64_t i = 0; i < table.cols; ++i) dst[i] = row.at(i);
+    }
+}
+
+void rmsnorm(const float* x, int64_t rows, int64_t dim, const WeightVector& weight, double eps, float* out,
+             int64_t x_stride, int64_t out_stride) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* in = x + r * x_stride;
+        float* dst = out + r * out_stride;
+        double sum = 0;
+        for (int64_t i = 0; i < dim; ++i) sum += double(in[i]) * in[i];
+        const float scale = static_cast<float>(1.0 / std::sqrt(sum / double(dim) + eps));
+        for (int64_t i = 0; i < dim; ++i) dst[i] = in[i] * scale * weight.at(i);
+    }
+}
+
+void add_bias(float* x, int64_t rows, int64_t dim, int64_t stride, const WeightVector& bias) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < dim; ++i) x[r * stride + i] += bias.at(i);
+}
+
+void swiglu(float* gate, const float* up, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const int32_t* positions,
+          const RopeParams& params) {
+    const int64_t half = params.rotary_dims / 2;
+    for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t i = 0; i < half; ++i) {
+            // inv_freq_i = theta^(-2i / rotary_dims), as the reference implementations define it.
+            const double angle = positions[t] * std::pow(params.theta, -2.0 * double(i) / double(params.rotary_dims));
+            const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+            for (int64_t h = 0; h < heads; ++h) {
+                float* head = x + t * stride + h * head_dim;
+                const int64_t a = params.interleaved ? 2 * i : i;
+                const int64_t b = params.interleaved ? 2 * i + 1 : i + half;
+                const float x1 = head[a], x2 = head[b];
+                head[a] = x1 * c - x2 * s;
+                head[b] = x2 * c + x1 * s;
+            }
+        }
+    }
+}
+
+}  // namespace unmask::kernels::cpu

@@ -1,0 +1,100 @@
+// The Backend interface: what the one forward pass needs from a device. Activations are fp32
+// buffers the backend allocates; weights are the model's (in their stored dtype). The CPU backend
+// is the reference every other backend is checked against.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cpu/candidates.hpp"
+#include "model/model.hpp"
+
+namespace unmask {
+
+using kernels::cpu::Candidate;
+using kernels::cpu::CandidateParams;
+
+// Activations of one device, released when the last owner lets go.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(std::shared_ptr<void> memory, size_t bytes) : memory_(std::move(memory)), bytes_(bytes) {}
+    float* floats() const noexcept { return static_cast<float*>(memory_.get()); }
+    int32_t* ints() const noexcept { return static_cast<int32_t*>(memory_.get()); }
+    size_t bytes() const noexcept { return bytes_; }
+
+private:
+    std::shared_ptr<void> memory_;
+    size_t bytes_ = 0;
+};
+
+// One sequence's rows within a packed batch of activations.
+struct SequenceRows {
+    int64_t first_row = 0;
+    int64_t rows = 0;
+};
+
+struct AttentionParams {
+    int64_t heads = 0, kv_heads = 0, head_dim = 0;
+    int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
+};
+
+struct RopeSpec {
+    double theta = 10000.0;
+    int64_t rotary_dims = 0;
+    bool interleaved = false;
+};
+
+struct RouterParams {
+    int64_t experts = 0, experts_per_token = 0;
+    RouterScore score = RouterScore::softmax;
+    bool normalize_top_k = false;
+    double scaling = 1.0;
+    const Weight* expert_bias = nullptr;  // added to scores for selection only
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual const char* name() const noexcept = 0;
+
+    virtual DeviceBuffer allocate(size_t bytes) = 0;
+    virtual void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) = 0;
+    virtual void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) = 0;
+
+    // out[r] = table[ids[r]]
+    virtual void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) = 0;
+    // out = rmsnorm(x) * w per row of `dim` (strides in floats; in place allowed)
+    virtual void rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const Weight& w, double eps,
+                         float* out, int64_t out_stride) = 0;
+    // out[rows, n] = x[rows, k] · wᵀ (+ bias)
+    virtual void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) = 0;
+    virtual void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
+                      const RopeSpec& rope) = 0;
+    // out[t] for every sequence: attention over that sequence's own keys.
+    virtual void attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
+                           const AttentionParams& params, float* out) = 0;
+    // gate = silu(gate) * up
+    virtual void swiglu(float* gate, const float* up, int64_t n) = 0;
+    // x += y
+    virtual void add(float* x, const float* y, int64_t n) = 0;
+    // For every token: the experts_per_token chosen experts and their weights.
+    virtual void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
+                       float* weights) = 0;
+    // out[i] = x[rows[i]]
+    virtual void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) = 0;
+    // x[rows[i]] += scale[i] * y[i]
+    virtual void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                                  const float* y) = 0;
+    // One candidate per row of logits; positions[r] keys the random stream; params per row.
+    virtual void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
+                            std::span<const CandidateParams* const> params, Candidate* out) = 0;
+};
+
+// The CPU backend with `threads` threads (>= 1).
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace unmask

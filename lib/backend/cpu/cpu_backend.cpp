@@ -1,0 +1,208 @@
+// The CPU backend: kernels/cpu on a thread pool. Work is split so that each output element is
+// computed by exactly one task with the same arithmetic, whatever the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "cpu/attention.hpp"
+#include "cpu/matmul.hpp"
+#include "cpu/ops.hpp"
+
+namespace unmask {
+namespace {
+
+namespace k = kernels::cpu;
+
+k::ElementType element_type(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return k::ElementType::f32;
+        case DType::bf16: return k::ElementType::bf16;
+        case DType::f16: return k::ElementType::f16;
+        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
+    }
+}
+
+k::WeightMatrix matrix(const Weight& w) {
+    return {w.data, element_type(w.dtype), w.shape.at(0), w.shape.at(1), w.shape.at(1)};
+}
+
+k::WeightVector vector(const Weight& w) { return {w.data, element_type(w.dtype), w.shape.at(0)}; }
+
+constexpr int64_t row_chunk = 32;        // rows per task for row-wise ops
+constexpr int64_t attention_tile = 64;   // query rows per attention task
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int threads) : pool_(threads) {}
+
+    const char* name() const noexcept override { return "cpu"; }
+
+    DeviceBuffer allocate(size_t bytes) override {
+        void* memory = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+        if (memory == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes of activations", bytes);
+        return DeviceBuffer(std::shared_ptr<void>(memory, std::free), bytes);
+    }
+    void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
+        std::memcpy(destination.floats(), source, bytes);
+    }
+    void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
+        std::memcpy(destination, source.floats(), bytes);
+    }
+
+    void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
+        const auto m = matrix(table);
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            k::embedding_rows(m, ids + begin, end - begin, out + begin * m.cols);
+        });
+    }
+
+    void rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const Weight& w, double eps, float* out,
+                 int64_t out_stride) override {
+        const auto weight = vector(w);
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            k::rmsnorm(x + begin * x_stride, end - begin, dim, weight, eps, out + begin * out_stride, x_stride, out_stride);
+        });
+    }
+
+    void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        const auto m = matrix(w);
+        const int64_t blocks = (m.rows + k::matmul_column_block - 1) / k::matmul_column_block;
+        pool_.parallel_for(blocks, [&](int64_t block) {
+            thread_local std::vector<float> panel;
+            panel.resize(k::matmul_scratch_floats());
+            const int64_t begin = block * k::matmul_column_block;
+            const int64_t end = std::min(m.rows, begin + k::matmul_column_block);
+            k::matmul_columns(x, m.cols, rows, m, begin, end, out, m.rows, panel.data());
+        });
+        if (bias != nullptr) {
+            const auto b = vector(*bias);
+            for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                k::add_bias(out + begin * m.rows, end - begin, m.rows, m.rows, b);
+            });
+        }
+    }
+
+    void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
+              const RopeSpec& rope) override {
+        const k::RopeParams params{rope.theta, rope.rotary_dims, rope.interleaved};
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            k::rope(x + begin * heads * head_dim, end - begin, heads, head_dim, heads * head_dim, positions + begin,
+                    params);
+        });
+    }
+
+    void attention(const float* q, const float* kv_k, const float* v, std::span<const SequenceRows> sequences,
+                   const AttentionParams& params, float* out) override {
+        struct Task {
+            int64_t sequence, head, q_begin, q_end;
+        };
+        std::vector<Task> tasks;
+        for (size_t s = 0; s < sequences.size(); ++s)
+            for (int64_t h = 0; h < params.heads; ++h)
+                for (int64_t q0 = 0; q0 < sequences[s].rows; q0 += attention_tile)
+                    tasks.push_back({static_cast<int64_t>(s), h, q0, std::min(sequences[s].rows, q0 + attention_tile)});
+        const int64_t q_stride = params.heads * params.head_dim, kv_stride = params.kv_heads * params.head_dim;
+        pool_.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+            thread_local k::AttentionScratch scratch;
+            const Task& t = tasks[static_cast<size_t>(i)];
+            const SequenceRows& seq = sequences[static_cast<size_t>(t.sequence)];
+            const k::AttentionShape shape{seq.rows, seq.rows, params.heads, params.kv_heads, params.head_dim,
+                                          q_stride, kv_stride, params.block_size, 0};
+            k::attention_tile(q + seq.first_row * q_stride, kv_k + seq.first_row * kv_stride,
+                              v + seq.first_row * kv_stride, shape, t.head, t.q_begin, t.q_end,
+                              out + seq.first_row * q_stride, scratch);
+        });
+    }
+
+    void swiglu(float* gate, const float* up, int64_t n) override {
+        for_row_chunks(n, [&](int64_t begin, int64_t end) { k::swiglu(gate + begin, up + begin, end - begin); }, 4096);
+    }
+
+    void add(float* x, const float* y, int64_t n) override {
+        for_row_chunks(n, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) x[i] += y[i];
+        }, 4096);
+    }
+
+    void route(const float* logits, int64_t rows, const RouterParams& p, int32_t* experts, float* weights) override {
+        const auto bias = p.expert_bias ? vector(*p.expert_bias) : k::WeightVector{};
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            std::vector<double> scores(static_cast<size_t>(p.experts)), selection(scores.size());
+            std::vector<int32_t> order(scores.size());
+            for (int64_t r = begin; r < end; ++r) {
+                const float* row = logits + r * p.experts;
+                if (p.score == RouterScore::softmax) {
+                    const double max = *std::max_element(row, row + p.experts);
+                    double total = 0;
+                    for (int64_t e = 0; e < p.experts; ++e) total += scores[size_t(e)] = std::exp(row[e] - max);
+                    for (auto& s : scores) s /= total;
+                } else {
+                    for (int64_t e = 0; e < p.experts; ++e) scores[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
+                }
+                for (int64_t e = 0; e < p.experts; ++e)
+                    selection[size_t(e)] = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
+                std::iota(order.begin(), order.end(), 0);
+                // Highest selection score first; ties go to the lower expert index.
+                std::partial_sort(order.begin(), order.begin() + p.experts_per_token, order.end(),
+                                  [&](int32_t a, int32_t b) {
+                                      return selection[size_t(a)] != selection[size_t(b)]
+                                                 ? selection[size_t(a)] > selection[size_t(b)]
+                                                 : a < b;
+                                  });
+                double chosen_total = 0;
+                for (int64_t j = 0; j < p.experts_per_token; ++j) chosen_total += scores[size_t(order[size_t(j)])];
+                for (int64_t j = 0; j < p.experts_per_token; ++j) {
+                    double w = scores[size_t(order[size_t(j)])];
+                    if (p.normalize_top_k) w /= chosen_total;
+                    experts[r * p.experts_per_token + j] = order[size_t(j)];
+                    weights[r * p.experts_per_token + j] = static_cast<float>(w * p.scaling);
+                }
+            }
+        });
+    }
+
+    void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {
+        for_row_chunks(count, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
+                std::memcpy(out + i * dim, x + int64_t(rows[i]) * dim, size_t(dim) * sizeof(float));
+        });
+    }
+
+    void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                          const float* y) override {
+        // Serial in i: rows may repeat, and the order of additions must not depend on threads.
+        for (int64_t i = 0; i < count; ++i) {
+            float* dst = x + int64_t(rows[i]) * dim;
+            const float* src = y + i * dim;
+            for (int64_t c = 0; c < dim; ++c) dst[c] += scale[i] * src[c];
+        }
+    }
+
+    void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
+                    std::span<const CandidateParams* const> params, Candidate* out) override {
+        pool_.parallel_for(rows, [&](int64_t r) {
+            thread_local k::CandidateScratch scratch;
+            out[r] = k::logits_to_candidate(logits + r * vocab, vocab, positions[r], *params[size_t(r)], scratch);
+        });
+    }
+
+private:
+    template <typename Body>
+    void for_row_chunks(int64_t rows, const Body& body, int64_t chunk = row_chunk) {
+        const int64_t tasks = (rows + chunk - 1) / chunk;
+        pool_.parallel_for(tasks, [&](int64_t t) { body(t * chunk, std::min(rows, (t + 1) * chunk)); });
+    }
+
+    ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace unmask

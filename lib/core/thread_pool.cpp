@@ -1,0 +1,67 @@
+#include "core/thread_pool.hpp"
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+ThreadPool::ThreadPool(int threads) {
+    if (threads < 1 || threads > 1024) fail(Status::invalid_argument, "thread count {} is outside 1..1024", threads);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+}
+
+void ThreadPool::run_tasks() {
+    std::unique_lock lock(mutex_);
+    while (next_task_ < task_count_) {
+        const int64_t index = next_task_++;
+        const auto* task = task_;
+        lock.unlock();
+        (*task)(index);
+        lock.lock();
+        if (++finished_tasks_ == task_count_) done_.notify_all();
+    }
+}
+
+void ThreadPool::work_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            if (stopping_) return;
+            seen = generation_;
+        }
+        run_tasks();
+    }
+}
+
+void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>& task) {
+    if (tasks <= 0) return;
+    if (workers_.empty() || tasks == 1) {
+        for (int64_t i = 0; i < tasks; ++i) task(i);
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        task_ = &task;
+        task_count_ = tasks;
+        next_task_ = 0;
+        finished_tasks_ = 0;
+        ++generation_;
+    }
+    wake_.notify_all();
+    run_tasks();
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return finished_tasks_ == task_count_; });
+    task_ = nullptr;
+}
+
+}  // namespace unmask

@@ -1,0 +1,45 @@
+// A fixed set of worker threads that run `parallel_for` loops. The caller's thread takes part,
+// so a pool of N threads has N-1 workers. Owned by whoever sets the thread count (an engine, a
+// benchmark), never global. Results never depend on the thread count: each task index computes
+// the same thing whichever thread runs it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace unmask {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+    // Runs task(i) for i in [0, tasks) and returns when all are done. Tasks must not throw.
+    // Not reentrant: a task must not call parallel_for on the same pool.
+    void parallel_for(int64_t tasks, const std::function<void(int64_t)>& task);
+
+private:
+    void work_loop();
+    void run_tasks();
+
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable done_;
+    const std::function<void(int64_t)>* task_ = nullptr;
+    int64_t task_count_ = 0;
+    int64_t next_task_ = 0;
+    int64_t finished_tasks_ = 0;
+    uint64_t generation_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace unmask

@@ -1,0 +1,234 @@
+#include "model/forward.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace unmask {
+namespace {
+
+// Output rows go through the LM head and the candidates step this many at a time, so the
+// [rows, vocab] logits never exist whole for long sequences.
+constexpr int64_t output_chunk = 128;
+
+}  // namespace
+
+Forward::Forward(const Model& model, Backend& backend) : model_(model), spec_(model.spec()), backend_(backend) {
+    if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
+    layers_.resize(static_cast<size_t>(spec_.layers));
+    for (auto& layer : layers_) {
+        layer = LayerWeights{};
+        layer.expert_gate.assign(static_cast<size_t>(spec_.experts), nullptr);
+        layer.expert_up.assign(static_cast<size_t>(spec_.experts), nullptr);
+        layer.expert_down.assign(static_cast<size_t>(spec_.experts), nullptr);
+    }
+    for (const Weight& w : model.weights()) {
+        if (w.layer < 0) {
+            if (w.role == Role::embedding) embedding_ = &w;
+            if (w.role == Role::final_norm) final_norm_ = &w;
+            if (w.role == Role::lm_head) lm_head_ = &w;
+            continue;
+        }
+        LayerWeights& l = layers_.at(static_cast<size_t>(w.layer));
+        const auto e = static_cast<size_t>(std::max(0, w.expert));
+        switch (w.role) {
+            case Role::attention_norm: l.attention_norm = &w; break;
+            case Role::mlp_norm: l.mlp_norm = &w; break;
+            case Role::q_proj: l.q = &w; break;
+            case Role::k_proj: l.k = &w; break;
+            case Role::v_proj: l.v = &w; break;
+            case Role::o_proj: l.o = &w; break;
+            case Role::q_bias: l.q_bias = &w; break;
+            case Role::k_bias: l.k_bias = &w; break;
+            case Role::v_bias: l.v_bias = &w; break;
+            case Role::q_norm: l.q_norm = &w; break;
+            case Role::k_norm: l.k_norm = &w; break;
+            case Role::mlp_gate: l.gate = &w; break;
+            case Role::mlp_up: l.up = &w; break;
+            case Role::mlp_down: l.down = &w; break;
+            case Role::router: l.router = &w; break;
+            case Role::router_bias: l.router_bias = &w; break;
+            case Role::expert_gate: l.expert_gate.at(e) = &w; break;
+            case Role::expert_up: l.expert_up.at(e) = &w; break;
+            case Role::expert_down: l.expert_down.at(e) = &w; break;
+            case Role::shared_gate: l.shared_gate = &w; break;
+            case Role::shared_up: l.shared_up = &w; break;
+            case Role::shared_down: l.shared_down = &w; break;
+            default: break;
+        }
+    }
+    if (lm_head_ == nullptr) lm_head_ = embedding_;  // tied embeddings
+    if (embedding_ == nullptr || final_norm_ == nullptr) fail(Status::internal, "model binding lacks embedding or final norm");
+}
+
+void Forward::mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out) {
+    const int64_t width = gate.shape[0];
+    DeviceBuffer g = backend_.allocate(size_t(rows * width) * sizeof(float));
+    DeviceBuffer u = backend_.allocate(size_t(rows * width) * sizeof(float));
+    backend_.matmul(x, rows, gate, nullptr, g.floats());
+    backend_.matmul(x, rows, up, nullptr, u.floats());
+    backend_.swiglu(g.floats(), u.floats(), rows * width);
+    backend_.matmul(g.floats(), rows, down, nullptr, out);
+}
+
+void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual) {
+    const int64_t d = spec_.hidden_size, k = spec_.experts_per_token, experts = spec_.experts;
+    DeviceBuffer logits = backend_.allocate(size_t(rows * experts) * sizeof(float));
+    backend_.matmul(x, rows, *layer.router, nullptr, logits.floats());
+    DeviceBuffer chosen = backend_.allocate(size_t(rows * k) * sizeof(int32_t));
+    DeviceBuffer weights = backend_.allocate(size_t(rows * k) * sizeof(float));
+    const RouterParams params{experts, k, spec_.router_score, spec_.norm_topk_prob, spec_.routed_scaling_factor,
+                              layer.router_bias};
+    backend_.route(logits.floats(), rows, params, chosen.ints(), weights.floats());
+
+    // Group tokens by expert on the host (the routing table is small), then one matmul chain per expert.
+    std::vector<int32_t> host_chosen(size_t(rows * k));
+    std::vector<float> host_weights(size_t(rows * k));
+    backend_.copy_to_host(host_chosen.data(), chosen, host_chosen.size() * sizeof(int32_t));
+    backend_.copy_to_host(host_weights.data(), weights, host_weights.size() * sizeof(float));
+    std::vector<std::vector<int32_t>> token_rows(static_cast<size_t>(experts));
+    std::vector<std::vector<float>> token_scales(static_cast<size_t>(experts));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < k; ++j) {
+            const auto e = size_t(host_chosen[size_t(r * k + j)]);
+            token_rows[e].push_back(static_cast<int32_t>(r));
+            token_scales[e].push_back(host_weights[size_t(r * k + j)]);
+        }
+    for (int64_t e = 0; e < experts; ++e) {
+        const auto& ids = token_rows[size_t(e)];
+        const auto count = static_cast<int64_t>(ids.size());
+        if (count == 0) continue;
+        DeviceBuffer index = backend_.allocate(ids.size() * sizeof(int32_t));
+        DeviceBuffer scale = backend_.allocate(ids.size() * sizeof(float));
+        backend_.copy_to_device(index, ids.data(), ids.size() * sizeof(int32_t));
+        backend_.copy_to_device(scale, token_scales[size_t(e)].data(), ids.size() * sizeof(float));
+        DeviceBuffer input = backend_.allocate(size_t(count * d) * sizeof(float));
+        DeviceBuffer output = backend_.allocate(size_t(count * d) * sizeof(float));
+        backend_.gather_rows(x, d, index.ints(), count, input.floats());
+        mlp(*layer.expert_gate[size_t(e)], *layer.expert_up[size_t(e)], *layer.expert_down[size_t(e)], input.floats(),
+            count, output.floats());
+        backend_.scatter_add_rows(residual, d, index.ints(), scale.floats(), count, output.floats());
+    }
+    if (layer.shared_gate != nullptr) {
+        DeviceBuffer shared = backend_.allocate(size_t(rows * d) * sizeof(float));
+        mlp(*layer.shared_gate, *layer.shared_up, *layer.shared_down, x, rows, shared.floats());
+        backend_.add(residual, shared.floats(), rows * d);
+    }
+}
+
+ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_logits) {
+    if (batch.empty()) fail(Status::invalid_argument, "the batch is empty");
+    const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
+                  hd = spec_.head_dim, vocab = spec_.embedding_rows;
+
+    // Pack the batch: token ids, positions within each sequence, and the rows that need outputs.
+    std::vector<int32_t> ids, positions, output_rows;
+    std::vector<uint32_t> output_positions;
+    std::vector<const CandidateParams*> output_params;
+    std::vector<SequenceRows> sequences;
+    for (size_t s = 0; s < batch.size(); ++s) {
+        const ForwardSequence& seq = batch[s];
+        const auto length = static_cast<int64_t>(seq.tokens.size());
+        if (length == 0) fail(Status::invalid_argument, "sequence {} of the batch is empty", s);
+        if (length > spec_.max_sequence_length)
+            fail(Status::too_long, "sequence {} has {} tokens; the model allows {}", s, length, spec_.max_sequence_length);
+        if (!want_logits && seq.sampling == nullptr)
+            fail(Status::invalid_argument, "sequence {} asks for candidates without sampling parameters", s);
+        const auto first_row = static_cast<int64_t>(ids.size());
+        sequences.push_back({first_row, length});
+        for (int64_t p = 0; p < length; ++p) {
+            const int32_t token = seq.tokens[size_t(p)];
+            if (token < 0 || token >= vocab)
+                fail(Status::invalid_argument, "token id {} at position {} of sequence {} is outside the vocabulary of {}",
+                     token, p, s, vocab);
+            ids.push_back(token);
+            positions.push_back(static_cast<int32_t>(p));
+        }
+        auto add_output = [&](int64_t p) {
+            if (p < 0 || p >= length)
+                fail(Status::invalid_argument, "output position {} is outside sequence {} of length {}", p, s, length);
+            // Dream predicts position p from the hidden state of p - 1 (position 0 keeps its own).
+            const int64_t source = spec_.logits_shift && p > 0 ? p - 1 : p;
+            output_rows.push_back(static_cast<int32_t>(first_row + source));
+            output_positions.push_back(static_cast<uint32_t>(p));
+            output_params.push_back(seq.sampling);
+        };
+        if (seq.output_positions.empty())
+            for (int64_t p = 0; p < length; ++p) add_output(p);
+        else
+            for (int32_t p : seq.output_positions) add_output(p);
+    }
+    const auto tokens = static_cast<int64_t>(ids.size());
+
+    DeviceBuffer token_ids = backend_.allocate(ids.size() * sizeof(int32_t));
+    DeviceBuffer token_positions = backend_.allocate(positions.size() * sizeof(int32_t));
+    backend_.copy_to_device(token_ids, ids.data(), ids.size() * sizeof(int32_t));
+    backend_.copy_to_device(token_positions, positions.data(), positions.size() * sizeof(int32_t));
+
+    // The run state: every activation of one layer, allocated once per forward.
+    const auto f = sizeof(float);
+    DeviceBuffer x = backend_.allocate(size_t(tokens * d) * f);
+    DeviceBuffer normed = backend_.allocate(size_t(tokens * d) * f);
+    DeviceBuffer q = backend_.allocate(size_t(tokens * heads * hd) * f);
+    DeviceBuffer k = backend_.allocate(size_t(tokens * kv_heads * hd) * f);
+    DeviceBuffer v = backend_.allocate(size_t(tokens * kv_heads * hd) * f);
+    DeviceBuffer attended = backend_.allocate(size_t(tokens * heads * hd) * f);
+    DeviceBuffer projected = backend_.allocate(size_t(tokens * d) * f);
+
+    const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
+                        spec_.rope_style == RopeStyle::interleaved};
+    const AttentionParams attention{heads, kv_heads, hd, 0};
+
+    backend_.embedding(*embedding_, token_ids.ints(), tokens, x.floats());
+    for (const LayerWeights& layer : layers_) {
+        backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
+        backend_.matmul(normed.floats(), tokens, *layer.q, layer.q_bias, q.floats());
+        backend_.matmul(normed.floats(), tokens, *layer.k, layer.k_bias, k.floats());
+        backend_.matmul(normed.floats(), tokens, *layer.v, layer.v_bias, v.floats());
+        if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
+            backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
+            backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);
+        }
+        backend_.rope(q.floats(), tokens, heads, hd, token_positions.ints(), rope);
+        backend_.rope(k.floats(), tokens, kv_heads, hd, token_positions.ints(), rope);
+        backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
+        backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
+        backend_.add(x.floats(), projected.floats(), tokens * d);
+
+        backend_.rmsnorm(x.floats(), tokens, d, d, *layer.mlp_norm, spec_.rms_norm_eps, normed.floats(), d);
+        if (layer.router != nullptr) {
+            moe(layer, normed.floats(), tokens, x.floats());
+        } else {
+            mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
+            backend_.add(x.floats(), projected.floats(), tokens * d);
+        }
+    }
+
+    // Final norm, LM head and candidates, a chunk of output rows at a time.
+    ForwardOutput output;
+    const auto outputs = static_cast<int64_t>(output_rows.size());
+    if (want_logits) output.logits.resize(size_t(outputs * vocab));
+    else output.candidates.resize(size_t(outputs));
+    const int64_t chunk = std::min(outputs, output_chunk);
+    DeviceBuffer rows = backend_.allocate(size_t(chunk) * sizeof(int32_t));
+    DeviceBuffer gathered = backend_.allocate(size_t(chunk * d) * f);
+    DeviceBuffer logits = backend_.allocate(size_t(chunk * vocab) * f);
+    for (int64_t begin = 0; begin < outputs; begin += chunk) {
+        const int64_t count = std::min(chunk, outputs - begin);
+        backend_.copy_to_device(rows, output_rows.data() + begin, size_t(count) * sizeof(int32_t));
+        backend_.gather_rows(x.floats(), d, rows.ints(), count, gathered.floats());
+        backend_.rmsnorm(gathered.floats(), count, d, d, *final_norm_, spec_.rms_norm_eps, gathered.floats(), d);
+        backend_.matmul(gathered.floats(), count, *lm_head_, nullptr, logits.floats());
+        if (want_logits) {
+            backend_.copy_to_host(output.logits.data() + begin * vocab, logits, size_t(count * vocab) * f);
+        } else {
+            backend_.candidates(logits.floats(), count, vocab, output_positions.data() + begin,
+                                std::span(output_params).subspan(size_t(begin), size_t(count)),
+                                output.candidates.data() + begin);
+        }
+    }
+    return output;
+}
+
+}  // namespace unmask

@@ -1,0 +1,55 @@
+// The one forward pass, for every architecture: ModelSpec says what to do, the backend does it.
+// A batch holds sequences of different lengths; each asks for outputs at some of its positions
+// (the masked ones, during decoding) as candidates (decoding) or full logits (tests).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "model/model.hpp"
+
+namespace unmask {
+
+struct ForwardSequence {
+    std::span<const int32_t> tokens;
+    std::span<const int32_t> output_positions;  // empty: every position
+    const CandidateParams* sampling = nullptr;  // required for candidates
+};
+
+struct ForwardOutput {
+    // One entry per requested position, sequences in order.
+    std::vector<Candidate> candidates;
+    std::vector<float> logits;  // [positions, embedding_rows] when requested
+};
+
+class Forward {
+public:
+    Forward(const Model& model, Backend& backend);
+
+    // Throws INVALID_ARGUMENT for token ids or positions out of range, an empty batch or sequence.
+    ForwardOutput run(std::span<const ForwardSequence> batch, bool want_logits);
+
+private:
+    struct LayerWeights {
+        const Weight *attention_norm, *mlp_norm, *q, *k, *v, *o, *q_bias, *k_bias, *v_bias, *q_norm, *k_norm;
+        const Weight *gate, *up, *down;                       // dense MLP (null in MoE layers)
+        const Weight *router, *router_bias;                   // MoE
+        std::vector<const Weight*> expert_gate, expert_up, expert_down;
+        const Weight *shared_gate, *shared_up, *shared_down;  // optional shared expert
+    };
+
+    void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
+    void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
+
+    const Model& model_;
+    const ModelSpec& spec_;
+    Backend& backend_;
+    const Weight* embedding_ = nullptr;
+    const Weight* final_norm_ = nullptr;
+    const Weight* lm_head_ = nullptr;
+    std::vector<LayerWeights> layers_;
+};
+
+}  // namespace unmask

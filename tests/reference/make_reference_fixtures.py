@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Writes tiny random models of each architecture in Hugging Face layout (real tensor names,
+config.json + safetensors, Dream sharded with an index) and the reference logits of
+reference_model.py for a batch of sequences of different lengths.
+
+Two sets of expected logits: `logits.N` from the fp32 weights, and `logits_bf16.N` from the same
+weights rounded to bf16 (what unmask computes with when it loads them at bf16), both evaluated in
+float64. Weights are scaled so that logits are well separated; seeds are retried until no position
+has a near-tie between its top two logits and no MoE token a near-tie at its k-th expert, for
+either weight set, so exact top-1 and routing comparisons are meaningful.
+
+usage: /usr/bin/python3 make_reference_fixtures.py OUTPUT_DIR
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import make_model_fixtures as fixtures  # noqa: E402  (the safetensors writer)
+import reference_model  # noqa: E402
+
+LENGTHS = [7, 70, 131]
+MIN_LOGIT_GAP = 2e-3
+MIN_ROUTER_GAP = 1e-4
+
+
+def llada_config():
+    return {"architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": 64, "n_layers": 2, "n_heads": 4,
+            "n_kv_heads": 2, "mlp_hidden_size": 320, "vocab_size": 290, "embedding_size": 300,
+            "max_sequence_length": 512, "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "mask_token_id": 299,
+            "eos_token_id": 297, "include_bias": False, "weight_tying": False, "rope": True, "alibi": False}
+
+
+def llada_moe_config():
+    return {"architectures": ["LLaDAMoEModelLM"], "model_type": "llada", "hidden_size": 64, "num_hidden_layers": 3,
+            "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256, "num_experts": 8,
+            "num_experts_per_tok": 2, "expert_intermediate_size": 48, "dense_intermediate_size": 96,
+            "shared_expert_intermediate_size": 32, "moe_layer_freq": [0, 1, 1], "qk_layernorm": True,
+            "partial_rotary_factor": 0.5, "moe_router_score_function": "softmax",
+            "moe_router_enable_expert_bias": False, "norm_topk_prob": True, "rope_theta": 10000.0,
+            "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "max_position_embeddings": 512,
+            "mask_token_id": 255, "eos_token_id": 254}
+
+
+def dream_config():
+    return {"architectures": ["DreamModel"], "model_type": "Dream", "hidden_size": 64, "intermediate_size": 160,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000.0, "vocab_size": 300, "mask_token_id": 299, "eos_token_id": 297,
+            "tie_word_embeddings": False, "max_position_embeddings": 512}
+
+
+def shapes(config):
+    """(name, shape) of every tensor, from the same facts the reference uses."""
+    n, d = reference_model.names(config), reference_model.dims(config)
+    arch = config["architectures"][0]
+    h, heads, kv = d["hidden"], d["heads"], d["kv_heads"]
+    hd = h // heads
+    rows = config.get("embedding_size") or config["vocab_size"]
+    out = [(n["embed"], [rows, h])]
+    for i in range(d["layers"]):
+        out += [(n["attn_norm"] % i, [h]), (n["mlp_norm"] % i, [h]), (n["q"] % i, [heads * hd, h]),
+                (n["k"] % i, [kv * hd, h]), (n["v"] % i, [kv * hd, h]), (n["o"] % i, [h, heads * hd])]
+        if arch == "DreamModel":
+            out += [((n[key] % i).replace(".weight", ".bias"), [size]) for key, size in
+                    (("q", heads * hd), ("k", kv * hd), ("v", kv * hd))]
+        if arch == "LLaDAMoEModelLM" and config["qk_layernorm"]:
+            out += [("model.layers.%d.self_attn.q_norm.weight" % i, [hd]), ("model.layers.%d.self_attn.k_norm.weight" % i, [hd])]
+        if arch == "LLaDAMoEModelLM" and config["moe_layer_freq"][i] == 1:
+            p = "model.layers.%d.mlp." % i
+            out.append((p + "gate.weight", [config["num_experts"], h]))
+            for e in range(config["num_experts"]):
+                out += fixtures.swiglu("%sexperts.%d." % (p, e), h, config["expert_intermediate_size"])
+            out += fixtures.swiglu(p + "shared_experts.", h, config["shared_expert_intermediate_size"])
+        else:
+            width = config.get("mlp_hidden_size") or config.get("intermediate_size") or config["dense_intermediate_size"]
+            out += [(n["gate"] % i, [width, h]), (n["up"] % i, [width, h]), (n["down"] % i, [h, width])]
+    out.append((n["final_norm"], [h]))
+    if not d["tie"]:
+        out.append((n["lm_head"], [rows, h]))
+    return out
+
+
+def random_weights(config, generator):
+    weights = {}
+    for name, shape in shapes(config):
+        if len(shape) == 1:
+            if name.endswith(".bias"):
+                w = 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
+            else:  # norm scales
+                w = 1.0 + 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
+        elif "embed" in name or "wte" in name:
+            w = torch.randn(shape, generator=generator, dtype=torch.float64)
+        elif "lm_head" in name or name == "model.transformer.ff_out.weight":
+            w = 0.6 * torch.randn(shape, generator=generator, dtype=torch.float64)  # logits with std ~5
+        elif name.endswith("gate.weight"):  # routers: spread scores apart
+            w = 2.0 * torch.randn(shape, generator=generator, dtype=torch.float64) / shape[1] ** 0.5
+        else:
+            w = torch.randn(shape, generator=generator, dtype=torch.float64) / shape[1] ** 0.5
+        # Round to fp32 once: the file holds fp32 and the reference must use exactly those values.
+        weights[name] = w.float().double()
+    return weights
+
+
+def make(name, config, out, shards):
+    for attempt in range(100):
+        generator = torch.Generator().manual_seed(1000 * attempt + len(name))
+        weights = random_weights(config, generator)
+        rows = config.get("embedding_size") or config["vocab_size"]
+        sequences = [torch.randint(0, rows, (length,), generator=generator) for length in LENGTHS]
+        for s in sequences:
+            s[torch.rand(len(s), generator=generator) < 0.4] = config["mask_token_id"]  # a canvas with masks
+        rounded = {n: w.to(torch.bfloat16).double() for n, w in weights.items()}
+        router_gaps = []
+        logits = [reference_model.forward(config, weights, s, router_gaps) for s in sequences]
+        logits_bf16 = [reference_model.forward(config, rounded, s, router_gaps) for s in sequences]
+        logit_gap = min(float((l.topk(2, dim=-1).values[:, 0] - l.topk(2, dim=-1).values[:, 1]).min()) for l in logits)
+        router_gap = min(router_gaps) if router_gaps else 1.0
+        if logit_gap > MIN_LOGIT_GAP and router_gap > MIN_ROUTER_GAP:
+            break
+    else:
+        raise SystemExit("%s: no seed without near-ties" % name)
+    directory = os.path.join(out, name)
+    tensors = [(n, "F32", list(w.shape), w.flatten().tolist()) for n, w in weights.items()]
+    fixtures.write_model(directory, config, tensors, shards=shards)
+    expected = []
+    for i, (s, l, b) in enumerate(zip(sequences, logits, logits_bf16)):
+        expected.append(("tokens.%d" % i, "I64", [len(s)], s.tolist()))
+        expected.append(("logits.%d" % i, "F32", list(l.shape), l.flatten().tolist()))
+        expected.append(("logits_bf16.%d" % i, "F32", list(b.shape), b.flatten().tolist()))
+    fixtures.write(os.path.join(directory, "reference.safetensors"), fixtures.safetensors_bytes(expected))
+    print("%s: seed attempt %d, min top-2 logit gap %.4f, min router gap %.5f" % (name, attempt, logit_gap, router_gap))
+
+
+def main():
+    out = sys.argv[1]
+    shutil.rmtree(out, ignore_errors=True)
+    torch.set_num_threads(1)
+    make("llada", llada_config(), out, shards=1)
+    make("llada-moe", llada_moe_config(), out, shards=1)
+    make("dream", dream_config(), out, shards=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""A PyTorch reference of the three architectures' forward passes, written from the published
+model definitions as summarised in shared/ALGORITHMS.md, in float64 so that it is the precise
+side of every comparison. Weights are looked up by their Hugging Face names.
+
+    logits = forward(config, weights, tokens)   # tokens: 1-D LongTensor, logits: [len, rows]
+"""
+import torch
+
+
+def rms_norm(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x, theta, rotary_dims):
+    """x: [T, heads, head_dim]; rotates the leading rotary_dims of each head (NEOX / rotate_half)."""
+    positions = torch.arange(x.shape[0], dtype=torch.float64)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dims, 2, dtype=torch.float64) / rotary_dims))
+    freqs = torch.outer(positions, inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
+    rot, rest = x[..., :rotary_dims], x[..., rotary_dims:]
+    return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
+
+
+def attention(q, k, v, heads, kv_heads):
+    """Bidirectional attention: no mask. q: [T, H, d], k/v: [T, KV, d]."""
+    group = heads // kv_heads
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = torch.einsum("qhd,khd->hqk", q, k) / (q.shape[-1] ** 0.5)
+    return torch.einsum("hqk,khd->qhd", scores.softmax(-1), v)
+
+
+def swiglu(x, gate, up, down):
+    return torch.nn.functional.silu(x @ gate.T) * (x @ up.T) @ down.T
+
+
+def names(config):
+    """Per-architecture tensor names (ALGORITHMS.md, section 1)."""
+    arch = config["architectures"][0]
+    if arch == "LLaDAModelLM":
+        p = "model.transformer.blocks.%d."
+        return dict(embed="model.transformer.wte.weight", final_norm="model.transformer.ln_f.weight",
+                    lm_head="model.transformer.ff_out.weight", attn_norm=p + "attn_norm.weight",
+                    mlp_norm=p + "ff_norm.weight", q=p + "q_proj.weight", k=p + "k_proj.weight",
+                    v=p + "v_proj.weight", o=p + "attn_out.weight", gate=p + "ff_proj.weight",
+                    up=p + "up_proj.weight", down=p + "ff_out.weight")
+    p = "model.layers.%d."
+    return dict(embed="model.embed_tokens.weight", final_norm="model.norm.weight", lm_head="lm_head.weight",
+                attn_norm=p + "input_layernorm.weight", mlp_norm=p + "post_attention_layernorm.weight",
+                q=p + "self_attn.q_proj.weight", k=p + "self_attn.k_proj.weight", v=p + "self_attn.v_proj.weight",
+                o=p + "self_attn.o_proj.weight", gate=p + "mlp.gate_proj.weight", up=p + "mlp.up_proj.weight",
+                down=p + "mlp.down_proj.weight")
+
+
+def dims(config):
+    arch = config["architectures"][0]
+    if arch == "LLaDAModelLM":
+        heads = config["n_heads"]
+        return dict(hidden=config["d_model"], layers=config["n_layers"], heads=heads,
+                    kv_heads=config.get("n_kv_heads") or heads, eps=config["rms_norm_eps"], theta=config["rope_theta"],
+                    partial=1.0, tie=config.get("weight_tying", False))
+    heads = config["num_attention_heads"]
+    partial = config.get("partial_rotary_factor", 1.0) or 1.0
+    return dict(hidden=config["hidden_size"], layers=config["num_hidden_layers"], heads=heads,
+                kv_heads=config.get("num_key_value_heads") or heads, eps=config["rms_norm_eps"],
+                theta=config["rope_theta"], partial=partial if partial > 0 else 1.0,
+                tie=config.get("tie_word_embeddings", False))
+
+
+def moe_block(config, weights, layer, x, router_log=None):
+    """LLaDA-MoE: softmax router over all experts, top-k, weights NOT renormalised (the published
+    code ignores norm_topk_prob), optional shared expert."""
+    p = "model.layers.%d.mlp." % layer
+    logits = x @ weights[p + "gate.weight"].T
+    scores = logits.softmax(-1) if config.get("moe_router_score_function", "softmax") == "softmax" else logits.sigmoid()
+    selection = scores
+    if config.get("moe_router_enable_expert_bias"):
+        selection = scores + weights[p + "gate.expert_bias"]
+    k = config["num_experts_per_tok"]
+    top = selection.topk(k + 1 if k < selection.shape[-1] else k, dim=-1)
+    if router_log is not None and k < selection.shape[-1]:
+        router_log.append((top.values[:, k - 1] - top.values[:, k]).min().item())
+    chosen = top.indices[:, :k]
+    out = torch.zeros_like(x)
+    for t in range(x.shape[0]):
+        for j in range(k):
+            e = int(chosen[t, j])
+            q = "%sexperts.%d." % (p, e)
+            y = swiglu(x[t:t + 1], weights[q + "gate_proj.weight"], weights[q + "up_proj.weight"],
+                       weights[q + "down_proj.weight"])
+            out[t] += scores[t, e] * y[0]
+    if (config.get("shared_expert_intermediate_size") or 0) > 0:
+        s = p + "shared_experts."
+        out += swiglu(x, weights[s + "gate_proj.weight"], weights[s + "up_proj.weight"], weights[s + "down_proj.weight"])
+    return out
+
+
+def forward(config, weights, tokens, router_log=None):
+    """weights: name -> float64 tensor. Returns [len(tokens), rows] float64 logits."""
+    n, d = names(config), dims(config)
+    arch = config["architectures"][0]
+    heads, kv_heads, hidden = d["heads"], d["kv_heads"], d["hidden"]
+    head_dim = config.get("head_dim") or hidden // heads
+    rotary = int(round(head_dim * d["partial"])) // 2 * 2
+    qkv_bias = arch == "DreamModel"
+    qk_norm = arch == "LLaDAMoEModelLM" and config.get("qk_layernorm", False)
+    x = weights[n["embed"]][tokens]
+    T = x.shape[0]
+    for i in range(d["layers"]):
+        h = rms_norm(x, weights[n["attn_norm"] % i], d["eps"])
+        q, k, v = (h @ weights[n[key] % i].T for key in ("q", "k", "v"))
+        if qkv_bias:
+            q = q + weights[(n["q"] % i).replace(".weight", ".bias")]
+            k = k + weights[(n["k"] % i).replace(".weight", ".bias")]
+            v = v + weights[(n["v"] % i).replace(".weight", ".bias")]
+        q, k, v = q.view(T, heads, head_dim), k.view(T, kv_heads, head_dim), v.view(T, kv_heads, head_dim)
+        if qk_norm:
+            q = rms_norm(q, weights["model.layers.%d.self_attn.q_norm.weight" % i], d["eps"])
+            k = rms_norm(k, weights["model.layers.%d.self_attn.k_norm.weight" % i], d["eps"])
+        q, k = apply_rope(q, d["theta"], rotary), apply_rope(k, d["theta"], rotary)
+        x = x + attention(q, k, v, heads, kv_heads).reshape(T, heads * head_dim) @ weights[n["o"] % i].T
+        h = rms_norm(x, weights[n["mlp_norm"] % i], d["eps"])
+        if arch == "LLaDAMoEModelLM" and config["moe_layer_freq"][i] == 1:
+            x = x + moe_block(config, weights, i, h, router_log)
+        else:
+            x = x + swiglu(h, weights[n["gate"] % i], weights[n["up"] % i], weights[n["down"] % i])
+    x = rms_norm(x, weights[n["final_norm"]], d["eps"])
+    logits = x @ (weights[n["embed"]] if d["tie"] else weights[n["lm_head"]]).T
+    if arch == "DreamModel":  # shifted: position i is predicted from hidden state i-1
+        logits = torch.cat((logits[:1], logits[:-1]), dim=0)
+    return logits

@@ -1,0 +1,195 @@
+// The forward pass against the PyTorch reference (tests/reference): every architecture, a batch
+// of sequences of different lengths, fp32 and bf16 weights; plus the properties decoding relies
+// on: identical results alone or batched and for any thread count, and exact top-1 candidates.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "fixtures.hpp"
+#include "core/error.hpp"
+#include "format/safetensors.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+
+using namespace unmask;
+
+namespace {
+
+std::string reference_dir(const std::string& name) { return test_data_path("reference/" + name); }
+
+struct ReferenceCase {
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<std::vector<double>> logits;       // [length * rows] per sequence, fp32 weights
+    std::vector<std::vector<double>> logits_bf16;  // the same with the weights rounded to bf16
+};
+
+ReferenceCase read_reference(const std::string& dir) {
+    const SafetensorsFile file(dir + "/reference.safetensors");
+    ReferenceCase out;
+    for (size_t i = 0;; ++i) {
+        const auto& tensors = file.header().tensors;
+        auto find = [&](const std::string& name) {
+            return std::find_if(tensors.begin(), tensors.end(), [&](const TensorInfo& t) { return t.name == name; });
+        };
+        const auto tokens = find("tokens." + std::to_string(i));
+        if (tokens == tensors.end()) break;
+        std::vector<int64_t> ids(tokens->elements);
+        std::memcpy(ids.data(), file.tensor_bytes(*tokens), ids.size() * 8);
+        out.tokens.emplace_back(ids.begin(), ids.end());
+        for (auto [prefix, into] : {std::pair{"logits.", &out.logits}, std::pair{"logits_bf16.", &out.logits_bf16}}) {
+            const auto logits = find(prefix + std::to_string(i));
+            REQUIRE(logits != tensors.end());
+            std::vector<float> values(logits->elements);
+            std::memcpy(values.data(), file.tensor_bytes(*logits), values.size() * 4);
+            into->emplace_back(values.begin(), values.end());
+        }
+    }
+    REQUIRE(out.tokens.size() == 3);
+    return out;
+}
+
+// max |a - b| / max |b|: the error relative to the scale of the reference logits.
+double relative_error(const float* actual, const std::vector<double>& expected) {
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        worst = std::max(worst, std::abs(double(actual[i]) - expected[i]));
+        scale = std::max(scale, std::abs(expected[i]));
+    }
+    return worst / scale;
+}
+
+std::unique_ptr<Model> load(const std::string& name, Precision precision) {
+    LoadOptions options;
+    options.precision = precision;
+    return load_model(reference_dir(name), options);
+}
+
+ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& sequences, int threads,
+                  const CandidateParams* sampling = nullptr) {
+    auto backend = make_cpu_backend(threads);
+    Forward forward(model, *backend);
+    std::vector<ForwardSequence> batch;
+    for (const auto& s : sequences) batch.push_back({s, {}, sampling});
+    return forward.run(batch, sampling == nullptr);
+}
+
+const char* const architectures[] = {"llada", "llada-moe", "dream"};
+
+}  // namespace
+
+// bf16: the weights are rounded to bf16 while loading, and compared with the reference run on
+// the same rounded weights (comparing with the fp32 model instead would mostly measure how far
+// rounding moves a random MoE router, not whether unmask computes correctly).
+TEST_CASE("the forward pass matches the PyTorch reference for every architecture in fp32 and bf16") {
+    for (const std::string name : architectures) {
+        const ReferenceCase reference = read_reference(reference_dir(name));
+        for (const auto& [precision, tolerance] : {std::pair{Precision::fp32, 1e-4}, std::pair{Precision::bf16, 2e-2}}) {
+            CAPTURE(name);
+            CAPTURE(static_cast<int>(precision));
+            const auto model = load(name, precision);
+            const ForwardOutput out = run(*model, reference.tokens, 2);
+            const auto& expected = precision == Precision::fp32 ? reference.logits : reference.logits_bf16;
+            size_t offset = 0;
+            for (size_t s = 0; s < reference.tokens.size(); ++s) {
+                CAPTURE(s);
+                const double error = relative_error(out.logits.data() + offset, expected[s]);
+                MESSAGE(name << " precision " << static_cast<int>(precision) << " sequence " << s
+                             << ": max relative error " << error);
+                CHECK(error <= tolerance);
+                offset += reference.logits[s].size();
+            }
+            CHECK(offset == out.logits.size());
+        }
+    }
+}
+
+TEST_CASE("a sequence gets bit-identical logits alone, batched, and with any thread count") {
+    for (const std::string name : architectures) {
+        CAPTURE(name);
+        const ReferenceCase reference = read_reference(reference_dir(name));
+        const auto model = load(name, Precision::bf16);
+        const ForwardOutput batched = run(*model, reference.tokens, 3);
+        size_t offset = 0;
+        for (const auto& tokens : reference.tokens) {
+            const ForwardOutput alone = run(*model, {tokens}, 1);
+            REQUIRE(std::equal(alone.logits.begin(), alone.logits.end(), batched.logits.begin() + long(offset)));
+            offset += alone.logits.size();
+        }
+    }
+}
+
+TEST_CASE("candidates at temperature 0 give the reference top-1 exactly and its probabilities closely") {
+    CandidateParams greedy;  // distribution temperature 1, no noise
+    for (const std::string name : architectures) {
+        CAPTURE(name);
+        const ReferenceCase reference = read_reference(reference_dir(name));
+        const auto model = load(name, Precision::fp32);
+        const ForwardOutput out = run(*model, reference.tokens, 2, &greedy);
+        size_t row = 0;
+        for (size_t s = 0; s < reference.tokens.size(); ++s) {
+            const size_t vocab = reference.logits[s].size() / reference.tokens[s].size();
+            for (size_t p = 0; p < reference.tokens[s].size(); ++p, ++row) {
+                const double* logits = reference.logits[s].data() + p * vocab;
+                const double max = *std::max_element(logits, logits + vocab);
+                double total = 0;
+                for (size_t i = 0; i < vocab; ++i) total += std::exp(logits[i] - max);
+                std::vector<double> prob(vocab);
+                double negative_entropy = 0;
+                for (size_t i = 0; i < vocab; ++i) {
+                    prob[i] = std::exp(logits[i] - max) / total;
+                    negative_entropy += prob[i] * std::log(prob[i]);
+                }
+                std::vector<double> sorted = prob;
+                std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+                const auto top1 = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+                const Candidate& c = out.candidates[row];
+                REQUIRE(c.top1_token == top1);
+                REQUIRE(c.token == top1);
+                CHECK(std::abs(c.top1_probability - sorted[0]) < 1e-4);
+                CHECK(std::abs(c.probability - sorted[0]) < 1e-4);
+                CHECK(std::abs((c.top1_probability - c.top2_probability) - (sorted[0] - sorted[1])) < 1e-4);
+                CHECK(std::abs(c.negative_entropy - negative_entropy) < 1e-3);
+            }
+        }
+        CHECK(row == out.candidates.size());
+    }
+}
+
+TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the previous hidden state") {
+    const ReferenceCase reference = read_reference(reference_dir("dream"));
+    const auto model = load("dream", Precision::fp32);
+    auto backend = make_cpu_backend(2);
+    Forward forward(*model, *backend);
+    const std::vector<int32_t> positions = {0, 5, 69};
+    const std::vector<ForwardSequence> batch = {{reference.tokens[1], positions, nullptr}};
+    const ForwardOutput out = forward.run(batch, true);
+    const size_t vocab = reference.logits[1].size() / reference.tokens[1].size();
+    REQUIRE(out.logits.size() == positions.size() * vocab);
+    for (size_t i = 0; i < positions.size(); ++i) {
+        const std::vector<double> expected(reference.logits[1].begin() + long(size_t(positions[i]) * vocab),
+                                           reference.logits[1].begin() + long(size_t(positions[i] + 1) * vocab));
+        CHECK(relative_error(out.logits.data() + i * vocab, expected) <= 1e-4);
+    }
+}
+
+TEST_CASE("bad forward inputs are rejected with a clear status") {
+    const auto model = load("llada", Precision::fp32);
+    auto backend = make_cpu_backend(1);
+    Forward forward(*model, *backend);
+    const std::vector<int32_t> bad_token = {1, 2, 5000};
+    const std::vector<ForwardSequence> batch = {{bad_token, {}, nullptr}};
+    CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("token id 5000"), Error);
+    const std::vector<int32_t> ok = {1, 2, 3};
+    const std::vector<int32_t> bad_position = {3};
+    const std::vector<ForwardSequence> batch2 = {{ok, bad_position, nullptr}};
+    CHECK_THROWS_WITH_AS(forward.run(batch2, true), doctest::Contains("output position 3"), Error);
+    CHECK_THROWS_AS(forward.run({}, true), Error);
+    const std::vector<ForwardSequence> no_sampling = {{ok, {}, nullptr}};
+    CHECK_THROWS_WITH_AS(forward.run(no_sampling, false), doctest::Contains("without sampling parameters"), Error);
+}
