@@ -5,7 +5,16 @@
 
 #include <immintrin.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cpu/matmul.hpp"
+#include "peak.hpp"
 
 namespace {
 
@@ -62,6 +71,37 @@ void BM_fma_peak_avx2(benchmark::State& state) { run_fma_peak<fma_loop_avx2, 8>(
 void BM_fma_peak_avx512(benchmark::State& state) { run_fma_peak<fma_loop_avx512, 16>(state, __builtin_cpu_supports("avx512f")); }
 
 }  // namespace
+
+double measured_fma_peak(int threads) {
+    static std::mutex mutex;
+    static std::map<int, double> cache;
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(threads); it != cache.end()) return it->second;
+    const bool avx512 = std::strcmp(unmask::kernels::cpu::matmul_isa(), "avx512") == 0;
+    const int lanes = avx512 ? 16 : 8;
+    constexpr int64_t calls = 1000;  // ~0.25 s per thread
+    const double flops_per_thread = 2.0 * lanes * accumulators * double(iterations_per_call) * double(calls);
+    // Each thread times itself and the rates add up, so a late-starting thread does not count
+    // as idle time.
+    std::vector<double> rates(static_cast<size_t>(threads));
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+        workers.emplace_back([&, t] {
+            float x = 0.999999f, y = 1e-7f;
+            const auto start = std::chrono::steady_clock::now();
+            for (int64_t i = 0; i < calls; ++i) {
+                benchmark::DoNotOptimize(x);
+                benchmark::DoNotOptimize(avx512 ? fma_loop_avx512(iterations_per_call, x, y)
+                                                : fma_loop_avx2(iterations_per_call, x, y));
+            }
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            rates[static_cast<size_t>(t)] = flops_per_thread / seconds;
+        });
+    for (auto& w : workers) w.join();
+    double total = 0;
+    for (double r : rates) total += r;
+    return cache[threads] = total;
+}
 
 BENCHMARK(BM_fma_peak_avx2)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_fma_peak_avx512)->Threads(1)->Threads(2)->UseRealTime();

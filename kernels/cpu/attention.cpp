@@ -5,15 +5,36 @@
 #include <limits>
 
 #include "cpu/matmul.hpp"
+#include "cpu/vector_math.hpp"
 
 namespace unmask::kernels::cpu {
+namespace {
+
+// row[0, visible) = softmax(row * scale); row[visible, n) = 0.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void scaled_softmax(float* row, int64_t visible,
+                                                                                 int64_t n, float scale) {
+    float max = row[0] * scale;
+    for (int64_t j = 0; j < visible; ++j) {
+        row[j] *= scale;
+        max = row[j] > max ? row[j] : max;
+    }
+    float total = 0;
+    for (int64_t j = 0; j < visible; ++j) {
+        row[j] = fast_exp(row[j] - max);
+        total += row[j];
+    }
+    const float inverse = 1.0f / total;
+    for (int64_t j = 0; j < visible; ++j) row[j] *= inverse;
+    for (int64_t j = visible; j < n; ++j) row[j] = 0.0f;
+}
+
+}  // namespace
 
 void attention_tile(const float* q, const float* k, const float* v, const AttentionShape& shape, int64_t head,
                     int64_t q_begin, int64_t q_end, float* out, AttentionScratch& scratch) {
     const int64_t rows = q_end - q_begin, keys = shape.keys, d = shape.head_dim;
     const int64_t kv_head = head / (shape.heads / shape.kv_heads);
     scratch.scores.resize(static_cast<size_t>(rows * keys));
-    scratch.values_transposed.resize(static_cast<size_t>(d * keys));
     scratch.panel.resize(matmul_scratch_floats());
     float* scores = scratch.scores.data();
 
@@ -24,32 +45,16 @@ void attention_tile(const float* q, const float* k, const float* v, const Attent
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(d)));
     for (int64_t i = 0; i < rows; ++i) {
-        float* row = scores + i * keys;
         int64_t visible = keys;
         if (shape.block_size > 0) {
             const int64_t block = (shape.query_position + q_begin + i) / shape.block_size;
             visible = std::min(keys, (block + 1) * shape.block_size);
         }
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < visible; ++j) {
-            row[j] *= scale;
-            max = std::max(max, row[j]);
-        }
-        double total = 0;
-        for (int64_t j = 0; j < visible; ++j) {
-            row[j] = std::exp(row[j] - max);
-            total += row[j];
-        }
-        const float inverse = static_cast<float>(1.0 / total);
-        for (int64_t j = 0; j < visible; ++j) row[j] *= inverse;
-        std::fill(row + visible, row + keys, 0.0f);
+        scaled_softmax(scores + i * keys, visible, keys, scale);
     }
 
-    // out = p v_h, with v_hᵀ as the weight rows.
-    float* vt = scratch.values_transposed.data();
-    for (int64_t j = 0; j < keys; ++j)
-        for (int64_t c = 0; c < d; ++c) vt[c * keys + j] = v[j * shape.kv_stride + kv_head * d + c];
-    const WeightMatrix values_matrix{vt, ElementType::f32, d, keys, keys};
+    // out = p v_h: v_h is stored [keys, d], i.e. k-major.
+    const WeightMatrix values_matrix{v + kv_head * d, ElementType::f32, d, keys, shape.kv_stride, true};
     matmul_columns(scores, keys, rows, values_matrix, 0, d, out + q_begin * shape.q_stride + head * d, shape.q_stride,
                    scratch.panel.data());
 }

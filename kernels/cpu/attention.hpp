@@ -21,7 +21,7 @@ struct AttentionShape {
 };
 
 struct AttentionScratch {
-    std::vector<float> scores, values_transposed, panel;
+    std::vector<float> scores, panel;
 };
 
 // Writes out rows [q_begin, q_end) of `head`.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/philox.hpp"
+#include "cpu/vector_math.hpp"
 
 namespace unmask::kernels::cpu {
 namespace {
@@ -39,6 +40,25 @@ float filter_threshold(const std::vector<float>& z, int64_t top_k, double top_p,
     return threshold;
 }
 
+struct Moments {
+    double total = 0;             // sum of e^(z - max)
+    double weighted_shift = 0;    // sum of e^(z - max) * (z - max)
+};
+
+// One vectorised pass for the softmax normaliser and the entropy: with e_i = e^(z_i - max) and
+// T = sum e_i, sum p log p = (sum e_i (z_i - max)) / T - log T.
+__attribute__((target_clones("avx512f", "avx2", "default"))) Moments softmax_moments(const float* z, int64_t n,
+                                                                                     float max) {
+    float total = 0, weighted = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float shifted = z[i] - max;
+        const float e = fast_exp(shifted);
+        total += e;
+        weighted += shifted > -87.3f ? e * shifted : 0.0f;  // masked (-inf) logits contribute nothing
+    }
+    return {total, weighted};
+}
+
 }  // namespace
 
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
@@ -64,18 +84,14 @@ Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t posit
     if (!std::isfinite(max)) {  // every token banned or -inf: nothing to choose, report token 0
         return out;
     }
-    double total = 0, second = negative_infinity;
+    double second = negative_infinity;
     for (int64_t i = 0; i < vocab; ++i) {
         const double v = z[static_cast<size_t>(i)];
-        total += std::exp(v - max);
         if (i != top1 && v > second) second = v;
     }
-    const double log_total = std::log(total);
-    double negative_entropy = 0;
-    for (int64_t i = 0; i < vocab; ++i) {
-        const double log_p = z[static_cast<size_t>(i)] - max - log_total;
-        if (std::isfinite(log_p)) negative_entropy += std::exp(log_p) * log_p;
-    }
+    const Moments moments = softmax_moments(z.data(), vocab, static_cast<float>(max));
+    const double log_total = std::log(moments.total);
+    const double negative_entropy = moments.weighted_shift / moments.total - log_total;
     auto probability = [&](double v) { return static_cast<float>(std::exp(v - max - log_total)); };
     out.top1_token = top1;
     out.top1_probability = probability(max);

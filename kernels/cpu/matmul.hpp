@@ -17,7 +17,8 @@ struct WeightMatrix {
     ElementType type = ElementType::f32;
     int64_t rows = 0;    // n: output features
     int64_t cols = 0;    // k: input features
-    int64_t stride = 0;  // elements between consecutive rows (>= cols)
+    int64_t stride = 0;  // elements between consecutive rows (between consecutive k when k_major)
+    bool k_major = false;  // stored [k, n] (as attention's values are) instead of [n, k]
 };
 
 // Floats of scratch one call of matmul_columns needs for its packed weight panel.

@@ -34,7 +34,7 @@ k::WeightMatrix matrix(const Weight& w) {
 k::WeightVector vector(const Weight& w) { return {w.data, element_type(w.dtype), w.shape.at(0)}; }
 
 constexpr int64_t row_chunk = 32;        // rows per task for row-wise ops
-constexpr int64_t attention_tile = 64;   // query rows per attention task
+constexpr int64_t attention_tile = 256;  // query rows per attention task (scores: tile x keys floats)
 
 class CpuBackend final : public Backend {
 public:

@@ -1,0 +1,58 @@
+// One full forward pass of the ~110M-parameter LLaDA-shaped model (random bf16 weights, loaded
+// as bf16 or converted to fp32) over one sequence, with candidates at every position (the worst
+// case of a diffusion step: every position masked). tokens/s, and the model FLOPs as a fraction
+// of the FMA peak measured in the same run.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "cpu/matmul.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+#include "peak.hpp"
+#include "synthetic_model.hpp"
+
+using namespace unmask;
+
+namespace {
+
+// 2 FLOPs per weight per token in the linear layers, plus attention's q kᵀ and p v.
+double forward_flops(const ModelSpec& spec, int64_t tokens) {
+    const double d = double(spec.hidden_size), i = double(spec.intermediate_size), t = double(tokens);
+    const double per_layer = 2.0 * t * (4.0 * d * d + 3.0 * d * i) + 4.0 * t * t * d;
+    return double(spec.layers) * per_layer + 2.0 * t * d * double(spec.embedding_rows);
+}
+
+// args: tokens, threads, bf16 (1) or fp32 (0)
+void BM_forward(benchmark::State& state) {
+    const int64_t tokens = state.range(0);
+    const int threads = static_cast<int>(state.range(1));
+    LoadOptions options;
+    options.precision = state.range(2) ? Precision::bf16 : Precision::fp32;
+    options.checksum_mode = ChecksumMode::skip;
+    const auto model = load_model(unmask_bench::synthetic_llada({}), options);
+    auto backend = make_cpu_backend(threads);
+    Forward forward(*model, *backend);
+    std::mt19937 rng(5);
+    std::vector<int32_t> ids(static_cast<size_t>(tokens));
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model->spec().vocab_size));
+    const CandidateParams greedy;
+    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy}};
+
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double iterations = static_cast<double>(state.iterations());
+    state.counters["tokens/s"] = double(tokens) * iterations / seconds;
+    state.counters["model_GFLOP/s"] = forward_flops(model->spec(), tokens) * iterations / seconds / 1e9;
+    state.counters["peak_fraction"] = forward_flops(model->spec(), tokens) * iterations / seconds / measured_fma_peak(threads);
+    state.SetLabel(kernels::cpu::matmul_isa());
+}
+
+}  // namespace
+
+BENCHMARK(BM_forward)->ArgsProduct({{256, 1024}, {1, 2}, {1, 0}})->ArgNames({"tokens", "threads", "bf16"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,0 +1,109 @@
+// The CPU kernels at the shapes one diffusion step of the ~110M-parameter LLaDA-shaped model uses
+// (hidden 768, MLP 2048, vocab 16384; 256 or 1024 tokens), through the CPU backend with 1 and 2
+// threads. Every figure is printed beside the FMA peak measured in the same run
+// (peak_fraction = achieved FLOP/s / peak FLOP/s at that thread count).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/float_convert.hpp"
+#include "cpu/matmul.hpp"
+#include "peak.hpp"
+
+using namespace unmask;
+
+namespace {
+
+struct RandomWeight {
+    std::vector<uint16_t> bf16;
+    std::vector<float> f32;
+    Weight weight;
+
+    RandomWeight(int64_t rows, int64_t cols, DType dtype) {
+        std::mt19937 rng(7);
+        std::normal_distribution<float> normal(0.0f, 0.05f);
+        weight.name = "bench";
+        weight.dtype = weight.file_dtype = dtype;
+        weight.shape = {rows, cols};
+        weight.elements = static_cast<uint64_t>(rows * cols);
+        if (dtype == DType::bf16) {
+            bf16.resize(weight.elements);
+            for (auto& v : bf16) v = float_to_bf16(normal(rng));
+            weight.data = bf16.data();
+        } else {
+            f32.resize(weight.elements);
+            for (auto& v : f32) v = normal(rng);
+            weight.data = f32.data();
+        }
+    }
+};
+
+std::vector<float> random_activations(int64_t n) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = normal(rng);
+    return x;
+}
+
+// Runs `body` for the benchmark's iterations and reports FLOP/s and its fraction of the peak.
+template <typename Body>
+void measure(benchmark::State& state, double flops_per_iteration, int threads, const Body& body) {
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) body();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
+    const double peak = measured_fma_peak(threads);
+    state.counters["GFLOP/s"] = rate / 1e9;
+    state.counters["peak_GFLOP/s"] = peak / 1e9;
+    state.counters["peak_fraction"] = rate / peak;
+    state.SetLabel(kernels::cpu::matmul_isa());
+}
+
+// args: tokens, n (out features), k (in features), threads, bf16 (1) or fp32 (0) weights
+void BM_matmul(benchmark::State& state) {
+    const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+    const int threads = static_cast<int>(state.range(3));
+    const RandomWeight w(n, k, state.range(4) ? DType::bf16 : DType::f32);
+    const auto x = random_activations(m * k);
+    std::vector<float> out(static_cast<size_t>(m * n));
+    auto backend = make_cpu_backend(threads);
+    measure(state, 2.0 * double(m) * double(n) * double(k), threads, [&] {
+        backend->matmul(x.data(), m, w.weight, nullptr, out.data());
+        benchmark::DoNotOptimize(out.data());
+    });
+}
+
+void matmul_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t tokens : {256, 1024})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {16384, 768}})
+            for (int64_t threads : {1, 2})
+                for (int64_t bf16 : {1, 0}) b->Args({tokens, n, k, threads, bf16});
+    b->ArgNames({"tokens", "n", "k", "threads", "bf16"});
+}
+
+// args: tokens, threads. 12 heads of 64, bidirectional over the whole sequence.
+void BM_attention(benchmark::State& state) {
+    const int64_t t = state.range(0), heads = 12, hd = 64;
+    const int threads = static_cast<int>(state.range(1));
+    const auto q = random_activations(t * heads * hd), k = random_activations(t * heads * hd),
+               v = random_activations(t * heads * hd);
+    std::vector<float> out(q.size());
+    auto backend = make_cpu_backend(threads);
+    const SequenceRows rows{0, t};
+    const AttentionParams params{heads, heads, hd, 0};
+    const double flops = 4.0 * double(t) * double(t) * double(hd) * double(heads);  // q kᵀ and p v
+    measure(state, flops, threads, [&] {
+        backend->attention(q.data(), k.data(), v.data(), std::span(&rows, 1), params, out.data());
+        benchmark::DoNotOptimize(out.data());
+    });
+}
+
+}  // namespace
+
+BENCHMARK(BM_matmul)->Apply(matmul_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_attention)->ArgsProduct({{256, 1024}, {1, 2}})->ArgNames({"tokens", "threads"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
