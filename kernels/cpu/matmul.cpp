@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cpu/matmul_driver.hpp"
+#include "cpu/matmul_isa.hpp"
 
 namespace unmask::kernels::cpu {
 
@@ -37,31 +38,35 @@ void matmul_columns_portable(const float* a, int64_t lda, int64_t m, const Weigh
     detail::matmul_driver<PortableKernel>(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
 }
 
-using MatmulFn = void (*)(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
-
-struct Dispatch {
-    MatmulFn fn;
-    const char* isa;
-};
-
-Dispatch choose() {
-    // UNMASK_CPU_ISA=portable|avx2 forces a lower tier (tests of every path, benchmarks).
-    const char* forced = std::getenv("UNMASK_CPU_ISA");
-    const std::string_view want = forced ? forced : "";
+const MatmulIsa* all_isas() {
     __builtin_cpu_init();
-    if (want != "portable" && want != "avx2" && __builtin_cpu_supports("avx512f"))
-        return {matmul_columns_avx512, "avx512"};
-    if (want != "portable" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return {matmul_columns_avx2, "avx2"};
-    return {matmul_columns_portable, "portable"};
+    static const MatmulIsa isas[] = {
+        {"avx512", matmul_columns_avx512, __builtin_cpu_supports("avx512f") != 0},
+        {"avx2", matmul_columns_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+        {"portable", matmul_columns_portable, true},
+    };
+    return isas;
 }
 
-const Dispatch& dispatch() {
-    static const Dispatch chosen = choose();
+// The fastest supported implementation; UNMASK_CPU_ISA=avx2|portable asks for a lower one (to
+// compare paths in benchmarks).
+const MatmulIsa& dispatch() {
+    static const MatmulIsa& chosen = [] () -> const MatmulIsa& {
+        const char* forced = std::getenv("UNMASK_CPU_ISA");
+        const MatmulIsa* isas = all_isas();
+        for (int i = 0; i < 3; ++i)
+            if (isas[i].supported && (forced == nullptr || std::string_view(forced) == isas[i].name)) return isas[i];
+        return isas[2];
+    }();
     return chosen;
 }
 
 }  // namespace
+
+const MatmulIsa* matmul_isas(size_t& count) {
+    count = 3;
+    return all_isas();
+}
 
 size_t matmul_scratch_floats() { return static_cast<size_t>(detail::k_block * 32); }
 
@@ -71,6 +76,6 @@ void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& 
     dispatch().fn(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
 }
 
-const char* matmul_isa() { return dispatch().isa; }
+const char* matmul_isa() { return dispatch().name; }
 
 }  // namespace unmask::kernels::cpu

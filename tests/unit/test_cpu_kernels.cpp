@@ -1,0 +1,214 @@
+// The CPU kernels: matmul against a float64 reference on awkward shapes with every instruction
+// set giving the same bits; Philox against its published answers; sampling against known
+// distributions (chi-square); fast_exp accuracy; the thread pool's coverage.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/float_convert.hpp"
+#include "core/philox.hpp"
+#include "core/thread_pool.hpp"
+#include "cpu/candidates.hpp"
+#include "cpu/matmul.hpp"
+#include "cpu/matmul_isa.hpp"
+#include "cpu/vector_math.hpp"
+
+using namespace unmask;
+using namespace unmask::kernels::cpu;
+
+namespace {
+
+struct Matrix {
+    std::vector<float> f32;
+    std::vector<uint16_t> half;
+    WeightMatrix view;
+    std::vector<double> values;  // what the kernel sees, widened exactly
+};
+
+Matrix random_weights(int64_t n, int64_t k, ElementType type, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    Matrix m;
+    m.values.resize(size_t(n * k));
+    if (type == ElementType::f32) {
+        m.f32.resize(size_t(n * k));
+        for (size_t i = 0; i < m.f32.size(); ++i) m.values[i] = m.f32[i] = normal(rng);
+        m.view = {m.f32.data(), type, n, k, k};
+    } else {
+        m.half.resize(size_t(n * k));
+        for (size_t i = 0; i < m.half.size(); ++i) {
+            const float v = normal(rng);
+            m.half[i] = type == ElementType::bf16 ? float_to_bf16(v) : float_to_fp16(v);
+            m.values[i] = type == ElementType::bf16 ? bf16_to_float(m.half[i]) : fp16_to_float(m.half[i]);
+        }
+        m.view = {m.half.data(), type, n, k, k};
+    }
+    return m;
+}
+
+double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_probability, int draws) {
+    double chi = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+        const double expected = expected_probability[i] * draws;
+        if (expected == 0) {
+            REQUIRE(counts[i] == 0);  // a token outside the support was drawn
+            continue;
+        }
+        chi += (counts[i] - expected) * (counts[i] - expected) / expected;
+    }
+    return chi;
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches a float64 reference and every instruction set gives the same bits") {
+    std::mt19937 rng(11);
+    size_t isa_count = 0;
+    const MatmulIsa* isas = matmul_isas(isa_count);
+    std::vector<float> scratch(matmul_scratch_floats());
+    for (ElementType type : {ElementType::f32, ElementType::bf16, ElementType::f16})
+        for (int64_t m : {1, 5, 8, 17})
+            for (int64_t n : {1, 31, 33, 130})
+                for (int64_t k : {1, 7, 300, 513}) {
+                    CAPTURE(m);
+                    CAPTURE(n);
+                    CAPTURE(k);
+                    const Matrix w = random_weights(n, k, type, rng);
+                    std::normal_distribution<float> normal(0.0f, 1.0f);
+                    std::vector<float> a(size_t(m * k));
+                    for (auto& v : a) v = normal(rng);
+                    std::vector<float> first;
+                    for (size_t i = 0; i < isa_count; ++i) {
+                        if (!isas[i].supported) continue;
+                        CAPTURE(isas[i].name);
+                        std::vector<float> c(size_t(m * n), -1.0f);
+                        // Two column ranges, as two threads would split them.
+                        isas[i].fn(a.data(), k, m, w.view, 0, n / 2, c.data(), n, scratch.data());
+                        isas[i].fn(a.data(), k, m, w.view, n / 2, n, c.data(), n, scratch.data());
+                        for (int64_t r = 0; r < m; ++r)
+                            for (int64_t j = 0; j < n; ++j) {
+                                double expected = 0, magnitude = 0;
+                                for (int64_t x = 0; x < k; ++x) {
+                                    expected += double(a[size_t(r * k + x)]) * w.values[size_t(j * k + x)];
+                                    magnitude += std::abs(double(a[size_t(r * k + x)]) * w.values[size_t(j * k + x)]);
+                                }
+                                REQUIRE(std::abs(c[size_t(r * n + j)] - expected) <= 1e-5 * magnitude + 1e-30);
+                            }
+                        if (first.empty()) first = c;
+                        else REQUIRE(c == first);
+                    }
+                }
+}
+
+TEST_CASE("k-major weights give the same bits as the transposed row-major weights") {
+    std::mt19937 rng(5);
+    const int64_t m = 9, n = 40, k = 300;
+    const Matrix w = random_weights(n, k, ElementType::f32, rng);
+    std::vector<float> transposed(size_t(n * k));
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t x = 0; x < k; ++x) transposed[size_t(x * n + j)] = w.f32[size_t(j * k + x)];
+    const WeightMatrix k_major{transposed.data(), ElementType::f32, n, k, n, true};
+    std::vector<float> a(size_t(m * k), 0.5f), c1(size_t(m * n)), c2(size_t(m * n)), scratch(matmul_scratch_floats());
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 17) * 0.1f - 0.8f;
+    matmul_columns(a.data(), k, m, w.view, 0, n, c1.data(), n, scratch.data());
+    matmul_columns(a.data(), k, m, k_major, 0, n, c2.data(), n, scratch.data());
+    CHECK(c1 == c2);
+}
+
+TEST_CASE("Philox4x32-10 reproduces the Random123 known answers") {
+    CHECK(philox4x32({0, 0, 0, 0}, 0) == std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+    CHECK(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffffffffffffull) ==
+          std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+    CHECK(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0x299f31d0a4093822ull) ==
+          std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
+    for (uint32_t i = 0; i < 1000; ++i) {
+        const double u = uniform_open01(42, i, 3, 7, RandomStream::token_noise);
+        REQUIRE(u > 0.0);
+        REQUIRE(u < 1.0);
+    }
+}
+
+TEST_CASE("sampled tokens follow the intended distribution (chi-square, 20000 draws)") {
+    const std::vector<float> logits = {2.0f, 1.0f, 0.5f, 0.0f, -0.5f, -1.0f, 1.5f, 0.2f};
+    auto softmax = [&](double temperature, const std::vector<bool>& keep) {
+        std::vector<double> p(logits.size());
+        double total = 0;
+        for (size_t i = 0; i < logits.size(); ++i) total += p[i] = keep[i] ? std::exp(logits[i] / temperature) : 0.0;
+        for (auto& v : p) v /= total;
+        return p;
+    };
+    const std::vector<bool> all(8, true);
+    struct Case {
+        std::string what;
+        CandidateParams params;
+        std::vector<double> expected;  // of the sampled token
+        std::vector<double> reported;  // the probability reported with it (the distribution's)
+    };
+    std::vector<Case> cases;
+    CandidateParams llada;  // Gumbel noise at T over unscaled logits: samples softmax(logits / T)
+    llada.noise_temperature = 1.0;
+    cases.push_back({"LLaDA T=1", llada, softmax(1.0, all), softmax(1.0, all)});
+    llada.noise_temperature = 0.5;  // LLaDA's confidence stays softmax(logits), unscaled
+    cases.push_back({"LLaDA T=0.5", llada, softmax(0.5, all), softmax(1.0, all)});
+    CandidateParams dream;  // Dream: logits / T, filters, then a sample
+    dream.distribution_temperature = 0.7;
+    dream.noise_temperature = 1.0;
+    dream.top_k = 3;  // keeps tokens 0, 6, 1
+    const auto top3 = softmax(0.7, {true, true, false, false, false, false, true, false});
+    cases.push_back({"top-k 3", dream, top3, top3});
+    dream.top_k = 0;
+    dream.top_p = 0.8;  // nucleus of softmax(logits / 0.7): 0, 6, 1 reach 0.8
+    cases.push_back({"top-p 0.8", dream, top3, top3});
+
+    CandidateScratch scratch;
+    constexpr int draws = 20000;
+    for (Case& c : cases) {
+        CAPTURE(c.what);
+        std::vector<int> counts(logits.size(), 0);
+        for (uint32_t position = 0; position < draws; ++position) {
+            c.params.seed = 1234;
+            const Candidate out = logits_to_candidate(logits.data(), 8, position, c.params, scratch);
+            ++counts[size_t(out.token)];
+            if (position < 8) CHECK(out.probability == doctest::Approx(c.reported[size_t(out.token)]).epsilon(1e-4));
+        }
+        // 7 degrees of freedom (fewer with filters, which only makes the bound looser): P(chi2 > 24.32) = 0.001.
+        CHECK(chi_square(counts, c.expected, draws) < 24.32);
+    }
+}
+
+TEST_CASE("a banned token is never chosen and all-banned logits do not crash") {
+    const std::vector<float> logits = {5.0f, 1.0f, 0.0f};
+    const int32_t banned[] = {0};
+    CandidateParams params;
+    params.banned_tokens = banned;
+    CandidateScratch scratch;
+    const Candidate out = logits_to_candidate(logits.data(), 3, 0, params, scratch);
+    CHECK(out.token == 1);
+    CHECK(out.top1_token == 1);
+    const int32_t all_banned[] = {0, 1, 2};
+    params.banned_tokens = all_banned;
+    const Candidate none = logits_to_candidate(logits.data(), 3, 0, params, scratch);
+    CHECK(none.probability == 0.0f);
+}
+
+TEST_CASE("fast_exp is within 3e-7 relative error of exp over the range softmax uses") {
+    for (float x = -87.0f; x <= 88.0f; x += 0.001f) {
+        const double exact = std::exp(double(x));
+        REQUIRE(std::abs(fast_exp(x) - exact) <= 3e-7 * exact);
+    }
+    CHECK(fast_exp(-1000.0f) == 0.0f);
+}
+
+TEST_CASE("the thread pool runs every task exactly once whatever the thread count") {
+    for (int threads : {1, 2, 5}) {
+        ThreadPool pool(threads);
+        for (int64_t tasks : {0, 1, 7, 1000}) {
+            std::vector<std::atomic<int>> runs(size_t(tasks + 1));
+            pool.parallel_for(tasks, [&](int64_t i) { runs[size_t(i)]++; });
+            for (int64_t i = 0; i < tasks; ++i) REQUIRE(runs[size_t(i)] == 1);
+        }
+    }
+}
