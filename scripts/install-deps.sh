@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages unmask needs to build and test. Safe to rerun: it installs only
-# what is missing. Needs root (or sudo) when something is missing.
+# Installs the Debian 12 packages unmask needs. Safe to rerun: it installs only what is missing.
+# Needs root (or sudo) when something is missing.
+# usage: scripts/install-deps.sh [build|test]   (default: test, which includes build)
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake pkgconf git ca-certificates
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   python3
+)
+test_packages=(
+  python3-torch              # tests/reference: the PyTorch reference of the forward pass
   clang libclang-rt-14-dev   # libFuzzer targets
 )
+
+case "${1:-test}" in
+  build) packages=("${build_packages[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

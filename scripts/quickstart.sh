@@ -3,7 +3,7 @@
 # command. The README's first command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh build
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_BUILD_TESTS=OFF -DUNMASK_BUILD_BENCH=OFF >/dev/null
 cmake --build build -j "${UNMASK_JOBS:-2}" --target unmask_cli
 build/examples/cli/unmask version

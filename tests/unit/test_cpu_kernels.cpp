@@ -12,6 +12,7 @@
 #include "core/float_convert.hpp"
 #include "core/philox.hpp"
 #include "core/thread_pool.hpp"
+#include "cpu/attention.hpp"
 #include "cpu/candidates.hpp"
 #include "cpu/matmul.hpp"
 #include "cpu/matmul_isa.hpp"
@@ -209,6 +210,47 @@ TEST_CASE("the thread pool runs every task exactly once whatever the thread coun
             std::vector<std::atomic<int>> runs(size_t(tasks + 1));
             pool.parallel_for(tasks, [&](int64_t i) { runs[size_t(i)]++; });
             for (int64_t i = 0; i < tasks; ++i) REQUIRE(runs[size_t(i)] == 1);
+        }
+    }
+}
+
+TEST_CASE("attention with grouped heads and a block-causal mask matches a float64 computation") {
+    std::mt19937 rng(21);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t tokens = 23, heads = 4, kv_heads = 2, d = 8;
+    std::vector<float> q(size_t(tokens * heads * d)), k(size_t(tokens * kv_heads * d)), v(k.size());
+    for (auto* buffer : {&q, &k, &v})
+        for (auto& x : *buffer) x = normal(rng);
+    for (int64_t block_size : {0, 5}) {
+        CAPTURE(block_size);
+        const AttentionShape shape{tokens, tokens, heads, kv_heads, d, heads * d, kv_heads * d, block_size, 0};
+        std::vector<float> out(q.size());
+        AttentionScratch scratch;
+        for (int64_t h = 0; h < heads; ++h) {
+            attention_tile(q.data(), k.data(), v.data(), shape, h, 0, 10, out.data(), scratch);  // two query tiles
+            attention_tile(q.data(), k.data(), v.data(), shape, h, 10, tokens, out.data(), scratch);
+        }
+        for (int64_t h = 0; h < heads; ++h) {
+            const int64_t g = h / (heads / kv_heads);
+            for (int64_t i = 0; i < tokens; ++i) {
+                const int64_t visible = block_size == 0 ? tokens : std::min(tokens, (i / block_size + 1) * block_size);
+                std::vector<double> score(static_cast<size_t>(visible));
+                double max = -1e300, total = 0;
+                for (int64_t j = 0; j < visible; ++j) {
+                    double dot = 0;
+                    for (int64_t c = 0; c < d; ++c)
+                        dot += double(q[size_t(i * heads * d + h * d + c)]) * k[size_t(j * kv_heads * d + g * d + c)];
+                    score[size_t(j)] = dot / std::sqrt(double(d));
+                    max = std::max(max, score[size_t(j)]);
+                }
+                for (auto& s : score) total += s = std::exp(s - max);
+                for (int64_t c = 0; c < d; ++c) {
+                    double expected = 0;
+                    for (int64_t j = 0; j < visible; ++j)
+                        expected += score[size_t(j)] / total * v[size_t(j * kv_heads * d + g * d + c)];
+                    REQUIRE(std::abs(out[size_t(i * heads * d + h * d + c)] - expected) < 1e-5);
+                }
+            }
         }
     }
 }
