@@ -40,7 +40,7 @@ void BM_forward(benchmark::State& state) {
     std::vector<int32_t> ids(static_cast<size_t>(tokens));
     for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model->spec().vocab_size));
     const CandidateParams greedy;
-    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy}};
+    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
 
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));

@@ -214,6 +214,100 @@ typedef struct unmask_tensor_description {
 UNMASK_API unmask_status unmask_model_tensor(const unmask_model *model, int64_t index,
                                              unmask_tensor_description *info);
 
+/* ---------------------------------------------------------------------------------------------
+ * Generation
+ * ------------------------------------------------------------------------------------------- */
+
+/* Commit policies (unmask_generate_params.policy). LLaDA's: */
+#define UNMASK_POLICY_LOW_CONFIDENCE 0 /* commit the most probable predictions first */
+#define UNMASK_POLICY_RANDOM 1         /* commit in a random order */
+/* Dream's (they decode the whole canvas: block_length must be 0 or gen_length): */
+#define UNMASK_POLICY_ORIGIN 2       /* each masked position independently with probability 1 - s/t */
+#define UNMASK_POLICY_MASKGIT_PLUS 3 /* top-1 probability first */
+#define UNMASK_POLICY_TOPK_MARGIN 4  /* top-1 minus top-2 probability first */
+#define UNMASK_POLICY_ENTROPY 5      /* lowest entropy first */
+
+/* EOS/EOT confidences (unmask_generate_params.eos_confidence), LLaDA's confidence_eos_eot_inf. */
+#define UNMASK_EOS_CONFIDENCE_OFF 0
+#define UNMASK_EOS_CONFIDENCE_REFERENCE 1 /* as LLaDA's reference behaves: only EOT gets -inf */
+#define UNMASK_EOS_CONFIDENCE_BOTH 2      /* as intended: EOS and EOT get -inf */
+
+/* Why a generation ended (unmask_generation.finish_reason). */
+#define UNMASK_FINISH_LENGTH 1    /* the whole generation region was filled, no EOS in it */
+#define UNMASK_FINISH_EOS 2       /* the answer contains EOS (or early stop filled the rest with EOS) */
+#define UNMASK_FINISH_CANCELLED 3 /* the step callback asked to stop */
+
+/* Called after each denoising step of each sequence: its index in the batch, the step number
+ * (from 0), how many positions this step committed, and the whole canvas (prompt included,
+ * masks as mask_token_id; valid during the call only). Return 0 to continue, non-zero to cancel
+ * that sequence (its result then has finish_reason CANCELLED and the partial canvas). */
+typedef int32_t (*unmask_step_callback)(int64_t sequence, int64_t step, int64_t committed, const int32_t *canvas,
+                                        int64_t canvas_length, void *user_data);
+
+typedef struct unmask_generate_params {
+    uint32_t struct_size;
+    int32_t policy;          /* UNMASK_POLICY_*; default LOW_CONFIDENCE */
+    int64_t gen_length;      /* positions to generate after the prompt; default 128 */
+    int64_t steps;           /* denoising steps (fixed schedules); default 128 */
+    int64_t block_length;    /* semi-autoregressive blocks; 0 = gen_length (default) */
+    int64_t min_steps;       /* 0 = unbounded; see the README for how bounds apply per policy */
+    int64_t max_steps;       /* 0 = unbounded */
+    double temperature;      /* 0 = greedy (default) */
+    int64_t top_k;           /* Dream policies: 0 = off */
+    double top_p;            /* Dream policies: 1 = off (default) */
+    double cfg_scale;        /* classifier-free guidance; 0 = off */
+    double threshold;        /* > 0: commit every masked position of the block with confidence >= threshold */
+    double factor;           /* > 0: Fast-dLLM's factor rule (exclusive with threshold) */
+    double alg_temp;         /* Dream: > 0 samples the committed positions instead of taking the top ones */
+    double eps;              /* Dream: final timestep; default 1e-3 */
+    uint64_t seed;           /* all randomness derives from it; default 0 */
+    int32_t logits_eos_inf;  /* 1: EOS can never be sampled */
+    int32_t eos_confidence;  /* UNMASK_EOS_CONFIDENCE_*; default OFF */
+    int32_t early_stop;      /* 1: once the answer has ended with EOS in a finished block, fill the rest
+                                with EOS and stop */
+    int32_t threads;         /* CPU threads; 0 = all hardware threads (default) */
+    int64_t eos_token_id;    /* -1 = the model's (default) */
+    int64_t eot_token_id;    /* -1 = none (default) */
+    unmask_step_callback step_callback; /* may be NULL */
+    void *step_user_data;
+} unmask_generate_params;
+
+/* Fills *params with the defaults above. Errors: INVALID_ARGUMENT for NULL. */
+UNMASK_API unmask_status unmask_generate_params_init(unmask_generate_params *params);
+
+/* The result of one sequence. The caller provides `tokens` with room for `tokens_capacity`
+ * ids; the generated ids are written there (prompt excluded; for infilling, the whole canvas). */
+typedef struct unmask_generation {
+    uint32_t struct_size;     /* sizeof(unmask_generation) */
+    int32_t finish_reason;    /* UNMASK_FINISH_* */
+    int32_t *tokens;
+    int64_t tokens_capacity;
+    int64_t token_count;      /* ids written */
+    int64_t steps;            /* denoising steps taken */
+    int64_t forwards;         /* model evaluations (classifier-free guidance counts two per step) */
+} unmask_generation;
+
+/* Generates for one prompt of token ids, synchronously, on the CPU. Errors: INVALID_ARGUMENT
+ * (NULL, bad or inconsistent parameters naming the field, token ids outside the vocabulary,
+ * tokens_capacity below gen_length), TOO_LONG (prompt + gen_length above the model's maximum),
+ * UNSUPPORTED (the model was loaded metadata-only). Thread-safe for distinct outputs. */
+UNMASK_API unmask_status unmask_generate(const unmask_model *model, const unmask_generate_params *params,
+                                         const int32_t *prompt, int64_t prompt_length, unmask_generation *result);
+
+/* Generates for `count` prompts at once: every step runs one forward over all unfinished
+ * sequences. A sequence's tokens do not depend on the others in the batch. results[i] receives
+ * prompt i's generation. */
+UNMASK_API unmask_status unmask_generate_batch(const unmask_model *model, const unmask_generate_params *params,
+                                               int64_t count, const int32_t *const *prompts,
+                                               const int64_t *prompt_lengths, unmask_generation *results);
+
+/* Fill in the middle: `canvas` holds fixed tokens and masks (the model's mask_token_id) anywhere;
+ * the masked positions from the first one to the end form the generation region (gen_length in
+ * params is ignored; block_length 0 means one block). The whole canvas is written to
+ * result->tokens (tokens_capacity >= canvas_length). */
+UNMASK_API unmask_status unmask_infill(const unmask_model *model, const unmask_generate_params *params,
+                                       const int32_t *canvas, int64_t canvas_length, unmask_generation *result);
+
 #ifdef __cplusplus
 }
 #endif

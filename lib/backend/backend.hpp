@@ -89,6 +89,8 @@ public:
     // x[rows[i]] += scale[i] * y[i]
     virtual void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
                                   const float* y) = 0;
+    // Classifier-free guidance: cond = uncond + (scale + 1) * (cond - uncond)
+    virtual void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) = 0;
     // One candidate per row of logits; positions[r] keys the random stream; params per row.
     virtual void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;

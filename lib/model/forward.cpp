@@ -123,10 +123,25 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
                   hd = spec_.head_dim, vocab = spec_.embedding_rows;
 
     // Pack the batch: token ids, positions within each sequence, and the rows that need outputs.
-    std::vector<int32_t> ids, positions, output_rows;
+    std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
+    std::vector<double> guidance_scales;
     std::vector<uint32_t> output_positions;
     std::vector<const CandidateParams*> output_params;
     std::vector<SequenceRows> sequences;
+    auto append_tokens = [&](std::span<const int32_t> tokens, size_t s) {
+        const auto first_row = static_cast<int64_t>(ids.size());
+        const auto length = static_cast<int64_t>(tokens.size());
+        sequences.push_back({first_row, length});
+        for (int64_t p = 0; p < length; ++p) {
+            const int32_t token = tokens[size_t(p)];
+            if (token < 0 || token >= vocab)
+                fail(Status::invalid_argument, "token id {} at position {} of sequence {} is outside the vocabulary of {}",
+                     token, p, s, vocab);
+            ids.push_back(token);
+            positions.push_back(static_cast<int32_t>(p));
+        }
+        return first_row;
+    };
     for (size_t s = 0; s < batch.size(); ++s) {
         const ForwardSequence& seq = batch[s];
         const auto length = static_cast<int64_t>(seq.tokens.size());
@@ -135,22 +150,20 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
             fail(Status::too_long, "sequence {} has {} tokens; the model allows {}", s, length, spec_.max_sequence_length);
         if (!want_logits && seq.sampling == nullptr)
             fail(Status::invalid_argument, "sequence {} asks for candidates without sampling parameters", s);
-        const auto first_row = static_cast<int64_t>(ids.size());
-        sequences.push_back({first_row, length});
-        for (int64_t p = 0; p < length; ++p) {
-            const int32_t token = seq.tokens[size_t(p)];
-            if (token < 0 || token >= vocab)
-                fail(Status::invalid_argument, "token id {} at position {} of sequence {} is outside the vocabulary of {}",
-                     token, p, s, vocab);
-            ids.push_back(token);
-            positions.push_back(static_cast<int32_t>(p));
-        }
+        const bool guided = seq.cfg_scale > 0;
+        if (guided && seq.unconditional_tokens.size() != seq.tokens.size())
+            fail(Status::invalid_argument, "sequence {}: the unconditional canvas has {} tokens, the canvas {}", s,
+                 seq.unconditional_tokens.size(), seq.tokens.size());
+        const int64_t first_row = append_tokens(seq.tokens, s);
+        const int64_t unconditional_row = guided ? append_tokens(seq.unconditional_tokens, s) : -1;
         auto add_output = [&](int64_t p) {
             if (p < 0 || p >= length)
                 fail(Status::invalid_argument, "output position {} is outside sequence {} of length {}", p, s, length);
             // Dream predicts position p from the hidden state of p - 1 (position 0 keeps its own).
             const int64_t source = spec_.logits_shift && p > 0 ? p - 1 : p;
             output_rows.push_back(static_cast<int32_t>(first_row + source));
+            guidance_rows.push_back(guided ? static_cast<int32_t>(unconditional_row + source) : -1);
+            guidance_scales.push_back(seq.cfg_scale);
             output_positions.push_back(static_cast<uint32_t>(p));
             output_params.push_back(seq.sampling);
         };
@@ -211,15 +224,28 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     if (want_logits) output.logits.resize(size_t(outputs * vocab));
     else output.candidates.resize(size_t(outputs));
     const int64_t chunk = std::min(outputs, output_chunk);
-    DeviceBuffer rows = backend_.allocate(size_t(chunk) * sizeof(int32_t));
-    DeviceBuffer gathered = backend_.allocate(size_t(chunk * d) * f);
-    DeviceBuffer logits = backend_.allocate(size_t(chunk * vocab) * f);
+    DeviceBuffer rows = backend_.allocate(size_t(2 * chunk) * sizeof(int32_t));
+    DeviceBuffer gathered = backend_.allocate(size_t(2 * chunk * d) * f);
+    DeviceBuffer logits = backend_.allocate(size_t(2 * chunk * vocab) * f);
     for (int64_t begin = 0; begin < outputs; begin += chunk) {
         const int64_t count = std::min(chunk, outputs - begin);
-        backend_.copy_to_device(rows, output_rows.data() + begin, size_t(count) * sizeof(int32_t));
-        backend_.gather_rows(x.floats(), d, rows.ints(), count, gathered.floats());
-        backend_.rmsnorm(gathered.floats(), count, d, d, *final_norm_, spec_.rms_norm_eps, gathered.floats(), d);
-        backend_.matmul(gathered.floats(), count, *lm_head_, nullptr, logits.floats());
+        // Rows [0, count) are the outputs; with guidance, rows [count, 2 count) their unconditional twins.
+        std::vector<int32_t> chunk_rows(output_rows.begin() + begin, output_rows.begin() + begin + count);
+        const bool guided = std::any_of(guidance_rows.begin() + begin, guidance_rows.begin() + begin + count,
+                                        [](int32_t r) { return r >= 0; });
+        if (guided)
+            for (int64_t i = begin; i < begin + count; ++i)
+                chunk_rows.push_back(guidance_rows[size_t(i)] >= 0 ? guidance_rows[size_t(i)] : output_rows[size_t(i)]);
+        const auto total = static_cast<int64_t>(chunk_rows.size());
+        backend_.copy_to_device(rows, chunk_rows.data(), chunk_rows.size() * sizeof(int32_t));
+        backend_.gather_rows(x.floats(), d, rows.ints(), total, gathered.floats());
+        backend_.rmsnorm(gathered.floats(), total, d, d, *final_norm_, spec_.rms_norm_eps, gathered.floats(), d);
+        backend_.matmul(gathered.floats(), total, *lm_head_, nullptr, logits.floats());
+        if (guided)
+            for (int64_t i = 0; i < count; ++i)
+                if (guidance_rows[size_t(begin + i)] >= 0)
+                    backend_.combine_guidance(logits.floats() + i * vocab, logits.floats() + (count + i) * vocab,
+                                              guidance_scales[size_t(begin + i)], vocab);
         if (want_logits) {
             backend_.copy_to_host(output.logits.data() + begin * vocab, logits, size_t(count * vocab) * f);
         } else {

@@ -16,6 +16,10 @@ struct ForwardSequence {
     std::span<const int32_t> tokens;
     std::span<const int32_t> output_positions;  // empty: every position
     const CandidateParams* sampling = nullptr;  // required for candidates
+    // Classifier-free guidance: the unconditional canvas (same length) runs in the same batch and
+    // the logits become uncond + (cfg_scale + 1) * (cond - uncond) before candidates.
+    std::span<const int32_t> unconditional_tokens;
+    double cfg_scale = 0.0;
 };
 
 struct ForwardOutput {

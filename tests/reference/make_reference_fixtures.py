@@ -20,9 +20,38 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 import make_model_fixtures as fixtures  # noqa: E402  (the safetensors writer)
+import reference_decode  # noqa: E402
 import reference_model  # noqa: E402
 
 LENGTHS = [7, 70, 131]
+MIN_DECODE_LOGIT_GAP = 1e-3
+MIN_DECODE_SELECTION_GAP = 1e-5
+
+# Decoding cases: (name, parameters). LLaDA-family models run LLaDA's policies and the adaptive
+# rules; Dream runs its own algorithms. gen_length 16 after an 8-token prompt.
+LLADA_CASES = [
+    ("low_confidence, pure diffusion", {"gen_length": 16, "steps": 16}),
+    ("low_confidence, 2 blocks, 2 per step", {"gen_length": 16, "block_length": 8, "steps": 8}),
+    ("low_confidence, uneven transfer counts", {"gen_length": 16, "block_length": 8, "steps": 6}),
+    ("random order", {"gen_length": 16, "block_length": 8, "steps": 8, "policy": "random", "seed": 7}),
+    ("classifier-free guidance", {"gen_length": 16, "block_length": 8, "steps": 8, "cfg_scale": 1.5}),
+    ("EOS banned, reference EOS/EOT confidence", {"gen_length": 16, "steps": 8, "logits_eos_inf": True,
+                                                  "eos_confidence": "reference", "eot_token_id": 5}),
+    ("EOS and EOT confidence -inf", {"gen_length": 16, "steps": 8, "eos_confidence": "both", "eot_token_id": 5}),
+    ("threshold 0.5", {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.5}),
+    ("threshold 0.9 within 3..4 steps", {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.9,
+                                         "min_steps": 6, "max_steps": 8}),
+    ("factor 1.0", {"gen_length": 16, "block_length": 8, "steps": 16, "factor": 1.0}),
+]
+DREAM_CASES = [
+    ("origin", {"gen_length": 16, "steps": 8, "policy": "origin", "seed": 3}),
+    ("maskgit_plus", {"gen_length": 16, "steps": 8, "policy": "maskgit_plus"}),
+    ("topk_margin", {"gen_length": 16, "steps": 8, "policy": "topk_margin"}),
+    ("entropy", {"gen_length": 16, "steps": 8, "policy": "entropy"}),
+    ("entropy, alg_temp 0.5", {"gen_length": 16, "steps": 8, "policy": "entropy", "alg_temp": 0.5, "seed": 11}),
+    ("maskgit_plus, top_p 0.9, top_k 20", {"gen_length": 16, "steps": 8, "policy": "maskgit_plus", "top_p": 0.9,
+                                           "top_k": 20}),
+]
 MIN_LOGIT_GAP = 2e-3
 MIN_ROUTER_GAP = 1e-4
 
@@ -43,6 +72,14 @@ def llada_moe_config():
             "moe_router_enable_expert_bias": False, "norm_topk_prob": True, "rope_theta": 10000.0,
             "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "max_position_embeddings": 512,
             "mask_token_id": 255, "eos_token_id": 254}
+
+
+def llada_moe_sigmoid_config():
+    """The router variants: sigmoid scores and a per-expert bias that only steers selection."""
+    config = llada_moe_config()
+    config.update({"moe_router_score_function": "sigmoid", "moe_router_enable_expert_bias": True,
+                   "shared_expert_intermediate_size": 0, "moe_layer_freq": [1, 1, 0]})
+    return config
 
 
 def dream_config():
@@ -71,9 +108,12 @@ def shapes(config):
         if arch == "LLaDAMoEModelLM" and config["moe_layer_freq"][i] == 1:
             p = "model.layers.%d.mlp." % i
             out.append((p + "gate.weight", [config["num_experts"], h]))
+            if config.get("moe_router_enable_expert_bias"):
+                out.append((p + "gate.expert_bias", [config["num_experts"]]))
             for e in range(config["num_experts"]):
                 out += fixtures.swiglu("%sexperts.%d." % (p, e), h, config["expert_intermediate_size"])
-            out += fixtures.swiglu(p + "shared_experts.", h, config["shared_expert_intermediate_size"])
+            if config["shared_expert_intermediate_size"] > 0:
+                out += fixtures.swiglu(p + "shared_experts.", h, config["shared_expert_intermediate_size"])
         else:
             width = config.get("mlp_hidden_size") or config.get("intermediate_size") or config["dense_intermediate_size"]
             out += [(n["gate"] % i, [width, h]), (n["up"] % i, [width, h]), (n["down"] % i, [h, width])]
@@ -87,7 +127,9 @@ def random_weights(config, generator):
     weights = {}
     for name, shape in shapes(config):
         if len(shape) == 1:
-            if name.endswith(".bias"):
+            if name.endswith(".expert_bias"):  # selection offsets comparable to the score gaps
+                w = 0.05 * torch.randn(shape, generator=generator, dtype=torch.float64)
+            elif name.endswith(".bias"):
                 w = 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
             else:  # norm scales
                 w = 1.0 + 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
@@ -132,15 +174,41 @@ def make(name, config, out, shards):
         expected.append(("logits_bf16.%d" % i, "F32", list(b.shape), b.flatten().tolist()))
     fixtures.write(os.path.join(directory, "reference.safetensors"), fixtures.safetensors_bytes(expected))
     print("%s: seed attempt %d, min top-2 logit gap %.4f, min router gap %.5f" % (name, attempt, logit_gap, router_gap))
+    return weights
+
+
+def make_decoding(name, config, weights, cases, generate, out):
+    """Expected tokens of each decoding case for a prompt without near-ties in any decision."""
+    rows = config.get("embedding_size") or config["vocab_size"]
+    results = []
+    for case_name, params in cases:
+        for attempt in range(60):
+            generator = torch.Generator().manual_seed(7000 + 31 * attempt + len(case_name))
+            prompt = [int(t) for t in torch.randint(0, rows, (8,), generator=generator)]
+            if config["mask_token_id"] in prompt:
+                continue
+            gaps = reference_decode.Gaps()
+            tokens, steps = generate(config, weights, prompt, params, gaps)
+            if gaps.logit > MIN_DECODE_LOGIT_GAP and gaps.selection > MIN_DECODE_SELECTION_GAP:
+                break
+        else:
+            raise SystemExit("%s / %s: no prompt without near-ties" % (name, case_name))
+        results.append({"name": case_name, "prompt": prompt, "params": params, "tokens": tokens, "steps": steps})
+    fixtures.write(os.path.join(out, name, "decoding.json"), json.dumps(results, indent=1).encode())
+    print("%s: %d decoding cases" % (name, len(results)))
 
 
 def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     torch.set_num_threads(1)
-    make("llada", llada_config(), out, shards=1)
-    make("llada-moe", llada_moe_config(), out, shards=1)
-    make("dream", dream_config(), out, shards=2)
+    weights = make("llada", llada_config(), out, shards=1)
+    make_decoding("llada", llada_config(), weights, LLADA_CASES, reference_decode.llada_generate, out)
+    weights = make("llada-moe", llada_moe_config(), out, shards=1)
+    make_decoding("llada-moe", llada_moe_config(), weights, LLADA_CASES[:3], reference_decode.llada_generate, out)
+    make("llada-moe-sigmoid", llada_moe_sigmoid_config(), out, shards=1)
+    weights = make("dream", dream_config(), out, shards=2)
+    make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
 
 
 if __name__ == "__main__":

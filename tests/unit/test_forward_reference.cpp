@@ -75,11 +75,12 @@ ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& s
     auto backend = make_cpu_backend(threads);
     Forward forward(model, *backend);
     std::vector<ForwardSequence> batch;
-    for (const auto& s : sequences) batch.push_back({s, {}, sampling});
+    for (const auto& s : sequences) batch.push_back({s, {}, sampling, {}, 0.0});
     return forward.run(batch, sampling == nullptr);
 }
 
-const char* const architectures[] = {"llada", "llada-moe", "dream"};
+// llada-moe-sigmoid: sigmoid router with an expert bias for selection, no shared expert, a dense last layer.
+const char* const architectures[] = {"llada", "llada-moe", "llada-moe-sigmoid", "dream"};
 
 }  // namespace
 
@@ -167,7 +168,7 @@ TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the
     auto backend = make_cpu_backend(2);
     Forward forward(*model, *backend);
     const std::vector<int32_t> positions = {0, 5, 69};
-    const std::vector<ForwardSequence> batch = {{reference.tokens[1], positions, nullptr}};
+    const std::vector<ForwardSequence> batch = {{reference.tokens[1], positions, nullptr, {}, 0.0}};
     const ForwardOutput out = forward.run(batch, true);
     const size_t vocab = reference.logits[1].size() / reference.tokens[1].size();
     REQUIRE(out.logits.size() == positions.size() * vocab);
@@ -183,13 +184,13 @@ TEST_CASE("bad forward inputs are rejected with a clear status") {
     auto backend = make_cpu_backend(1);
     Forward forward(*model, *backend);
     const std::vector<int32_t> bad_token = {1, 2, 5000};
-    const std::vector<ForwardSequence> batch = {{bad_token, {}, nullptr}};
+    const std::vector<ForwardSequence> batch = {{bad_token, {}, nullptr, {}, 0.0}};
     CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("token id 5000"), Error);
     const std::vector<int32_t> ok = {1, 2, 3};
     const std::vector<int32_t> bad_position = {3};
-    const std::vector<ForwardSequence> batch2 = {{ok, bad_position, nullptr}};
+    const std::vector<ForwardSequence> batch2 = {{ok, bad_position, nullptr, {}, 0.0}};
     CHECK_THROWS_WITH_AS(forward.run(batch2, true), doctest::Contains("output position 3"), Error);
     CHECK_THROWS_AS(forward.run({}, true), Error);
-    const std::vector<ForwardSequence> no_sampling = {{ok, {}, nullptr}};
+    const std::vector<ForwardSequence> no_sampling = {{ok, {}, nullptr, {}, 0.0}};
     CHECK_THROWS_WITH_AS(forward.run(no_sampling, false), doctest::Contains("without sampling parameters"), Error);
 }

@@ -183,6 +183,13 @@ public:
         }
     }
 
+    void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override {
+        const auto s = static_cast<float>(scale + 1.0);
+        for_row_chunks(n, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) cond[i] = uncond[i] + s * (cond[i] - uncond[i]);
+        }, 4096);
+    }
+
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override {
         pool_.parallel_for(rows, [&](int64_t r) {

@@ -1,0 +1,54 @@
+#include "decode/decode_params.hpp"
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
+    const int64_t block = p.block_length == 0 ? region : p.block_length;
+    if (p.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", p.gen_length);
+    if (region <= 0) fail(Status::invalid_argument, "there is nothing to generate: the canvas has no masked position");
+    if (p.steps <= 0) fail(Status::invalid_argument, "steps must be positive, got {}", p.steps);
+    if (p.block_length < 0) fail(Status::invalid_argument, "block_length must not be negative, got {}", p.block_length);
+    if (region % block != 0) fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
+    const int64_t blocks = region / block;
+    if (p.min_steps < 0 || p.max_steps < 0) fail(Status::invalid_argument, "min_steps ({}) and max_steps ({}) must not be negative", p.min_steps, p.max_steps);
+    if (p.max_steps > 0 && p.min_steps > p.max_steps) fail(Status::invalid_argument, "min_steps {} exceeds max_steps {}", p.min_steps, p.max_steps);
+    if (p.policy < CommitPolicy::low_confidence || p.policy > CommitPolicy::entropy)
+        fail(Status::invalid_argument, "policy has the unknown value {}", static_cast<int>(p.policy));
+    if (!(p.temperature >= 0)) fail(Status::invalid_argument, "temperature must be >= 0, got {}", p.temperature);
+    if (p.top_k < 0) fail(Status::invalid_argument, "top_k must not be negative, got {}", p.top_k);
+    if (!(p.top_p > 0 && p.top_p <= 1)) fail(Status::invalid_argument, "top_p must be in (0, 1], got {}", p.top_p);
+    if (!(p.cfg_scale >= 0)) fail(Status::invalid_argument, "cfg_scale must be >= 0, got {}", p.cfg_scale);
+    if (!(p.threshold >= 0 && p.threshold <= 1)) fail(Status::invalid_argument, "threshold must be in [0, 1], got {}", p.threshold);
+    if (!(p.factor >= 0)) fail(Status::invalid_argument, "factor must be >= 0, got {}", p.factor);
+    if (p.threshold > 0 && p.factor > 0) fail(Status::invalid_argument, "threshold and factor decoding are exclusive; set one");
+    if (!(p.alg_temp >= 0)) fail(Status::invalid_argument, "alg_temp must be >= 0, got {}", p.alg_temp);
+    if (!(p.eps > 0 && p.eps < 1)) fail(Status::invalid_argument, "eps must be in (0, 1), got {}", p.eps);
+    if (p.eos_confidence < EosConfidence::off || p.eos_confidence > EosConfidence::eos_and_eot)
+        fail(Status::invalid_argument, "eos_confidence has the unknown value {}", static_cast<int>(p.eos_confidence));
+    for (auto [name, id] : {std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id}})
+        if (id < -1 || id >= spec.embedding_rows) fail(Status::invalid_argument, "{} {} is outside the vocabulary of {}", name, id, spec.embedding_rows);
+
+    if (p.dream_policy()) {
+        if (block != region)
+            fail(Status::invalid_argument, "Dream's policies decode the whole canvas: block_length {} must equal gen_length {} (or be 0)", block, region);
+        if (p.adaptive()) fail(Status::invalid_argument, "threshold and factor decoding use LLaDA's policies (low_confidence, random)");
+    }
+    if (p.adaptive()) {
+        // Adaptive decoding takes as many steps as it needs; the bounds are shared out over the
+        // blocks (remainders to the first blocks).
+        if (p.max_steps > 0 && p.max_steps < blocks)
+            fail(Status::invalid_argument, "max_steps {} leaves less than one step for each of the {} blocks", p.max_steps, blocks);
+        if (p.min_steps > 0 && (p.min_steps + blocks - 1) / blocks > block)
+            fail(Status::invalid_argument, "min_steps {} needs more steps per block than a block of {} positions can take", p.min_steps, block);
+    } else {
+        if (!p.dream_policy() && p.steps % blocks != 0)
+            fail(Status::invalid_argument, "steps {} is not a multiple of the number of blocks {} (gen_length {} / block_length {})", p.steps,
+                blocks, region, block);
+        if (p.min_steps > 0 && p.steps < p.min_steps) fail(Status::invalid_argument, "steps {} is below min_steps {}", p.steps, p.min_steps);
+        if (p.max_steps > 0 && p.steps > p.max_steps) fail(Status::invalid_argument, "steps {} is above max_steps {}", p.steps, p.max_steps);
+    }
+}
+
+}  // namespace unmask

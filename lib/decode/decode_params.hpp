@@ -1,0 +1,60 @@
+// What a caller chooses for one generation: the schedule, the commit policy, sampling and EOS
+// handling. Mirrors unmask_generate_params; validate() turns every impossible combination into
+// INVALID_ARGUMENT naming the field and the value.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_spec.hpp"
+
+namespace unmask {
+
+// How positions are chosen for commitment each step (ALGORITHMS.md sections 2 and 3).
+enum class CommitPolicy : int32_t {
+    low_confidence = 0,  // LLaDA: the most probable x0 first, per-block transfer counts
+    random = 1,          // LLaDA: uniformly random order
+    origin = 2,          // Dream: each masked position independently with probability 1 - s/t
+    maskgit_plus = 3,    // Dream: top-1 probability
+    topk_margin = 4,     // Dream: top-1 minus top-2 probability
+    entropy = 5,         // Dream: negative entropy (most certain first)
+};
+
+// EOS/EOT handling of the confidences (LLaDA's confidence_eos_eot_inf).
+enum class EosConfidence : int32_t {
+    off = 0,
+    reference_quirk = 1,  // as the reference behaves: only EOT's confidence becomes -inf
+    eos_and_eot = 2,      // as intended: both EOS and EOT
+};
+
+struct DecodeParams {
+    int64_t gen_length = 128;
+    int64_t steps = 128;
+    int64_t block_length = 0;  // 0: gen_length (pure diffusion)
+    int64_t min_steps = 0;     // 0: no lower bound
+    int64_t max_steps = 0;     // 0: no upper bound
+    CommitPolicy policy = CommitPolicy::low_confidence;
+    double temperature = 0.0;
+    int64_t top_k = 0;
+    double top_p = 1.0;
+    double cfg_scale = 0.0;
+    double threshold = 0.0;  // > 0: commit every masked position of the block with confidence >= threshold
+    double factor = 0.0;     // > 0: Fast-dLLM's factor rule
+    double alg_temp = 0.0;   // Dream: > 0 samples the committed positions from softmax(confidence / alg_temp)
+    double eps = 1e-3;       // Dream's final timestep
+    uint64_t seed = 0;
+    bool logits_eos_inf = false;
+    EosConfidence eos_confidence = EosConfidence::off;
+    bool early_stop = false;  // once the answer has ended with EOS in a finished block, fill with EOS and stop
+    int64_t eos_token_id = -1;  // -1: the model's
+    int64_t eot_token_id = -1;  // -1: none
+
+    bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
+    bool dream_policy() const noexcept { return policy >= CommitPolicy::origin; }
+};
+
+// Checks the parameters against each other and the model for a generation region of
+// `region_length` positions (gen_length for prompts, the masked span for infilling).
+// Throws Error(INVALID_ARGUMENT) naming the field and the value.
+void validate(const DecodeParams& params, const ModelSpec& spec, int64_t region_length);
+
+}  // namespace unmask

@@ -1,0 +1,208 @@
+#include "decode/sequence.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/philox.hpp"
+#include "decode/transfer_schedule.hpp"
+
+namespace unmask {
+namespace {
+constexpr double negative_infinity = -std::numeric_limits<double>::infinity();
+}
+
+DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params, std::vector<int32_t> canvas)
+    : spec_(spec), params_(params), canvas_(std::move(canvas)) {
+    const auto mask = static_cast<int32_t>(spec.mask_token_id);
+    const auto first_mask = std::find(canvas_.begin(), canvas_.end(), mask);
+    region_begin_ = first_mask - canvas_.begin();
+    const auto region = static_cast<int64_t>(canvas_.size()) - region_begin_;
+    validate(params_, spec, region);
+    for (int32_t token : canvas_)
+        if (token < 0 || token >= spec.embedding_rows)
+            fail(Status::invalid_argument, "token id {} is outside the vocabulary of {}", token, spec.embedding_rows);
+    if (static_cast<int64_t>(canvas_.size()) > spec.max_sequence_length)
+        fail(Status::too_long, "prompt and generation take {} positions; the model allows {}", canvas_.size(),
+             spec.max_sequence_length);
+    fixed_.resize(canvas_.size());
+    for (size_t i = 0; i < canvas_.size(); ++i) fixed_[i] = canvas_[i] != mask;
+
+    eos_ = static_cast<int32_t>(params_.eos_token_id >= 0 ? params_.eos_token_id : spec.eos_token_id);
+    eot_ = static_cast<int32_t>(params_.eot_token_id);
+    block_length_ = params_.block_length == 0 ? region : params_.block_length;
+    blocks_ = region / block_length_;
+
+    // Sampling: LLaDA scores x0 under the raw softmax and samples with Gumbel noise at T; Dream
+    // samples from softmax(filter(logits / T)) and scores under that distribution.
+    if (params_.dream_policy()) {
+        sampling_.distribution_temperature = params_.temperature > 0 ? params_.temperature : 1.0;
+        sampling_.noise_temperature = params_.temperature > 0 ? 1.0 : 0.0;
+        sampling_.top_k = params_.top_k;
+        sampling_.top_p = params_.top_p;
+        timesteps_ = dream_timesteps(params_.steps, params_.eps);
+    } else {
+        sampling_.noise_temperature = params_.temperature;
+    }
+    sampling_.seed = params_.seed;
+    if (params_.logits_eos_inf && eos_ >= 0) {
+        banned_.push_back(eos_);
+        sampling_.banned_tokens = banned_;
+    }
+    start_block();
+    prepare_step();
+}
+
+void DecodeSequence::start_block() {
+    block_step_ = 0;
+    if (params_.dream_policy()) return;
+    const int64_t begin = region_begin_ + block_ * block_length_;
+    const auto masked = std::count(canvas_.begin() + begin, canvas_.begin() + begin + block_length_,
+                                   static_cast<int32_t>(spec_.mask_token_id));
+    if (params_.adaptive()) {
+        // The bounds are shared out over the blocks, the remainder to the first ones, so that
+        // every block's minimum stays within its maximum and the totals are exact.
+        auto share = [&](int64_t total) { return total / blocks_ + (block_ < total % blocks_ ? 1 : 0); };
+        block_max_steps_ = share(params_.max_steps);
+        block_min_steps_ = share(params_.min_steps);
+    } else {
+        transfer_counts_ = llada_transfer_counts(masked, params_.steps / blocks_);
+    }
+}
+
+void DecodeSequence::prepare_step() {
+    outputs_.clear();
+    const auto mask = static_cast<int32_t>(spec_.mask_token_id);
+    const int64_t begin = params_.dream_policy() ? region_begin_ : region_begin_ + block_ * block_length_;
+    const int64_t end = params_.dream_policy() ? static_cast<int64_t>(canvas_.size()) : begin + block_length_;
+    for (int64_t p = begin; p < end; ++p)
+        if (canvas_[size_t(p)] == mask) outputs_.push_back(static_cast<int32_t>(p));
+    sampling_.step = static_cast<uint32_t>(steps_);
+    if (params_.cfg_scale > 0) {
+        unconditional_ = canvas_;
+        for (size_t i = 0; i < canvas_.size(); ++i)
+            if (fixed_[i]) unconditional_[i] = mask;
+    }
+}
+
+double DecodeSequence::position_uniform(int32_t position, RandomStream stream) const {
+    return uniform_open01(params_.seed, 0, static_cast<uint32_t>(position), static_cast<uint32_t>(steps_), stream);
+}
+
+double DecodeSequence::confidence(const Candidate& c, int32_t position) const {
+    double value = 0;
+    switch (params_.policy) {
+        case CommitPolicy::low_confidence:
+        case CommitPolicy::maskgit_plus: value = c.probability; break;
+        case CommitPolicy::random: value = position_uniform(position, RandomStream::commit_order); break;
+        case CommitPolicy::topk_margin: value = double(c.top1_probability) - double(c.top2_probability); break;
+        case CommitPolicy::entropy: value = c.negative_entropy; break;
+        case CommitPolicy::origin: break;
+    }
+    // LLaDA's confidence_eos_eot_inf: the reference's chained assignment only reaches EOT.
+    if (params_.eos_confidence == EosConfidence::reference_quirk && eot_ >= 0 && c.token == eot_) value = negative_infinity;
+    if (params_.eos_confidence == EosConfidence::eos_and_eot && (c.token == eot_ || c.token == eos_))
+        value = negative_infinity;
+    return value;
+}
+
+// The `count` output indices with the highest confidence (ties: lower position first); with
+// alg_temp, a Gumbel-top-k draw, i.e. sampling without replacement from softmax(conf / alg_temp).
+std::vector<int32_t> DecodeSequence::choose(std::span<const Candidate> candidates, int64_t count) const {
+    std::vector<double> key(outputs_.size());
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+        key[i] = confidence(candidates[i], outputs_[i]);
+        if (params_.alg_temp > 0 && params_.dream_policy()) {
+            const double u = position_uniform(outputs_[i], RandomStream::commit_order);
+            key[i] = key[i] / params_.alg_temp - std::log(-std::log(u));
+        }
+    }
+    std::vector<int32_t> order(outputs_.size());
+    std::iota(order.begin(), order.end(), 0);
+    count = std::min<int64_t>(count, static_cast<int64_t>(order.size()));
+    std::partial_sort(order.begin(), order.begin() + count, order.end(), [&](int32_t a, int32_t b) {
+        return key[size_t(a)] != key[size_t(b)] ? key[size_t(a)] > key[size_t(b)] : a < b;
+    });
+    order.resize(size_t(count));
+    return order;
+}
+
+int64_t DecodeSequence::apply(std::span<const Candidate> candidates) {
+    if (finished()) fail(Status::internal, "apply() on a finished sequence");
+    if (candidates.size() != outputs_.size())
+        fail(Status::internal, "{} candidates for {} output positions", candidates.size(), outputs_.size());
+    std::vector<int32_t> commit;  // indices into outputs_
+    if (params_.policy == CommitPolicy::origin) {
+        const int64_t steps = params_.steps;
+        const double t = timesteps_[size_t(steps_)], s = timesteps_[size_t(steps_ + 1)];
+        const double p_transfer = steps_ < steps - 1 ? 1.0 - s / t : 1.0;
+        for (size_t i = 0; i < outputs_.size(); ++i)
+            if (position_uniform(outputs_[i], RandomStream::position_draw) < p_transfer)
+                commit.push_back(static_cast<int32_t>(i));
+    } else if (params_.dream_policy()) {
+        commit = choose(candidates, dream_transfer_count(static_cast<int64_t>(outputs_.size()), steps_, timesteps_));
+    } else if (params_.adaptive()) {
+        std::vector<float> sorted;
+        int64_t wanted = 0;
+        for (size_t i = 0; i < outputs_.size(); ++i) {
+            const double c = confidence(candidates[i], outputs_[i]);
+            sorted.push_back(static_cast<float>(c));
+            if (params_.threshold > 0 && c >= params_.threshold) ++wanted;
+        }
+        if (params_.factor > 0) {
+            std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+            wanted = factor_commit_count(sorted, params_.factor);
+        }
+        const int64_t count = bound_commit_count(wanted, static_cast<int64_t>(outputs_.size()), block_step_,
+                                                 block_min_steps_, block_max_steps_);
+        commit = choose(candidates, count);
+    } else {
+        commit = choose(candidates, transfer_counts_[size_t(block_step_)]);
+    }
+    for (int32_t i : commit) canvas_[size_t(outputs_[size_t(i)])] = candidates[size_t(i)].token;
+    ++steps_;
+    ++block_step_;
+    finish_if_done();
+    if (!finished()) prepare_step();
+    return static_cast<int64_t>(commit.size());
+}
+
+void DecodeSequence::finish_if_done() {
+    const auto mask = static_cast<int32_t>(spec_.mask_token_id);
+    if (params_.dream_policy()) {
+        if (steps_ >= params_.steps) finish_ = FinishReason::length;
+    } else {
+        const int64_t begin = region_begin_ + block_ * block_length_;
+        const bool block_done =
+            std::find(canvas_.begin() + begin, canvas_.begin() + begin + block_length_, mask) == canvas_.begin() + begin + block_length_;
+        if (!block_done) return;
+        // Early stop: an EOS followed only by EOS or masks ends the answer; fill the rest with EOS.
+        if (params_.early_stop && eos_ >= 0) {
+            for (int64_t p = region_begin_; p < begin + block_length_; ++p) {
+                if (canvas_[size_t(p)] != eos_) continue;
+                const bool rest_open = std::all_of(canvas_.begin() + p, canvas_.end(), [&](int32_t t) {
+                    return t == eos_ || t == mask;
+                });
+                if (rest_open) {
+                    std::replace(canvas_.begin() + p, canvas_.end(), mask, eos_);
+                    finish_ = FinishReason::eos;
+                    return;
+                }
+                break;
+            }
+        }
+        if (++block_ == blocks_) {
+            finish_ = FinishReason::length;
+        } else {
+            start_block();
+            return;
+        }
+    }
+    // A generated EOS means the answer ended by itself.
+    if (eos_ >= 0 && std::find(canvas_.begin() + region_begin_, canvas_.end(), eos_) != canvas_.end())
+        finish_ = FinishReason::eos;
+}
+
+}  // namespace unmask

@@ -1,0 +1,71 @@
+// One request's decoding state: the canvas, where it is in its schedule, and how each step's
+// candidates become commits. The batching loop (generate.cpp, later the engine) asks every
+// sequence what to feed, runs one forward for all of them, and hands each its candidates.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/philox.hpp"
+#include "decode/decode_params.hpp"
+#include "model/model_spec.hpp"
+
+namespace unmask {
+
+enum class FinishReason : int32_t { none = 0, length = 1, eos = 2, cancelled = 3 };
+
+class DecodeSequence {
+public:
+    // `canvas` holds the prompt and the masks to fill (mask_token_id). The generated region runs
+    // from the first mask to the end of the canvas; positions before it and unmasked positions in
+    // it are fixed (the prompt, an infilling suffix).
+    DecodeSequence(const ModelSpec& spec, const DecodeParams& params, std::vector<int32_t> canvas);
+    DecodeSequence(DecodeSequence&&) = default;  // moves keep sampling_'s span valid (heap buffer)
+    DecodeSequence(const DecodeSequence&) = delete;
+    DecodeSequence& operator=(const DecodeSequence&) = delete;
+
+    bool finished() const noexcept { return finish_ != FinishReason::none; }
+    FinishReason finish_reason() const noexcept { return finish_; }
+    const std::vector<int32_t>& canvas() const noexcept { return canvas_; }
+    int64_t region_begin() const noexcept { return region_begin_; }
+    int64_t steps() const noexcept { return steps_; }
+
+    // This step's forward inputs: the canvas, the positions that need candidates, the sampling
+    // parameters, and (with CFG) the unconditional canvas.
+    const std::vector<int32_t>& output_positions() const noexcept { return outputs_; }
+    const CandidateParams& sampling() const noexcept { return sampling_; }
+    const std::vector<int32_t>* unconditional() const noexcept { return params_.cfg_scale > 0 ? &unconditional_ : nullptr; }
+    double cfg_scale() const noexcept { return params_.cfg_scale; }
+
+    // Commits from one candidate per output position; returns how many positions were committed.
+    int64_t apply(std::span<const Candidate> candidates);
+    void cancel() noexcept { finish_ = FinishReason::cancelled; }
+
+private:
+    void start_block();
+    void prepare_step();
+    double confidence(const Candidate& c, int32_t position) const;
+    // The uniform draw of `stream` for `position` at this step: philox(seed; 0, position, step, stream).
+    double position_uniform(int32_t position, RandomStream stream) const;
+    std::vector<int32_t> choose(std::span<const Candidate> candidates, int64_t count) const;
+    void finish_if_done();
+
+    const ModelSpec& spec_;
+    DecodeParams params_;
+    std::vector<int32_t> canvas_, unconditional_;
+    std::vector<bool> fixed_;  // prompt and other given positions (masked in the CFG copy)
+    int64_t region_begin_ = 0, block_length_ = 0, block_ = 0, blocks_ = 0;
+    int64_t steps_ = 0, block_step_ = 0;
+    int64_t block_min_steps_ = 0, block_max_steps_ = 0;  // adaptive decoding: this block's share of the bounds
+    std::vector<int64_t> transfer_counts_;  // fixed LLaDA schedules: per step of the current block
+    std::vector<double> timesteps_;         // Dream
+    std::vector<int32_t> outputs_;
+    CandidateParams sampling_;
+    int32_t eos_ = -1, eot_ = -1;
+    std::vector<int32_t> banned_;  // sampling_.banned_tokens views it
+    FinishReason finish_ = FinishReason::none;
+};
+
+}  // namespace unmask

@@ -1,0 +1,182 @@
+"""PyTorch references of the decoding loops, written from shared/ALGORITHMS.md: LLaDA's
+generate() (blocks, transfer counts, low_confidence / random remasking, CFG, EOS options) with
+Fast-dLLM's threshold and factor rules, and Dream's algorithms (origin, maskgit_plus,
+topk_margin, entropy, alg_temp). Greedy (temperature 0) only: the randomness these policies still
+use (random order, origin's draws, alg_temp's sampling) comes from the same Philox4x32-10 stream
+unmask uses, so results are comparable token for token.
+
+Every decision records how close it was (the top-2 logit gap of each committed argmax, the gap
+between the last chosen and the first unchosen key), so fixtures can avoid near-ties.
+"""
+import math
+
+import torch
+
+import reference_model
+
+MASK32 = 0xFFFFFFFF
+TOKEN_NOISE, COMMIT_ORDER, POSITION_DRAW = 0, 1, 2
+
+
+def philox4x32(counter, seed):
+    c0, c1, c2, c3 = counter
+    k0, k1 = seed & MASK32, (seed >> 32) & MASK32
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0) & MASK32, p1 & MASK32, ((p0 >> 32) ^ c3 ^ k1) & MASK32, p0 & MASK32
+        k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
+    return c0, c1, c2, c3
+
+
+def position_uniform(seed, position, step, stream):
+    w = philox4x32((0, position, step, stream), seed)
+    return ((((w[0] << 32) | w[1]) >> 11) + 0.5) * 2.0 ** -53
+
+
+class Gaps:
+    """The closest calls made: argmax margins and selection margins."""
+
+    def __init__(self):
+        self.logit = math.inf
+        self.selection = math.inf
+
+    def argmax(self, logits):
+        top = logits.topk(2).values
+        self.logit = min(self.logit, float(top[0] - top[1]))
+        return int(logits.argmax())
+
+    def select(self, keys, positions, k):
+        """The k positions with the highest keys (ties: lower position), recording the margin."""
+        order = sorted(range(len(positions)), key=lambda i: (-keys[i], positions[i]))
+        if 0 < k < len(order) and math.isfinite(keys[order[k - 1]]):
+            self.selection = min(self.selection, keys[order[k - 1]] - keys[order[k]])
+        return [positions[i] for i in order[:k]]
+
+
+def guided_logits(config, weights, x, fixed, cfg_scale, mask_id):
+    logits = reference_model.forward(config, weights, torch.tensor(x))
+    if cfg_scale > 0:
+        unconditional = [mask_id if fixed[i] else t for i, t in enumerate(x)]
+        un = reference_model.forward(config, weights, torch.tensor(unconditional))
+        logits = un + (cfg_scale + 1) * (logits - un)
+    return logits
+
+
+def bounded_count(wanted, masked, step, min_steps, max_steps):
+    count = max(1, min(wanted, masked))
+    if max_steps > 0:
+        left = max(1, max_steps - step)
+        count = max(count, -(-masked // left))
+    if min_steps > 0 and min_steps - step - 1 > 0:
+        count = min(count, max(1, masked - (min_steps - step - 1)))
+    return max(1, min(count, masked))
+
+
+def llada_generate(config, weights, prompt, p, gaps):
+    mask_id = config["mask_token_id"]
+    eos = p.get("eos_token_id", config.get("eos_token_id", -1))
+    eot = p.get("eot_token_id", -1)
+    gen, block = p["gen_length"], p.get("block_length") or p["gen_length"]
+    x = list(prompt) + [mask_id] * gen
+    fixed = [i < len(prompt) for i in range(len(x))]
+    blocks = gen // block
+    adaptive = p.get("threshold", 0) > 0 or p.get("factor", 0) > 0
+    step = 0
+    for b in range(blocks):
+        begin, end = len(prompt) + b * block, len(prompt) + (b + 1) * block
+        masked = sum(1 for i in range(begin, end) if x[i] == mask_id)
+        if not adaptive:
+            per_block = p["steps"] // blocks
+            counts = [masked // per_block + (1 if i < masked % per_block else 0) for i in range(per_block)]
+        block_step = 0
+        while any(x[i] == mask_id for i in range(begin, end)):
+            logits = guided_logits(config, weights, x, fixed, p.get("cfg_scale", 0.0), mask_id)
+            if p.get("logits_eos_inf") and eos >= 0:
+                logits[:, eos] = -math.inf
+            positions = [i for i in range(begin, end) if x[i] == mask_id]
+            x0, keys = {}, []
+            for i in positions:
+                x0[i] = gaps.argmax(logits[i])
+                if p.get("policy", "low_confidence") == "random":
+                    c = position_uniform(p.get("seed", 0), i, step, COMMIT_ORDER)
+                else:
+                    c = float(logits[i].softmax(-1)[x0[i]])
+                confidence_mode = p.get("eos_confidence", "off")
+                if confidence_mode == "reference" and x0[i] == eot:
+                    c = -math.inf
+                if confidence_mode == "both" and x0[i] in (eos, eot):
+                    c = -math.inf
+                keys.append(c)
+            if adaptive:
+                if p.get("threshold", 0) > 0:
+                    wanted = sum(1 for c in keys if c >= p["threshold"])
+                else:
+                    ranked = sorted(keys, reverse=True)
+                    wanted = 0
+                    while wanted < len(ranked) and ranked[wanted] >= 1 - p["factor"] / (wanted + 2):
+                        wanted += 1
+                def share(total):  # the bounds per block, the remainder to the first blocks
+                    return total // blocks + (1 if b < total % blocks else 0)
+                k = bounded_count(wanted, len(positions), block_step, share(p.get("min_steps", 0)),
+                                  share(p.get("max_steps", 0)))
+            else:
+                k = counts[block_step]
+            for i in gaps.select(keys, positions, k):
+                x[i] = x0[i]
+            step += 1
+            block_step += 1
+        if p.get("early_stop") and eos >= 0:
+            for i in range(len(prompt), end):
+                if x[i] == eos:
+                    if all(t in (eos, mask_id) for t in x[i:]):
+                        x = [eos if t == mask_id else t for t in x]
+                        return x[len(prompt):], step
+                    break
+    return x[len(prompt):], step
+
+
+def dream_generate(config, weights, prompt, p, gaps):
+    mask_id = config["mask_token_id"]
+    steps, eps = p["steps"], p.get("eps", 1e-3)
+    x = list(prompt) + [mask_id] * p["gen_length"]
+    ts = [1 + (eps - 1) * i / steps for i in range(steps + 1)]
+    alg = p["policy"]
+    for i in range(steps):
+        logits = reference_model.forward(config, weights, torch.tensor(x))
+        positions = [j for j in range(len(x)) if x[j] == mask_id]
+        t, s = ts[i], ts[i + 1]
+        if alg == "origin":
+            p_transfer = 1 - s / t if i < steps - 1 else 1.0
+            for j in positions:
+                if position_uniform(p.get("seed", 0), j, i, POSITION_DRAW) < p_transfer:
+                    x[j] = gaps.argmax(logits[j])
+            continue
+        x0, keys = {}, []
+        for j in positions:
+            z = logits[j].clone()
+            if p.get("top_p", 1.0) < 1.0:  # Dream's top_p_logits
+                sorted_z, order = torch.sort(z, descending=True)
+                cumulative = torch.cumsum(sorted_z.softmax(-1), -1)
+                remove = cumulative > p["top_p"]
+                remove[1:] = remove[:-1].clone()
+                remove[0] = False
+                z[order[remove]] = -math.inf
+            if p.get("top_k", 0) > 0:  # Dream's top_k_logits
+                z[z < z.topk(p["top_k"]).values[-1]] = -math.inf
+            probs = z.softmax(-1)
+            x0[j] = gaps.argmax(z)
+            if alg == "maskgit_plus":
+                c = float(probs[x0[j]])
+            elif alg == "topk_margin":
+                top = probs.topk(2).values
+                c = float(top[0] - top[1])
+            else:  # entropy: sum p log p
+                c = float(torch.where(probs > 0, probs * probs.log(), torch.zeros_like(probs)).sum())
+            if p.get("alg_temp", 0) > 0:
+                u = position_uniform(p.get("seed", 0), j, i, COMMIT_ORDER)
+                c = c / p["alg_temp"] - math.log(-math.log(u))
+            keys.append(c)
+        k = len(positions) if i == steps - 1 else int(len(positions) * (1 - s / t))
+        for j in gaps.select(keys, positions, k):
+            x[j] = x0[j]
+    return x[len(prompt):], steps

@@ -1,0 +1,342 @@
+// Decoding: token-for-token agreement with the PyTorch references of LLaDA's generate() and
+// Dream's algorithms (greedy, every policy and schedule), reproducibility with sampling, the
+// commit rules of threshold and factor decoding, step bounds, and bad parameters.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "decode/sequence.hpp"
+#include "decode/transfer_schedule.hpp"
+#include "fixtures.hpp"
+#include "unmask.h"
+
+using namespace unmask;
+
+namespace {
+
+struct LoadedModel {
+    unmask_model* model = nullptr;
+    explicit LoadedModel(const std::string& name) {
+        unmask_model_params params;
+        REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+        params.precision = UNMASK_PRECISION_FP32;
+        const std::string path = test_data_path("reference/" + name);
+        REQUIRE_MESSAGE(unmask_model_load(path.c_str(), &params, &model) == UNMASK_OK, unmask_last_error());
+    }
+    ~LoadedModel() { unmask_model_free(model); }
+};
+
+unmask_generate_params params_from_json(const nlohmann::json& p) {
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    static const std::map<std::string, int32_t> policies = {
+        {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
+        {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
+        {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
+    static const std::map<std::string, int32_t> eos_modes = {{"off", UNMASK_EOS_CONFIDENCE_OFF},
+                                                             {"reference", UNMASK_EOS_CONFIDENCE_REFERENCE},
+                                                             {"both", UNMASK_EOS_CONFIDENCE_BOTH}};
+    params.policy = policies.at(p.value("policy", "low_confidence"));
+    params.gen_length = p.at("gen_length");
+    params.steps = p.at("steps");
+    params.block_length = p.value("block_length", 0);
+    params.min_steps = p.value("min_steps", 0);
+    params.max_steps = p.value("max_steps", 0);
+    params.cfg_scale = p.value("cfg_scale", 0.0);
+    params.threshold = p.value("threshold", 0.0);
+    params.factor = p.value("factor", 0.0);
+    params.alg_temp = p.value("alg_temp", 0.0);
+    params.top_p = p.value("top_p", 1.0);
+    params.top_k = p.value("top_k", 0);
+    params.seed = p.value("seed", 0);
+    params.logits_eos_inf = p.value("logits_eos_inf", false) ? 1 : 0;
+    params.eos_confidence = eos_modes.at(p.value("eos_confidence", "off"));
+    params.eot_token_id = p.value("eot_token_id", -1);
+    params.threads = 2;
+    return params;
+}
+
+struct Generated {
+    unmask_status status;
+    std::vector<int32_t> tokens;
+    unmask_generation result{};
+};
+
+Generated generate(const unmask_model* model, const unmask_generate_params& params, const std::vector<int32_t>& prompt) {
+    Generated g;
+    g.tokens.resize(size_t(params.gen_length));
+    g.result.struct_size = sizeof g.result;
+    g.result.tokens = g.tokens.data();
+    g.result.tokens_capacity = params.gen_length;
+    g.status = unmask_generate(model, &params, prompt.data(), static_cast<int64_t>(prompt.size()), &g.result);
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("greedy decoding reproduces the PyTorch references token for token, for every policy and schedule") {
+    for (const std::string name : {"llada", "llada-moe", "dream"}) {
+        LoadedModel loaded(name);
+        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
+        REQUIRE(in.good());
+        const auto cases = nlohmann::json::parse(in);
+        REQUIRE(!cases.empty());
+        for (const auto& c : cases) {
+            CAPTURE(name);
+            CAPTURE(c["name"].get<std::string>());
+            const auto params = params_from_json(c["params"]);
+            const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
+            REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
+            CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
+            CHECK(g.result.steps == c["steps"].get<int64_t>());
+            CHECK(g.result.forwards == g.result.steps * (params.cfg_scale > 0 ? 2 : 1));
+            CHECK(g.result.token_count == params.gen_length);
+        }
+    }
+}
+
+TEST_CASE("with temperature > 0 and a seed, output is identical across thread counts and batch compositions") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 16;
+    params.block_length = 8;
+    params.steps = 8;
+    params.temperature = 1.0;
+    params.seed = 99;
+    const std::vector<std::vector<int32_t>> prompts = {{3, 4, 5}, {10, 11, 12, 13, 14, 15, 16}, {7}, {1, 2, 3, 4, 5}};
+
+    params.threads = 1;
+    const Generated alone = generate(loaded.model, params, prompts[1]);
+    REQUIRE(alone.status == UNMASK_OK);
+    params.threads = 3;
+    CHECK(generate(loaded.model, params, prompts[1]).tokens == alone.tokens);
+    params.seed = 100;
+    CHECK(generate(loaded.model, params, prompts[1]).tokens != alone.tokens);  // the seed matters
+    params.seed = 99;
+
+    // The same prompt second in a batch of four with other lengths (and another policy mix).
+    std::vector<std::vector<int32_t>> outputs(4, std::vector<int32_t>(16));
+    std::vector<unmask_generation> results(4);
+    std::vector<const int32_t*> pointers;
+    std::vector<int64_t> lengths;
+    for (size_t i = 0; i < 4; ++i) {
+        results[i] = {sizeof(unmask_generation), 0, outputs[i].data(), 16, 0, 0, 0};
+        pointers.push_back(prompts[i].data());
+        lengths.push_back(static_cast<int64_t>(prompts[i].size()));
+    }
+    params.threads = 2;
+    REQUIRE(unmask_generate_batch(loaded.model, &params, 4, pointers.data(), lengths.data(), results.data()) == UNMASK_OK);
+    CHECK(outputs[1] == alone.tokens);
+}
+
+TEST_CASE("the step callback sees every step and can cancel") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 16;
+    params.steps = 8;
+    struct Seen {
+        std::vector<int64_t> steps, committed;
+        int64_t masks_at_cancel = -1;
+    } seen;
+    params.step_user_data = &seen;
+    params.step_callback = [](int64_t, int64_t step, int64_t committed, const int32_t* canvas, int64_t length,
+                              void* user) -> int32_t {
+        auto* s = static_cast<Seen*>(user);
+        s->steps.push_back(step);
+        s->committed.push_back(committed);
+        if (step == 2) {
+            s->masks_at_cancel = std::count(canvas, canvas + length, 299);
+            return 1;
+        }
+        return 0;
+    };
+    const Generated g = generate(loaded.model, params, {1, 2, 3});
+    REQUIRE(g.status == UNMASK_OK);
+    CHECK(g.result.finish_reason == UNMASK_FINISH_CANCELLED);
+    CHECK(seen.steps == std::vector<int64_t>{0, 1, 2});
+    CHECK(seen.committed == std::vector<int64_t>{2, 2, 2});
+    CHECK(seen.masks_at_cancel == 10);
+    CHECK(g.result.steps == 3);
+}
+
+TEST_CASE("infilling keeps the fixed prefix and suffix and fills the masked middle") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.steps = 6;
+    std::vector<int32_t> canvas = {5, 6, 7, 299, 299, 299, 299, 299, 299, 40, 41, 299, 42};
+    std::vector<int32_t> out(canvas.size());
+    unmask_generation result{sizeof result, 0, out.data(), static_cast<int64_t>(out.size()), 0, 0, 0};
+    REQUIRE(unmask_infill(loaded.model, &params, canvas.data(), static_cast<int64_t>(canvas.size()), &result) == UNMASK_OK);
+    CHECK(result.token_count == 13);
+    for (size_t i : {0u, 1u, 2u, 9u, 10u, 12u}) CHECK(out[i] == canvas[i]);
+    for (size_t i : {3u, 4u, 5u, 6u, 7u, 8u, 11u}) CHECK(out[i] != 299);
+    CHECK(result.steps == 6);
+}
+
+namespace {
+
+// A spec and canvas for driving DecodeSequence directly with synthetic candidates.
+ModelSpec toy_spec() {
+    ModelSpec spec;
+    spec.embedding_rows = 100;
+    spec.vocab_size = 100;
+    spec.mask_token_id = 99;
+    spec.eos_token_id = 98;
+    spec.max_sequence_length = 1024;
+    return spec;
+}
+
+std::vector<Candidate> candidates_with(const std::vector<float>& probability) {
+    std::vector<Candidate> out;
+    for (size_t i = 0; i < probability.size(); ++i)
+        out.push_back({static_cast<int32_t>(10 + i), probability[i], static_cast<int32_t>(10 + i), probability[i], 0.0f, 0.0f});
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("threshold decoding commits exactly the positions at or above tau, or else the most confident one") {
+    const ModelSpec spec = toy_spec();
+    DecodeParams p;
+    p.gen_length = 6;
+    p.steps = 6;
+    p.threshold = 0.8;
+    DecodeSequence s(spec, p, {1, 2, 99, 99, 99, 99, 99, 99});
+    REQUIRE(s.output_positions() == std::vector<int32_t>{2, 3, 4, 5, 6, 7});
+    CHECK(s.apply(candidates_with({0.9f, 0.1f, 0.8f, 0.79f, 0.95f, 0.2f})) == 3);
+    CHECK(s.canvas() == std::vector<int32_t>{1, 2, 10, 99, 12, 99, 14, 99});
+    REQUIRE(s.output_positions() == std::vector<int32_t>{3, 5, 7});
+    CHECK(s.apply(candidates_with({0.3f, 0.5f, 0.4f})) == 1);  // nobody reaches tau: the top one only
+    CHECK(s.canvas()[5] == 11);
+}
+
+TEST_CASE("factor decoding commits the largest n with c(i) >= 1 - f / (i + 1)") {
+    // f = 1: thresholds 0.5, 0.667, 0.75, 0.8, ... for i = 1, 2, 3, 4.
+    CHECK(factor_commit_count({0.9f, 0.7f, 0.76f, 0.1f}, 1.0) == 3);
+    CHECK(factor_commit_count({0.9f, 0.6f, 0.99f}, 1.0) == 1);
+    CHECK(factor_commit_count({0.4f}, 1.0) == 1);  // always at least one
+    CHECK(factor_commit_count({0.99f, 0.99f, 0.99f, 0.99f}, 0.1) == 4);
+}
+
+TEST_CASE("min_steps and max_steps bound adaptive decoding on every run") {
+    const ModelSpec spec = toy_spec();
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+    for (int run = 0; run < 200; ++run) {
+        DecodeParams p;
+        p.gen_length = 32;
+        p.block_length = run % 2 ? 16 : 32;
+        p.steps = 32;
+        p.threshold = run % 3 == 0 ? 0.0 : 0.3 + 0.6 * uniform(rng);
+        p.factor = p.threshold > 0 ? 0.0 : 0.5 + uniform(rng);
+        p.min_steps = 4 + run % 5;
+        p.max_steps = p.min_steps + run % 7;
+        CAPTURE(run);
+        std::vector<int32_t> canvas(40, 99);
+        std::fill(canvas.begin(), canvas.begin() + 8, 7);  // an 8-token prompt
+        DecodeSequence s(spec, p, canvas);
+        while (!s.finished()) {
+            std::vector<float> probability(s.output_positions().size());
+            for (auto& v : probability) v = uniform(rng);
+            s.apply(candidates_with(probability));
+        }
+        CHECK(s.steps() <= p.max_steps);
+        CHECK(s.steps() >= p.min_steps);
+        CHECK(std::count(s.canvas().begin(), s.canvas().end(), 99) == 0);
+    }
+}
+
+TEST_CASE("LLaDA transfer counts and Dream timesteps follow the references") {
+    CHECK(llada_transfer_counts(10, 4) == std::vector<int64_t>{3, 3, 2, 2});
+    CHECK(llada_transfer_counts(3, 4) == std::vector<int64_t>{1, 1, 1, 0});
+    const auto t = dream_timesteps(4, 1e-3);
+    CHECK(t.front() == 1.0);
+    CHECK(t.back() == doctest::Approx(1e-3));
+    CHECK(dream_transfer_count(16, 0, t) == int64_t(16 * (1 - t[1] / t[0])));
+    CHECK(dream_transfer_count(5, 3, t) == 5);  // the last step commits the rest
+}
+
+TEST_CASE("early stop fills the rest with EOS once the answer has ended") {
+    const ModelSpec spec = toy_spec();
+    DecodeParams p;
+    p.gen_length = 8;
+    p.block_length = 4;
+    p.steps = 4;  // two steps per block, two commits per step
+    p.early_stop = true;
+    DecodeSequence s(spec, p, {1, 99, 99, 99, 99, 99, 99, 99, 99});
+    // Block 1 commits two tokens per step: "10 98" then "98 98" (EOS ends the answer).
+    auto eos_after_first = [&](std::vector<int32_t> tokens) {
+        std::vector<Candidate> c;
+        for (int32_t t : tokens) c.push_back({t, 0.9f, t, 0.9f, 0.0f, 0.0f});
+        return c;
+    };
+    s.apply(eos_after_first({10, 98, 50, 51}));
+    CHECK_FALSE(s.finished());
+    s.apply(eos_after_first({98, 98}));
+    REQUIRE(s.finished());
+    CHECK(s.finish_reason() == FinishReason::eos);
+    CHECK(s.canvas() == std::vector<int32_t>{1, 10, 98, 98, 98, 98, 98, 98, 98});
+    CHECK(s.steps() == 2);
+}
+
+TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
+    LoadedModel loaded("llada");
+    struct Case {
+        const char* message;
+        void (*set)(unmask_generate_params&);
+    };
+    const Case cases[] = {
+        {"gen_length 16 is not a multiple of block_length 5", [](unmask_generate_params& p) { p.block_length = 5; }},
+        {"steps 6 is not a multiple of the number of blocks 4", [](unmask_generate_params& p) { p.block_length = 4; p.steps = 6; }},
+        {"steps must be positive", [](unmask_generate_params& p) { p.steps = 0; }},
+        {"gen_length must be positive", [](unmask_generate_params& p) { p.gen_length = -3; }},
+        {"params->policy has the unknown value 17", [](unmask_generate_params& p) { p.policy = 17; }},
+        {"temperature must be >= 0", [](unmask_generate_params& p) { p.temperature = -1; }},
+        {"top_p must be in (0, 1]", [](unmask_generate_params& p) { p.top_p = 0; }},
+        {"threshold and factor decoding are exclusive", [](unmask_generate_params& p) { p.threshold = 0.9; p.factor = 1; }},
+        {"steps 16 is above max_steps 8", [](unmask_generate_params& p) { p.max_steps = 8; }},
+        {"steps 16 is below min_steps 20", [](unmask_generate_params& p) { p.min_steps = 20; }},
+        {"Dream's policies decode the whole canvas", [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_ENTROPY; p.block_length = 8; }},
+        {"params->threads -1 is outside", [](unmask_generate_params& p) { p.threads = -1; }},
+        {"eos_token_id 5000 is outside the vocabulary", [](unmask_generate_params& p) { p.eos_token_id = 5000; }},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.message);
+        unmask_generate_params params;
+        REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+        params.gen_length = 16;
+        params.steps = 16;
+        c.set(params);
+        std::vector<int32_t> out(64);
+        unmask_generation result{sizeof result, 0, out.data(), 64, 0, 0, 0};
+        const std::vector<int32_t> prompt = {1, 2, 3};
+        CHECK(unmask_generate(loaded.model, &params, prompt.data(), 3, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(unmask_last_error()).find(c.message) != std::string::npos);
+    }
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 600;
+    std::vector<int32_t> out(600);
+    unmask_generation result{sizeof result, 0, out.data(), 600, 0, 0, 0};
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    CHECK(unmask_generate(loaded.model, &params, prompt.data(), 3, &result) == UNMASK_ERR_TOO_LONG);
+    params.gen_length = 16;
+    result.tokens_capacity = 8;
+    CHECK(unmask_generate(loaded.model, &params, prompt.data(), 3, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("tokens_capacity 8") != std::string::npos);
+    const std::vector<int32_t> masked_prompt = {1, 299};
+    result.tokens_capacity = 600;
+    CHECK(unmask_generate(loaded.model, &params, masked_prompt.data(), 2, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("use unmask_infill") != std::string::npos);
+    CHECK(unmask_generate(nullptr, &params, prompt.data(), 3, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+}
