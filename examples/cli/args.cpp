@@ -1,5 +1,6 @@
 #include "args.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace unmask_cli {
@@ -26,8 +27,44 @@ std::optional<std::string> ParsedArgs::value(const std::string& name) const {
     return it->second;
 }
 
-ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
+std::optional<int64_t> ParsedArgs::integer(const std::string& name) const {
+    const auto text = value(name);
+    if (!text) return std::nullopt;
+    try {
+        size_t used = 0;
+        const long long v = std::stoll(*text, &used);
+        if (used == text->size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw UsageError("--" + name + " needs an integer, got '" + *text + "'");
+}
+
+std::optional<double> ParsedArgs::number(const std::string& name) const {
+    const auto text = value(name);
+    if (!text) return std::nullopt;
+    try {
+        size_t used = 0;
+        const double v = std::stod(*text, &used);
+        if (used == text->size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw UsageError("--" + name + " needs a number, got '" + *text + "'");
+}
+
+ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& raw_args) {
     const auto options = all_options(spec);
+    // Short aliases (-m) become their long names.
+    std::vector<std::string> args;
+    for (const std::string& arg : raw_args) {
+        if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
+            const auto it = std::find_if(options.begin(), options.end(),
+                                         [&](const OptionSpec& o) { return o.short_name == arg[1]; });
+            if (it == options.end()) throw UsageError("unknown option '" + arg + "'");
+            args.push_back("--" + it->name);
+        } else {
+            args.push_back(arg);
+        }
+    }
     ParsedArgs parsed;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
@@ -67,7 +104,8 @@ std::string help_text(const CommandSpec& spec) {
     if (!spec.positional.empty()) out << " " << spec.positional;
     out << "\n\n" << spec.summary << "\n\noptions:\n";
     for (const auto& option : all_options(spec)) {
-        std::string left = "  --" + option.name + (option.value_name.empty() ? "" : " " + option.value_name);
+        std::string left = std::string(option.short_name ? "  -" + std::string(1, option.short_name) + ", --" : "  --") +
+                           option.name + (option.value_name.empty() ? "" : " " + option.value_name);
         if (left.size() < 28) left.resize(28, ' ');
         else left += "  ";
         out << left << option.help << "\n";

@@ -18,6 +18,7 @@ struct OptionSpec {
     std::string name;        // without the leading "--"
     std::string value_name;  // empty: a flag that takes no value
     std::string help;
+    char short_name = 0;     // e.g. 'm' for -m; 0: none
 };
 
 struct CommandSpec {
@@ -35,6 +36,9 @@ struct ParsedArgs {
 
     bool has(const std::string& name) const { return values.count(name) != 0; }
     std::optional<std::string> value(const std::string& name) const;
+    // Typed values; UsageError naming the option when the text is not a number.
+    std::optional<int64_t> integer(const std::string& name) const;
+    std::optional<double> number(const std::string& name) const;
 };
 
 ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args);

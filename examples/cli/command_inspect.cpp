@@ -8,18 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "model_options.hpp"
 
 namespace unmask_cli {
 namespace {
-
-const char* precision_name(int32_t precision) {
-    switch (precision) {
-        case UNMASK_PRECISION_FP32: return "fp32";
-        case UNMASK_PRECISION_BF16: return "bf16";
-        case UNMASK_PRECISION_FP16: return "fp16";
-        default: return "mixed";
-    }
-}
 
 const char* dtype_name(int32_t dtype) {
     switch (dtype) {
@@ -27,14 +19,6 @@ const char* dtype_name(int32_t dtype) {
         case UNMASK_DTYPE_F16: return "F16";
         default: return "F32";
     }
-}
-
-int32_t parse_precision(const std::string& text) {
-    if (text == "auto") return UNMASK_PRECISION_AUTO;
-    if (text == "fp32") return UNMASK_PRECISION_FP32;
-    if (text == "bf16") return UNMASK_PRECISION_BF16;
-    if (text == "fp16") return UNMASK_PRECISION_FP16;
-    throw UsageError("--precision must be auto, fp32, bf16 or fp16, got '" + text + "'");
 }
 
 std::string with_thousands(uint64_t value) {
@@ -125,16 +109,8 @@ int run_inspect(const ParsedArgs& args) {
     params.checksum_mode = args.has("verify") ? UNMASK_CHECKSUM_REQUIRE : UNMASK_CHECKSUM_SKIP;
     params.metadata_only = 1;
     if (auto precision = args.value("precision")) params.precision = parse_precision(*precision);
-    unmask_model* model = nullptr;
-    check(unmask_model_load(args.positional.at(0).c_str(), &params, &model));
-    nlohmann::json description;
-    try {
-        description = describe(model);
-    } catch (...) {
-        unmask_model_free(model);
-        throw;
-    }
-    unmask_model_free(model);
+    const ModelHandle model = load_model(args.positional.at(0), params);
+    const nlohmann::json description = describe(model.get());
     if (args.has("json"))
         std::cout << description.dump() << "\n";
     else

@@ -5,18 +5,11 @@
 namespace unmask_cli {
 namespace {
 
-int run_generate(const ParsedArgs&) {
-    throw CommandError(UNMASK_ERR_UNSUPPORTED, "UNSUPPORTED: generation is not implemented yet in this version");
-}
-
 int run_plan(const ParsedArgs&) {
     throw CommandError(UNMASK_ERR_UNSUPPORTED, "UNSUPPORTED: memory planning is not implemented yet in this version");
 }
 
 }  // namespace
-
-const Command generate_command{
-    {"generate", "Generate text with a diffusion model (not implemented yet).", "", 0, 0, {}}, run_generate};
 
 const Command plan_command{
     {"plan", "Plan memory for a model against a budget (not implemented yet).", "", 0, 0, {}}, run_plan};

@@ -80,8 +80,32 @@ expect_one_error_line "inspect --verify mismatch" "checksum mismatch"
 expect_run "inspect bad precision" 2 inspect --precision fp8 "$fixtures/good/llada"
 expect_one_error_line "inspect bad precision" "precision must be"
 
-expect_run "generate (not built yet)" 1 generate
-expect_one_error_line "generate" "UNSUPPORTED"
+model="$fixtures/../reference/llada"
+expect_run "generate --json" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "generate --json prints tokens, steps, forwards and finish_reason"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["tokens"]) == 8 and d["steps"] == 4 and d["forwards"] == 4
+assert d["finish_reason"] in ("length", "eos")
+PY
+cp "$work/out" "$work/first"
+expect_run "generate is reproducible" 0 generate --model "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json
+cmp -s "$work/out" "$work/first" || fail "the same seed gives the same JSON"
+expect_run "generate --show-steps (not a terminal)" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --show-steps
+[ "$(grep -c '^step ' "$work/out")" -eq 4 ] || fail "--show-steps prints one line per step when not a terminal"
+grep -q "^step 1 (+2): .*_" "$work/out" || fail "--show-steps shows masks as _"
+expect_run "generate bad block length" 1 generate -m "$model" --prompt-ids 1,2 --gen-length 8 --block-length 3
+expect_one_error_line "generate bad block length" "INVALID_ARGUMENT: .*not a multiple of block_length 3"
+expect_run "generate bad number" 2 generate -m "$model" --prompt-ids 1,2 --steps many
+expect_one_error_line "generate bad number" "--steps needs an integer"
+expect_run "generate bad ids" 2 generate -m "$model" --prompt-ids 1,x
+expect_one_error_line "generate bad ids" "comma-separated token ids"
+expect_run "generate bad policy" 2 generate -m "$model" --prompt-ids 1 --policy greedy
+expect_one_error_line "generate bad policy" "--policy must be"
+expect_run "generate text prompt" 1 generate -m "$model" --prompt "hello"
+expect_one_error_line "generate text prompt" "UNSUPPORTED: text prompts need the tokenizer"
+expect_run "generate without model" 2 generate --prompt-ids 1
+expect_one_error_line "generate without model" "missing -m/--model"
 expect_run "plan (not built yet)" 1 plan
 expect_one_error_line "plan" "UNSUPPORTED"
 

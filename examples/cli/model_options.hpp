@@ -1,0 +1,24 @@
+// Loading the model named on the command line, shared by the subcommands.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "args.hpp"
+#include "unmask.h"
+
+namespace unmask_cli {
+
+// auto | fp32 | bf16 | fp16 -> UNMASK_PRECISION_*; UsageError otherwise.
+int32_t parse_precision(const std::string& text);
+const char* precision_name(int32_t precision);
+
+struct ModelDeleter {
+    void operator()(unmask_model* model) const noexcept { unmask_model_free(model); }
+};
+using ModelHandle = std::unique_ptr<unmask_model, ModelDeleter>;
+
+// Loads `path`; CommandError with the library's message on failure.
+ModelHandle load_model(const std::string& path, const unmask_model_params& params);
+
+}  // namespace unmask_cli
