@@ -13,7 +13,9 @@
 
 namespace unmask::capi {
 
-void set_last_error(std::string message) noexcept;
+// Records "function: prefix detail" as the thread's last error. Never throws: if even that
+// allocation fails, a fixed message stands in.
+void record_error(const char* function, const char* prefix, const char* detail) noexcept;
 
 template <typename Body>
 unmask_status guarded(const char* function, Body&& body) noexcept {
@@ -21,16 +23,16 @@ unmask_status guarded(const char* function, Body&& body) noexcept {
         body();
         return UNMASK_OK;
     } catch (const Error& e) {
-        set_last_error(fmt::format("{}: {}", function, e.what()));
+        record_error(function, "", e.what());
         return static_cast<unmask_status>(e.status());
     } catch (const std::bad_alloc&) {
-        set_last_error(fmt::format("{}: out of host memory", function));
+        record_error(function, "", "out of host memory");
         return UNMASK_ERR_OUT_OF_BUDGET;
     } catch (const std::exception& e) {
-        set_last_error(fmt::format("{}: internal error: {}", function, e.what()));
+        record_error(function, "internal error: ", e.what());
         return UNMASK_ERR_INTERNAL;
     } catch (...) {
-        set_last_error(fmt::format("{}: internal error: unknown exception", function));
+        record_error(function, "internal error: ", "unknown exception");
         return UNMASK_ERR_INTERNAL;
     }
 }

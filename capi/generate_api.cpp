@@ -12,8 +12,11 @@ using namespace unmask::capi;
 
 namespace {
 
-constexpr size_t generate_params_v1_size = sizeof(unmask_generate_params);
-constexpr size_t generation_v1_size = sizeof(unmask_generation);
+// Sizes of the first published versions (ABI 1.0): literal, so appending fields never raises the
+// minimum a caller must pass.
+constexpr size_t generate_params_v1_size = 168;
+constexpr size_t generation_v1_size = 48;
+static_assert(sizeof(unmask_generate_params) >= generate_params_v1_size && sizeof(unmask_generation) >= generation_v1_size);
 
 unmask_generate_params default_generate_params() {
     unmask_generate_params p{};
@@ -62,7 +65,7 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
 
 int threads_for(const unmask_generate_params& p) {
     if (p.threads > 0) return p.threads;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
 }
 
 const Model& runnable(const unmask_model* model) {
@@ -105,12 +108,15 @@ void check_result(const unmask_generation* result, const char* name, int64_t nee
 DecodeSequence prompt_sequence(const Model& model, const DecodeParams& d, const int32_t* prompt, int64_t length,
                                size_t index) {
     if (length < 0) fail(Status::invalid_argument, "prompt {} has the negative length {}", index, length);
+    if (length > model.spec().max_sequence_length)
+        fail(Status::too_long, "prompt {} has {} tokens; the model allows {} positions", index, length,
+             model.spec().max_sequence_length);
     if (length > 0 && prompt == nullptr) fail(Status::invalid_argument, "prompt {} is NULL", index);
     if (d.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", d.gen_length);
     const auto mask = static_cast<int32_t>(model.spec().mask_token_id);
     if (std::find(prompt, prompt + length, mask) != prompt + length)
         fail(Status::invalid_argument, "prompt {} contains the mask token {}; use unmask_infill to fill masks", index, mask);
-    if (length + d.gen_length > model.spec().max_sequence_length)
+    if (d.gen_length > model.spec().max_sequence_length - length)  // no overflow: both are below the maximum
         fail(Status::too_long, "prompt {} ({} tokens) plus gen_length {} exceeds the model's {} positions", index, length,
              d.gen_length, model.spec().max_sequence_length);
     std::vector<int32_t> canvas(prompt, prompt + length);

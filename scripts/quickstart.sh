@@ -7,7 +7,10 @@ scripts/install-deps.sh build
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_BUILD_TESTS=OFF -DUNMASK_BUILD_BENCH=OFF >/dev/null
 cmake --build build -j "${UNMASK_JOBS:-2}" --target unmask_cli
 build/examples/cli/unmask version
-# Generation with the bundled default model arrives with the decoding and default-model issues.
-# Until then, show what unmask reads from a model directory: a tiny generated LLaDA-MoE.
+# The bundled default model and the tokenizer arrive with their issues. Until then: a tiny random
+# LLaDA-MoE model in Hugging Face layout, what unmask reads from it, and a generation from token
+# ids, drawn step by step (random weights, so the ids mean nothing).
 python3 tests/fixtures/make_model_fixtures.py build/quickstart-fixtures >/dev/null
-build/examples/cli/unmask inspect build/quickstart-fixtures/good/llada-moe | head -n 20
+build/examples/cli/unmask inspect build/quickstart-fixtures/good/llada-moe | head -n 12
+build/examples/cli/unmask generate -m build/quickstart-fixtures/good/llada-moe --prompt-ids 1,2,3,4 \
+    --gen-length 16 --steps 8 --block-length 8 --show-steps

@@ -148,7 +148,7 @@ int run_generate(const ParsedArgs& args) {
         std::cout << out.dump() << "\n";
     } else {
         for (size_t i = 0; i < tokens.size(); ++i) std::cout << (i ? " " : "") << tokens[i];
-        std::cout << "\n";
+        std::cout << std::endl;  // flushed before the summary on stderr
         std::cerr << "steps " << result.steps << ", forwards " << result.forwards << ", finish "
                   << finish_name(result.finish_reason) << "\n";
     }

@@ -117,6 +117,13 @@ Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t posit
         }
     }
     out.probability = probability(z[static_cast<size_t>(out.token)]);
+    const int32_t excluded = params.probability_excluded_token;
+    if (excluded >= 0 && excluded < vocab) {
+        const double excluded_mass = std::exp(double(z[size_t(excluded)]) - max - log_total);
+        out.probability = out.token == excluded || excluded_mass >= 1.0
+                              ? 0.0f
+                              : static_cast<float>(double(out.probability) / (1.0 - excluded_mass));
+    }
     return out;
 }
 

@@ -21,6 +21,9 @@ struct CandidateParams {
     uint64_t seed = 0;
     uint32_t step = 0;
     std::span<const int32_t> banned_tokens;  // logits forced to -inf first (e.g. EOS)
+    // A token left out of the distribution `probability` is reported under (not of sampling, nor of
+    // the top-1/top-2/entropy statistics): LLaDA's reference does this to EOT (see DecodeSequence).
+    int32_t probability_excluded_token = -1;
 };
 
 struct Candidate {

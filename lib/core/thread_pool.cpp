@@ -1,21 +1,32 @@
 #include "core/thread_pool.hpp"
 
+#include <system_error>
+#include <utility>
+
 #include "core/error.hpp"
 
 namespace unmask {
 
 ThreadPool::ThreadPool(int threads) {
     if (threads < 1 || threads > 1024) fail(Status::invalid_argument, "thread count {} is outside 1..1024", threads);
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+    try {
+        for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+    } catch (const std::system_error& e) {
+        stop_workers();  // the threads that did start must be joined before the vector goes away
+        fail(Status::out_of_budget, "cannot start {} threads: {}", threads, e.what());
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
     wake_.notify_all();
     for (auto& worker : workers_) worker.join();
+    workers_.clear();
 }
 
 void ThreadPool::run_tasks() {
@@ -24,7 +35,15 @@ void ThreadPool::run_tasks() {
         const int64_t index = next_task_++;
         const auto* task = task_;
         lock.unlock();
-        (*task)(index);
+        try {
+            (*task)(index);
+        } catch (...) {
+            // Keep the first failure for the caller; the loop still counts the task as finished
+            // so parallel_for never returns while another thread runs a task.
+            lock.lock();
+            if (!failure_) failure_ = std::current_exception();
+            lock.unlock();
+        }
         lock.lock();
         if (++finished_tasks_ == task_count_) done_.notify_all();
     }
@@ -55,6 +74,7 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
         task_count_ = tasks;
         next_task_ = 0;
         finished_tasks_ = 0;
+        failure_ = nullptr;
         ++generation_;
     }
     wake_.notify_all();
@@ -62,6 +82,7 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return finished_tasks_ == task_count_; });
     task_ = nullptr;
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
 }
 
 }  // namespace unmask

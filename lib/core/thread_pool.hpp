@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -22,13 +23,15 @@ public:
 
     int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
 
-    // Runs task(i) for i in [0, tasks) and returns when all are done. Tasks must not throw.
-    // Not reentrant: a task must not call parallel_for on the same pool.
+    // Runs task(i) for i in [0, tasks) and returns when all are done; if tasks threw, rethrows the
+    // first exception after every task has finished. Not reentrant: a task must not call
+    // parallel_for on the same pool.
     void parallel_for(int64_t tasks, const std::function<void(int64_t)>& task);
 
 private:
     void work_loop();
     void run_tasks();
+    void stop_workers() noexcept;
 
     std::vector<std::thread> workers_;
     std::mutex mutex_;
@@ -40,6 +43,7 @@ private:
     int64_t finished_tasks_ = 0;
     uint64_t generation_ = 0;
     bool stopping_ = false;
+    std::exception_ptr failure_;
 };
 
 }  // namespace unmask

@@ -1,14 +1,28 @@
 #include "decode/decode_params.hpp"
 
+#include <cmath>
+#include <utility>
+
 #include "core/error.hpp"
 
 namespace unmask {
 
+namespace {
+// Far above any useful schedule; keeps per-step tables and step counters small.
+constexpr int64_t max_supported_steps = int64_t{1} << 20;
+}  // namespace
+
 void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
+    for (auto [name, value] : {std::pair{"temperature", p.temperature}, std::pair{"top_p", p.top_p},
+                               std::pair{"cfg_scale", p.cfg_scale}, std::pair{"threshold", p.threshold},
+                               std::pair{"factor", p.factor}, std::pair{"alg_temp", p.alg_temp}, std::pair{"eps", p.eps}})
+        if (!std::isfinite(value)) fail(Status::invalid_argument, "{} must be a finite number, got {}", name, value);
     const int64_t block = p.block_length == 0 ? region : p.block_length;
     if (p.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", p.gen_length);
     if (region <= 0) fail(Status::invalid_argument, "there is nothing to generate: the canvas has no masked position");
     if (p.steps <= 0) fail(Status::invalid_argument, "steps must be positive, got {}", p.steps);
+    if (p.steps > max_supported_steps)
+        fail(Status::invalid_argument, "steps {} is above the supported {}", p.steps, max_supported_steps);
     if (p.block_length < 0) fail(Status::invalid_argument, "block_length must not be negative, got {}", p.block_length);
     if (region % block != 0) fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
     const int64_t blocks = region / block;
@@ -46,6 +60,11 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         if (!p.dream_policy() && p.steps % blocks != 0)
             fail(Status::invalid_argument, "steps {} is not a multiple of the number of blocks {} (gen_length {} / block_length {})", p.steps,
                 blocks, region, block);
+        // A block commits at least one position per step, so it cannot take more steps than it
+        // has positions; the reference would run the extra steps committing nothing.
+        if (!p.dream_policy() && p.steps / blocks > block)
+            fail(Status::invalid_argument, "steps {} gives {} steps per block, more than the {} positions of a block",
+                 p.steps, p.steps / blocks, block);
         if (p.min_steps > 0 && p.steps < p.min_steps) fail(Status::invalid_argument, "steps {} is below min_steps {}", p.steps, p.min_steps);
         if (p.max_steps > 0 && p.steps > p.max_steps) fail(Status::invalid_argument, "steps {} is above max_steps {}", p.steps, p.max_steps);
     }

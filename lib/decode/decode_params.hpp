@@ -22,7 +22,7 @@ enum class CommitPolicy : int32_t {
 // EOS/EOT handling of the confidences (LLaDA's confidence_eos_eot_inf).
 enum class EosConfidence : int32_t {
     off = 0,
-    reference_quirk = 1,  // as the reference behaves: only EOT's confidence becomes -inf
+    reference_quirk = 1,  // as the reference behaves: EOT leaves the confidence softmax (EOS untouched)
     eos_and_eot = 2,      // as intended: both EOS and EOT
 };
 

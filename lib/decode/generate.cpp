@@ -1,5 +1,7 @@
 #include "decode/generate.hpp"
 
+#include <algorithm>
+
 #include "model/forward.hpp"
 
 namespace unmask {
@@ -12,8 +14,16 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
         std::vector<size_t> active;
         std::vector<ForwardSequence> batch;
         for (size_t i = 0; i < sequences.size(); ++i) {
-            const DecodeSequence& s = sequences[i];
+            DecodeSequence& s = sequences[i];
             if (s.finished()) continue;
+            if (s.output_positions().empty()) {
+                // Nothing masked where this step looks (an origin step that already committed
+                // everything, a block of fixed positions): the step runs without a forward.
+                const int64_t committed = s.apply({});
+                ++stats[i].steps;
+                if (observer && !observer(i, s, committed) && !s.finished()) s.cancel();
+                continue;
+            }
             active.push_back(i);
             ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0};
             if (const auto* unconditional = s.unconditional()) {
@@ -22,7 +32,11 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
             }
             batch.push_back(f);
         }
-        if (active.empty()) return stats;
+        if (active.empty()) {
+            if (std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); }))
+                return stats;
+            continue;
+        }
         const ForwardOutput out = forward.run(batch, false);
         size_t offset = 0;
         for (size_t j = 0; j < active.size(); ++j) {

@@ -47,6 +47,12 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
         sampling_.noise_temperature = params_.temperature;
     }
     sampling_.seed = params_.seed;
+    // LLaDA's confidence_eos_eot_inf as the reference runs it: after x0 is drawn, the chained
+    // assignment `logits_with_noise[EOS] = logits[EOT] = -inf` only reaches the logits the
+    // confidence softmax reads, so EOT drops out of that softmax (an EOT prediction scores 0, the
+    // others are renormalised without it) and EOS is untouched.
+    if (params_.eos_confidence == EosConfidence::reference_quirk && eot_ >= 0)
+        sampling_.probability_excluded_token = eot_;
     if (params_.logits_eos_inf && eos_ >= 0) {
         banned_.push_back(eos_);
         sampling_.banned_tokens = banned_;
@@ -101,8 +107,7 @@ double DecodeSequence::confidence(const Candidate& c, int32_t position) const {
         case CommitPolicy::entropy: value = c.negative_entropy; break;
         case CommitPolicy::origin: break;
     }
-    // LLaDA's confidence_eos_eot_inf: the reference's chained assignment only reaches EOT.
-    if (params_.eos_confidence == EosConfidence::reference_quirk && eot_ >= 0 && c.token == eot_) value = negative_infinity;
+    // The intended confidence_eos_eot_inf: EOS and EOT predictions are committed last.
     if (params_.eos_confidence == EosConfidence::eos_and_eot && (c.token == eot_ || c.token == eos_))
         value = negative_infinity;
     return value;
@@ -178,19 +183,16 @@ void DecodeSequence::finish_if_done() {
         const bool block_done =
             std::find(canvas_.begin() + begin, canvas_.begin() + begin + block_length_, mask) == canvas_.begin() + begin + block_length_;
         if (!block_done) return;
-        // Early stop: an EOS followed only by EOS or masks ends the answer; fill the rest with EOS.
+        // Early stop: a committed EOS in the finished blocks followed only by EOS or masks ends
+        // the answer; fill the rest with EOS.
         if (params_.early_stop && eos_ >= 0) {
-            for (int64_t p = region_begin_; p < begin + block_length_; ++p) {
-                if (canvas_[size_t(p)] != eos_) continue;
-                const bool rest_open = std::all_of(canvas_.begin() + p, canvas_.end(), [&](int32_t t) {
-                    return t == eos_ || t == mask;
-                });
-                if (rest_open) {
-                    std::replace(canvas_.begin() + p, canvas_.end(), mask, eos_);
-                    finish_ = FinishReason::eos;
-                    return;
-                }
-                break;
+            int64_t answer_end = static_cast<int64_t>(canvas_.size());  // first of the trailing EOS/masks
+            while (answer_end > region_begin_ && (canvas_[size_t(answer_end - 1)] == eos_ || canvas_[size_t(answer_end - 1)] == mask))
+                --answer_end;
+            if (answer_end < begin + block_length_ && canvas_[size_t(answer_end)] == eos_) {
+                std::replace(canvas_.begin() + answer_end, canvas_.end(), mask, eos_);
+                finish_ = FinishReason::eos;
+                return;
             }
         }
         if (++block_ == blocks_) {
@@ -200,9 +202,10 @@ void DecodeSequence::finish_if_done() {
             return;
         }
     }
-    // A generated EOS means the answer ended by itself.
-    if (eos_ >= 0 && std::find(canvas_.begin() + region_begin_, canvas_.end(), eos_) != canvas_.end())
-        finish_ = FinishReason::eos;
+    // A generated EOS (not one among the fixed tokens of an infilling canvas) means the answer
+    // ended by itself.
+    for (size_t p = size_t(region_begin_); p < canvas_.size(); ++p)
+        if (!fixed_[p] && canvas_[p] == eos_) finish_ = FinishReason::eos;
 }
 
 }  // namespace unmask

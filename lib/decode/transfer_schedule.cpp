@@ -32,6 +32,7 @@ int64_t factor_commit_count(const std::vector<float>& sorted_confidence, double 
 }
 
 int64_t bound_commit_count(int64_t wanted, int64_t masked, int64_t step, int64_t min_steps, int64_t max_steps) {
+    if (masked <= 0) return 0;
     int64_t count = std::clamp<int64_t>(wanted, 1, masked);
     if (max_steps > 0) {  // finish within the budget: ceil(masked / steps left)
         const int64_t left = std::max<int64_t>(1, max_steps - step);

@@ -35,9 +35,11 @@ LLADA_CASES = [
     ("low_confidence, uneven transfer counts", {"gen_length": 16, "block_length": 8, "steps": 6}),
     ("random order", {"gen_length": 16, "block_length": 8, "steps": 8, "policy": "random", "seed": 7}),
     ("classifier-free guidance", {"gen_length": 16, "block_length": 8, "steps": 8, "cfg_scale": 1.5}),
+    # 232 is the random LLaDA model's favourite token: as EOT or EOS it changes the outcome.
     ("EOS banned, reference EOS/EOT confidence", {"gen_length": 16, "steps": 8, "logits_eos_inf": True,
-                                                  "eos_confidence": "reference", "eot_token_id": 5}),
-    ("EOS and EOT confidence -inf", {"gen_length": 16, "steps": 8, "eos_confidence": "both", "eot_token_id": 5}),
+                                                  "eos_confidence": "reference", "eot_token_id": 232}),
+    ("EOS and EOT confidence -inf", {"gen_length": 16, "steps": 8, "eos_confidence": "both", "eot_token_id": 232}),
+    ("early stop", {"gen_length": 16, "block_length": 4, "steps": 8, "early_stop": True, "eos_token_id": 232}),
     ("threshold 0.5", {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.5}),
     ("threshold 0.9 within 3..4 steps", {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.9,
                                          "min_steps": 6, "max_steps": 8}),

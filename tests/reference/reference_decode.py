@@ -97,13 +97,15 @@ def llada_generate(config, weights, prompt, p, gaps):
             x0, keys = {}, []
             for i in positions:
                 x0[i] = gaps.argmax(logits[i])
+                confidence_mode = p.get("eos_confidence", "off")
                 if p.get("policy", "low_confidence") == "random":
                     c = position_uniform(p.get("seed", 0), i, step, COMMIT_ORDER)
                 else:
-                    c = float(logits[i].softmax(-1)[x0[i]])
-                confidence_mode = p.get("eos_confidence", "off")
-                if confidence_mode == "reference" and x0[i] == eot:
-                    c = -math.inf
+                    scored = logits[i].clone()
+                    if confidence_mode == "reference" and eot >= 0:
+                        # generate.py: `logits_with_noise[:, :, EOS] = logits[:, :, EOT] = -inf` after x0
+                        scored[eot] = -math.inf
+                    c = float(scored.softmax(-1)[x0[i]])
                 if confidence_mode == "both" and x0[i] in (eos, eot):
                     c = -math.inf
                 keys.append(c)
@@ -126,12 +128,12 @@ def llada_generate(config, weights, prompt, p, gaps):
             step += 1
             block_step += 1
         if p.get("early_stop") and eos >= 0:
-            for i in range(len(prompt), end):
-                if x[i] == eos:
-                    if all(t in (eos, mask_id) for t in x[i:]):
-                        x = [eos if t == mask_id else t for t in x]
-                        return x[len(prompt):], step
-                    break
+            answer_end = len(x)  # first of the trailing EOS/masks
+            while answer_end > len(prompt) and x[answer_end - 1] in (eos, mask_id):
+                answer_end -= 1
+            if answer_end < end and x[answer_end] == eos:
+                x = [eos if t == mask_id else t for t in x]
+                return x[len(prompt):], step
     return x[len(prompt):], step
 
 

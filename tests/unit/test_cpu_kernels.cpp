@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,20 @@ TEST_CASE("fast_exp is within 3e-7 relative error of exp over the range softmax 
         REQUIRE(std::abs(fast_exp(x) - exact) <= 3e-7 * exact);
     }
     CHECK(fast_exp(-1000.0f) == 0.0f);
+}
+
+TEST_CASE("a task's exception reaches the caller after every task has finished") {
+    ThreadPool pool(3);
+    std::atomic<int> finished{0};
+    CHECK_THROWS_WITH(pool.parallel_for(64,
+                                        [&](int64_t i) {
+                                            if (i == 5) throw std::runtime_error("task 5 failed");
+                                            ++finished;
+                                        }),
+                      "task 5 failed");
+    CHECK(finished == 63);
+    pool.parallel_for(4, [&](int64_t) { ++finished; });  // the pool still works
+    CHECK(finished == 67);
 }
 
 TEST_CASE("the thread pool runs every task exactly once whatever the thread count") {

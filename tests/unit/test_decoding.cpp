@@ -59,6 +59,8 @@ unmask_generate_params params_from_json(const nlohmann::json& p) {
     params.logits_eos_inf = p.value("logits_eos_inf", false) ? 1 : 0;
     params.eos_confidence = eos_modes.at(p.value("eos_confidence", "off"));
     params.eot_token_id = p.value("eot_token_id", -1);
+    params.eos_token_id = p.value("eos_token_id", -1);
+    params.early_stop = p.value("early_stop", false) ? 1 : 0;
     params.threads = 2;
     return params;
 }
@@ -287,6 +289,60 @@ TEST_CASE("early stop fills the rest with EOS once the answer has ended") {
     CHECK(s.finish_reason() == FinishReason::eos);
     CHECK(s.canvas() == std::vector<int32_t>{1, 10, 98, 98, 98, 98, 98, 98, 98});
     CHECK(s.steps() == 2);
+
+    // An earlier EOS followed by more answer does not end it; the last run of EOS does.
+    DecodeSequence later(spec, p, {1, 99, 99, 99, 99, 99, 99, 99, 99});
+    later.apply(eos_after_first({10, 98, 50, 51}));
+    later.apply(eos_after_first({11, 98}));
+    REQUIRE(later.finished());
+    CHECK(later.canvas() == std::vector<int32_t>{1, 10, 98, 11, 98, 98, 98, 98, 98});
+
+    // Without early stop the canvas is always filled.
+    p.early_stop = false;
+    DecodeSequence full(spec, p, {1, 99, 99, 99, 99, 99, 99, 99, 99});
+    full.apply(eos_after_first({10, 98, 50, 51}));
+    full.apply(eos_after_first({98, 98}));
+    CHECK_FALSE(full.finished());
+}
+
+TEST_CASE("a sequence with nothing left to predict steps without a forward and does not disturb its batch") {
+    LoadedModel loaded("dream");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.policy = UNMASK_POLICY_ORIGIN;
+    params.gen_length = 1;
+    params.steps = 8;
+    const std::vector<int32_t> first = {1, 2, 3}, second = {4, 5, 6, 7};
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+        CAPTURE(seed);
+        params.seed = seed;
+        const Generated alone = generate(loaded.model, params, second);
+        REQUIRE(alone.status == UNMASK_OK);
+        CHECK(alone.result.steps == 8);
+        CHECK(alone.result.forwards <= 8);
+        std::vector<std::vector<int32_t>> out(2, std::vector<int32_t>(1));
+        std::vector<unmask_generation> results(2);
+        for (size_t i = 0; i < 2; ++i) results[i] = {sizeof(unmask_generation), 0, out[i].data(), 1, 0, 0, 0};
+        const int32_t* prompts[] = {first.data(), second.data()};
+        const int64_t lengths[] = {3, 4};
+        REQUIRE(unmask_generate_batch(loaded.model, &params, 2, prompts, lengths, results.data()) == UNMASK_OK);
+        CHECK(out[1] == alone.tokens);
+        CHECK(results[1].forwards == alone.result.forwards);
+    }
+}
+
+TEST_CASE("an EOS among the fixed tokens of an infilling canvas is not an answer ending") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.steps = 2;
+    params.logits_eos_inf = 1;  // the generated positions cannot be EOS (297)
+    std::vector<int32_t> canvas = {5, 299, 299, 297};
+    std::vector<int32_t> out(4);
+    unmask_generation result{sizeof result, 0, out.data(), 4, 0, 0, 0};
+    REQUIRE(unmask_infill(loaded.model, &params, canvas.data(), 4, &result) == UNMASK_OK);
+    CHECK(result.finish_reason == UNMASK_FINISH_LENGTH);
+    CHECK(out[3] == 297);
 }
 
 TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
@@ -309,6 +365,10 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"Dream's policies decode the whole canvas", [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_ENTROPY; p.block_length = 8; }},
         {"params->threads -1 is outside", [](unmask_generate_params& p) { p.threads = -1; }},
         {"eos_token_id 5000 is outside the vocabulary", [](unmask_generate_params& p) { p.eos_token_id = 5000; }},
+        {"temperature must be a finite number", [](unmask_generate_params& p) { p.temperature = 1.0 / 0.0; }},
+        {"cfg_scale must be a finite number", [](unmask_generate_params& p) { p.cfg_scale = 0.0 / 0.0; }},
+        {"steps 4194304 is above the supported", [](unmask_generate_params& p) { p.steps = 1 << 22; }},
+        {"more than the 16 positions of a block", [](unmask_generate_params& p) { p.steps = 32; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);
