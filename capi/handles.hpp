@@ -4,8 +4,14 @@
 #include <memory>
 
 #include "model/model.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "unmask.h"
+
+struct unmask_tokenizer {
+    std::unique_ptr<unmask::Tokenizer> tokenizer;
+};
 
 struct unmask_model {
     std::unique_ptr<unmask::Model> model;
+    unmask_tokenizer tokenizer;  // empty when the model directory has no tokenizer.json
 };

@@ -78,7 +78,11 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         const auto options =
             to_load_options(read_params(params, "params", default_model_params(), model_params_v1_size));
         auto model = load_model(path, options);
-        *out_model = new unmask_model{std::move(model)};
+        std::unique_ptr<Tokenizer> tokenizer;
+        std::error_code ec;
+        if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json", ec))
+            tokenizer = Tokenizer::load(std::filesystem::path(path) / "tokenizer.json");
+        *out_model = new unmask_model{std::move(model), unmask_tokenizer{std::move(tokenizer)}};
     });
 }
 

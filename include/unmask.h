@@ -308,6 +308,37 @@ UNMASK_API unmask_status unmask_generate_batch(const unmask_model *model, const 
 UNMASK_API unmask_status unmask_infill(const unmask_model *model, const unmask_generate_params *params,
                                        const int32_t *canvas, int64_t canvas_length, unmask_generation *result);
 
+/* ---------------------------------------------------------------------------------------------
+ * Tokenizers (Hugging Face tokenizer.json)
+ * ------------------------------------------------------------------------------------------- */
+
+/* An immutable tokenizer; thread-safe. */
+typedef struct unmask_tokenizer unmask_tokenizer;
+
+/* Loads a tokenizer.json, or the tokenizer.json in a directory. Free it with
+ * unmask_tokenizer_free. Errors: INVALID_ARGUMENT (NULL), IO (missing file), MODEL_FORMAT
+ * (malformed file, naming the problem), UNSUPPORTED (a component this version lacks, naming it). */
+UNMASK_API unmask_status unmask_tokenizer_load(const char *path, unmask_tokenizer **out_tokenizer);
+
+/* Releases a tokenizer loaded with unmask_tokenizer_load. NULL is a no-op. */
+UNMASK_API void unmask_tokenizer_free(unmask_tokenizer *tokenizer);
+
+/* The tokenizer of a model whose directory holds a tokenizer.json, owned by the model (do not
+ * free it); *out_tokenizer is NULL when the directory has none. */
+UNMASK_API unmask_status unmask_model_tokenizer(const unmask_model *model, const unmask_tokenizer **out_tokenizer);
+
+/* Encodes `text_length` bytes of UTF-8 (invalid sequences are read as U+FFFD). Writes up to
+ * `capacity` ids and sets *count to the number of ids of the whole text: when *count > capacity,
+ * call again with a larger buffer. add_special_tokens = 1 applies the tokenizer's template (BOS). */
+UNMASK_API unmask_status unmask_tokenize(const unmask_tokenizer *tokenizer, const char *text, int64_t text_length,
+                                         int32_t add_special_tokens, int32_t *ids, int64_t capacity, int64_t *count);
+
+/* Decodes ids to UTF-8 text. Writes up to `capacity` bytes (no terminating NUL) and sets *length
+ * to the byte length of the whole text: when *length > capacity, call again with a larger buffer.
+ * Errors: INVALID_ARGUMENT for an id outside the vocabulary. */
+UNMASK_API unmask_status unmask_detokenize(const unmask_tokenizer *tokenizer, const int32_t *ids, int64_t count,
+                                           int32_t skip_special_tokens, char *text, int64_t capacity, int64_t *length);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@ set -euo pipefail
 build_packages=(
   build-essential cmake pkgconf git ca-certificates
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
+  libpcre2-dev libutf8proc-dev   # tokenizer: Unicode regexes and normalisation
   python3
 )
 test_packages=(

@@ -28,5 +28,7 @@ extern const Command version_command;
 extern const Command inspect_command;
 extern const Command generate_command;
 extern const Command plan_command;
+extern const Command tokenize_command;
+extern const Command detokenize_command;
 
 }  // namespace unmask_cli

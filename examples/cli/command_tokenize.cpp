@@ -1,0 +1,77 @@
+// `unmask tokenize` and `unmask detokenize`: a tokenizer.json from the command line.
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+
+namespace unmask_cli {
+namespace {
+
+struct TokenizerDeleter {
+    void operator()(unmask_tokenizer* t) const noexcept { unmask_tokenizer_free(t); }
+};
+
+std::unique_ptr<unmask_tokenizer, TokenizerDeleter> load_tokenizer(const ParsedArgs& args) {
+    const auto path = args.value("tokenizer");
+    if (!path) throw UsageError("missing --tokenizer PATH (a tokenizer.json or its directory)");
+    unmask_tokenizer* tokenizer = nullptr;
+    check(unmask_tokenizer_load(path->c_str(), &tokenizer));
+    return std::unique_ptr<unmask_tokenizer, TokenizerDeleter>(tokenizer);
+}
+
+int run_tokenize(const ParsedArgs& args) {
+    const auto tokenizer = load_tokenizer(args);
+    const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    int64_t count = 0;
+    check(unmask_tokenize(tokenizer.get(), text.data(), static_cast<int64_t>(text.size()), args.has("add-special") ? 1 : 0,
+                          nullptr, 0, &count));
+    std::vector<int32_t> ids(static_cast<size_t>(count));
+    check(unmask_tokenize(tokenizer.get(), text.data(), static_cast<int64_t>(text.size()), args.has("add-special") ? 1 : 0,
+                          ids.data(), count, &count));
+    std::cout << nlohmann::json(ids).dump() << "\n";
+    return 0;
+}
+
+int run_detokenize(const ParsedArgs& args) {
+    const auto tokenizer = load_tokenizer(args);
+    std::vector<int32_t> ids;
+    try {
+        ids = nlohmann::json::parse(std::cin).get<std::vector<int32_t>>();
+    } catch (const nlohmann::json::exception&) {
+        throw CommandError(UNMASK_ERR_INVALID_ARGUMENT, "INVALID_ARGUMENT: standard input is not a JSON array of token ids");
+    }
+    int64_t length = 0;
+    const int32_t skip = args.has("skip-special") ? 1 : 0;
+    check(unmask_detokenize(tokenizer.get(), ids.data(), static_cast<int64_t>(ids.size()), skip, nullptr, 0, &length));
+    std::string text(static_cast<size_t>(length), '\0');
+    check(unmask_detokenize(tokenizer.get(), ids.data(), static_cast<int64_t>(ids.size()), skip, text.data(), length, &length));
+    std::cout << text;
+    return 0;
+}
+
+}  // namespace
+
+const Command tokenize_command{{"tokenize",
+                                "Read text on standard input and print its token ids as a JSON array.",
+                                "",
+                                0,
+                                0,
+                                {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                 {"add-special", "", "apply the tokenizer's template (e.g. BOS)"}}},
+                               run_tokenize};
+
+const Command detokenize_command{{"detokenize",
+                                  "Read a JSON array of token ids on standard input and print the text.",
+                                  "",
+                                  0,
+                                  0,
+                                  {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                   {"skip-special", "", "leave special tokens out"}}},
+                                 run_detokenize};
+
+}  // namespace unmask_cli

@@ -1,0 +1,210 @@
+#include "tokenizer/tokenizer.hpp"
+
+#include <system_error>
+
+#include "core/error.hpp"
+#include "core/mapped_file.hpp"
+#include "core/utf8.hpp"
+#include "format/strict_json.hpp"
+#include "tokenizer/tokenizer_json.hpp"
+
+namespace unmask {
+namespace {
+
+bool is_word_character(unsigned char c) { return std::isalnum(c) != 0 || c == '_' || c >= 0x80; }
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto file = std::filesystem::is_directory(path, ec) ? path / "tokenizer.json" : path;
+    if (!std::filesystem::exists(file, ec)) fail(Status::io, "tokenizer file '{}' does not exist", file.string());
+    const MappedFile mapped(file);
+    return parse(std::string_view(reinterpret_cast<const char*>(mapped.data()), mapped.size()), "tokenizer.json");
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view json, std::string_view label) {
+    if (auto bad = find_invalid_utf8(json)) fail(Status::model_format, "{}: not valid UTF-8 (byte {})", label, *bad);
+    const nlohmann::json root = parse_json_rejecting_duplicates(json, label);
+    if (!root.is_object()) fail(Status::model_format, "{}: the top level is not an object", label);
+    auto t = std::unique_ptr<Tokenizer>(new Tokenizer());
+    try {
+        const auto& model = root.at("model");
+        if (model.value("type", std::string("BPE")) != "BPE")
+            fail(Status::unsupported, "{}: model type '{}' is not supported (only BPE)", label, model.value("type", ""));
+        t->model_ = std::make_unique<BpeModel>(model);
+        t->normalizer_ = make_normalizer(root.value("normalizer", nlohmann::json()));
+        t->pre_tokenizer_ = make_pre_tokenizer(root.value("pre_tokenizer", nlohmann::json()));
+        t->decoder_ = make_decoder(root.value("decoder", nlohmann::json()));
+
+        for (const auto& entry : root.value("added_tokens", nlohmann::json::array())) {
+            AddedToken a;
+            a.id = entry.at("id").get<int32_t>();
+            a.content = entry.at("content").get<std::string>();
+            a.special = entry.value("special", false);
+            a.lstrip = entry.value("lstrip", false);
+            a.rstrip = entry.value("rstrip", false);
+            a.single_word = entry.value("single_word", false);
+            a.normalized = entry.value("normalized", !a.special);
+            if (a.id < 0 || a.content.empty()) fail(Status::model_format, "{}: added token {} is invalid", label, a.id);
+            t->added_by_id_[a.id] = t->added_.size();
+            t->added_.push_back(std::move(a));
+        }
+        for (size_t i = 0; i < t->added_.size(); ++i) {
+            auto& trie = t->trie_[t->added_[i].normalized ? 1 : 0];
+            if (trie.empty()) trie.emplace_back();
+            int32_t node = 0;
+            for (unsigned char c : t->added_[i].content) {
+                auto it = trie[size_t(node)].children.find(c);
+                if (it == trie[size_t(node)].children.end()) {
+                    trie.emplace_back();
+                    it = trie[size_t(node)].children.emplace(c, static_cast<int32_t>(trie.size() - 1)).first;
+                }
+                node = it->second;
+            }
+            trie[size_t(node)].token = static_cast<int32_t>(i);
+        }
+
+        int32_t max_id = -1;
+        for (const auto& [token, id] : t->model_->vocab()) max_id = std::max(max_id, id);
+        for (const auto& a : t->added_) max_id = std::max(max_id, a.id);
+        t->id_to_token_.resize(size_t(max_id + 1));
+        for (const auto& [token, id] : t->model_->vocab()) t->id_to_token_[size_t(id)] = token;
+        for (const auto& a : t->added_) t->id_to_token_[size_t(a.id)] = a.content;
+
+        const auto& post = root.value("post_processor", nlohmann::json());
+        if (!post.is_null()) {
+            const std::string type = json_string(post, "type", "post_processor");
+            if (type == "TemplateProcessing") {
+                bool after_sequence = false;
+                for (const auto& item : json_array(post, "single", "TemplateProcessing")) {
+                    if (item.contains("Sequence")) {
+                        after_sequence = true;
+                        continue;
+                    }
+                    const std::string name = item.at("SpecialToken").at("id").get<std::string>();
+                    for (const auto& id : post.at("special_tokens").at(name).at("ids"))
+                        (after_sequence ? t->template_suffix_ : t->template_prefix_).push_back(id.get<int32_t>());
+                }
+            } else if (type != "ByteLevel") {  // ByteLevel only adjusts offsets
+                fail(Status::unsupported, "{}: post_processor type '{}' is not supported", label, type);
+            }
+        }
+    } catch (const nlohmann::json::exception& e) {
+        fail(Status::model_format, "{}: {}", label, e.what());
+    }
+    return t;
+}
+
+int32_t Tokenizer::token_id(std::string_view token) const {
+    for (const auto& a : added_)
+        if (a.content == token) return a.id;
+    return model_->id_of(token);
+}
+
+void Tokenizer::split_added(std::string_view text, bool normalized,
+                            std::vector<std::pair<std::string, int32_t>>& out) const {
+    const auto& trie = trie_[normalized ? 1 : 0];
+    std::string plain;
+    size_t i = 0;
+    while (i < text.size()) {
+        int32_t best = -1;
+        size_t best_end = 0;
+        if (!trie.empty()) {
+            int32_t node = 0;
+            for (size_t j = i; j < text.size(); ++j) {
+                const auto it = trie[size_t(node)].children.find(static_cast<unsigned char>(text[j]));
+                if (it == trie[size_t(node)].children.end()) break;
+                node = it->second;
+                if (trie[size_t(node)].token >= 0) {
+                    best = trie[size_t(node)].token;
+                    best_end = j + 1;
+                }
+            }
+        }
+        if (best >= 0) {
+            const AddedToken& a = added_[size_t(best)];
+            const bool word_ok = !a.single_word || ((i == 0 || !is_word_character(static_cast<unsigned char>(text[i - 1]))) &&
+                                                    (best_end == text.size() || !is_word_character(static_cast<unsigned char>(text[best_end]))));
+            if (word_ok) {
+                if (a.lstrip)
+                    while (!plain.empty() && is_space(static_cast<unsigned char>(plain.back()))) plain.pop_back();
+                if (!plain.empty()) out.emplace_back(std::move(plain), -1);
+                plain.clear();
+                out.emplace_back(std::string(), a.id);
+                i = best_end;
+                if (a.rstrip)
+                    while (i < text.size() && is_space(static_cast<unsigned char>(text[i]))) ++i;
+                continue;
+            }
+        }
+        plain.push_back(text[i++]);
+    }
+    if (!plain.empty()) out.emplace_back(std::move(plain), -1);
+}
+
+void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+    std::string normalized(text);
+    if (normalizer_) normalizer_->normalize(normalized);
+    std::vector<std::pair<std::string, int32_t>> parts;
+    split_added(normalized, true, parts);
+    for (auto& [piece, id] : parts) {
+        if (id >= 0) {
+            out.push_back(id);
+            continue;
+        }
+        std::vector<std::string> pieces{std::move(piece)};
+        if (pre_tokenizer_) pre_tokenizer_->split(pieces);
+        for (const auto& p : pieces) model_->encode(p, out);
+    }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+    const std::string clean = sanitize_utf8(text);
+    std::vector<int32_t> ids;
+    if (add_special_tokens) ids = template_prefix_;
+    std::vector<std::pair<std::string, int32_t>> parts;
+    split_added(clean, false, parts);
+    for (const auto& [piece, id] : parts) {
+        if (id >= 0) ids.push_back(id);
+        else encode_text(piece, ids);
+    }
+    if (add_special_tokens) ids.insert(ids.end(), template_suffix_.begin(), template_suffix_.end());
+    return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int32_t id : ids) {
+        if (id < 0 || id >= vocab_size() || id_to_token_[size_t(id)].empty())
+            fail(Status::invalid_argument, "token id {} is outside the vocabulary of {}", id, vocab_size());
+        if (skip_special_tokens)
+            if (const auto it = added_by_id_.find(id); it != added_by_id_.end() && added_[it->second].special) continue;
+        tokens.push_back(id_to_token_[size_t(id)]);
+    }
+    if (!decoder_) {
+        std::string joined;
+        for (size_t i = 0; i < tokens.size(); ++i) joined += (i ? " " : "") + tokens[i];
+        return joined;
+    }
+    decoder_->decode(tokens);
+    std::string text;
+    for (const auto& t : tokens) text += t;
+    return text;
+}
+
+std::string StreamDecoder::push(std::span<const int32_t> ids) {
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+    const std::string text = tokenizer_.decode(ids_, skip_special_);
+    // An incomplete UTF-8 sequence decodes to U+FFFD at the end: wait for the bytes that complete it.
+    std::string_view stable(text);
+    while (stable.size() >= 3 && stable.substr(stable.size() - 3) == "\xEF\xBF\xBD") stable.remove_suffix(3);
+    if (stable.size() <= emitted_) return {};
+    std::string fresh(stable.substr(emitted_));
+    emitted_ = stable.size();
+    return fresh;
+}
+
+}  // namespace unmask

@@ -1,0 +1,82 @@
+// A Hugging Face tokenizer.json: normalizer, pre-tokenizer, BPE model, added tokens, the
+// TemplateProcessing post-processor and the decoder, applied as the reference does.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/bpe.hpp"
+#include "tokenizer/decoder.hpp"
+#include "tokenizer/normalizer.hpp"
+#include "tokenizer/pre_tokenizer.hpp"
+
+namespace unmask {
+
+struct AddedToken {
+    int32_t id = 0;
+    std::string content;
+    bool special = false;
+    bool lstrip = false, rstrip = false, single_word = false, normalized = false;
+};
+
+class Tokenizer {
+public:
+    // `path` is a tokenizer.json or a directory holding one. Throws IO, MODEL_FORMAT, UNSUPPORTED.
+    static std::unique_ptr<Tokenizer> load(const std::filesystem::path& path);
+    // The same from the file's text (fuzzing, tests).
+    static std::unique_ptr<Tokenizer> parse(std::string_view json, std::string_view label);
+
+    // Invalid UTF-8 in `text` is replaced by U+FFFD first, as the reference receives it.
+    std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
+    // Throws INVALID_ARGUMENT for an id outside the vocabulary.
+    std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+
+    int32_t token_id(std::string_view token) const;  // -1 when absent
+    bool has_token(std::string_view token) const { return token_id(token) >= 0; }
+    int64_t vocab_size() const noexcept { return static_cast<int64_t>(id_to_token_.size()); }
+
+private:
+    Tokenizer() = default;
+    void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+    // Splits `text` into plain text and added tokens (longest match first); `normalized` picks
+    // which added tokens to look for.
+    void split_added(std::string_view text, bool normalized, std::vector<std::pair<std::string, int32_t>>& out) const;
+
+    struct TrieNode {
+        std::unordered_map<unsigned char, int32_t> children;
+        int32_t token = -1;  // index into added_
+    };
+
+    std::unique_ptr<Normalizer> normalizer_;
+    std::unique_ptr<PreTokenizer> pre_tokenizer_;
+    std::unique_ptr<BpeModel> model_;
+    std::unique_ptr<Decoder> decoder_;
+    std::vector<AddedToken> added_;
+    std::unordered_map<int32_t, size_t> added_by_id_;
+    std::vector<TrieNode> trie_[2];  // [normalized]
+    std::vector<std::string> id_to_token_;
+    std::vector<int32_t> template_prefix_, template_suffix_;  // TemplateProcessing "single"
+};
+
+// Emits text as ids arrive, never a broken UTF-8 sequence (it waits for the rest of one).
+class StreamDecoder {
+public:
+    StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens)
+        : tokenizer_(tokenizer), skip_special_(skip_special_tokens) {}
+    // The new text that `ids` complete (possibly empty).
+    std::string push(std::span<const int32_t> ids);
+
+private:
+    const Tokenizer& tokenizer_;
+    bool skip_special_;
+    std::vector<int32_t> ids_;
+    size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+};
+
+}  // namespace unmask

