@@ -4,6 +4,7 @@
 
 #include "boundary.hpp"
 #include "handles.hpp"
+#include "tokenizer/chat_format.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -39,6 +40,21 @@ extern "C" unmask_status unmask_tokenize(const unmask_tokenizer* tokenizer, cons
         if (capacity > 0) require_not_null(ids, "ids");
         require_one_of(add_special_tokens, {0, 1}, "add_special_tokens");
         const auto encoded = tokenizer->tokenizer->encode(std::string_view(text, size_t(text_length)), add_special_tokens == 1);
+        *count = static_cast<int64_t>(encoded.size());
+        std::copy_n(encoded.begin(), std::min<int64_t>(capacity, *count), ids);
+    });
+}
+
+extern "C" unmask_status unmask_tokenize_chat(const unmask_tokenizer* tokenizer, const char* system, const char* user,
+                                              int32_t* ids, int64_t capacity, int64_t* count) {
+    return guarded(__func__, [&] {
+        require_not_null(tokenizer, "tokenizer");
+        require_not_null(user, "user");
+        require_not_null(count, "count");
+        if (capacity < 0) fail(Status::invalid_argument, "capacity must not be negative, got {}", capacity);
+        if (capacity > 0) require_not_null(ids, "ids");
+        const std::string prompt = format_chat(*tokenizer->tokenizer, system ? system : "", user);
+        const auto encoded = tokenizer->tokenizer->encode(prompt, false);
         *count = static_cast<int64_t>(encoded.size());
         std::copy_n(encoded.begin(), std::min<int64_t>(capacity, *count), ids);
     });

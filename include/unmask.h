@@ -333,6 +333,14 @@ UNMASK_API unmask_status unmask_model_tokenizer(const unmask_model *model, const
 UNMASK_API unmask_status unmask_tokenize(const unmask_tokenizer *tokenizer, const char *text, int64_t text_length,
                                          int32_t add_special_tokens, int32_t *ids, int64_t capacity, int64_t *count);
 
+/* Encodes a chat prompt: an optional system message (NULL or "" for none) and one user message,
+ * formatted as the tokenizer's family expects (ChatML for Qwen and Dream, the LLaMA-3 headers for
+ * LLaDA and Llama-3, with tokenizer_config.json's BOS), ending where the assistant's answer
+ * begins. Writes ids like unmask_tokenize. Errors: UNSUPPORTED when the tokenizer belongs to
+ * neither family (format the prompt yourself; arbitrary Jinja chat templates are not run). */
+UNMASK_API unmask_status unmask_tokenize_chat(const unmask_tokenizer *tokenizer, const char *system, const char *user,
+                                              int32_t *ids, int64_t capacity, int64_t *count);
+
 /* Decodes ids to UTF-8 text. Writes up to `capacity` bytes (no terminating NUL) and sets *length
  * to the byte length of the whole text: when *length > capacity, call again with a larger buffer.
  * Errors: INVALID_ARGUMENT for an id outside the vocabulary. */

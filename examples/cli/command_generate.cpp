@@ -2,6 +2,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -54,22 +55,61 @@ const char* finish_name(int32_t reason) {
     }
 }
 
+std::string detokenize(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count, bool skip_special) {
+    int64_t length = 0;
+    check(unmask_detokenize(tokenizer, ids, count, skip_special ? 1 : 0, nullptr, 0, &length));
+    std::string text(static_cast<size_t>(length), '\0');
+    check(unmask_detokenize(tokenizer, ids, count, skip_special ? 1 : 0, text.data(), length, &length));
+    return text;
+}
+
+std::vector<int32_t> tokenize_prompt(const unmask_tokenizer* tokenizer, const ParsedArgs& args) {
+    const std::string prompt = *args.value("prompt");
+    const std::string system = args.value("system").value_or("");
+    int64_t count = 0;
+    auto encode = [&](int32_t* ids, int64_t capacity) {
+        if (args.has("chat")) check(unmask_tokenize_chat(tokenizer, system.c_str(), prompt.c_str(), ids, capacity, &count));
+        else check(unmask_tokenize(tokenizer, prompt.data(), static_cast<int64_t>(prompt.size()), 1, ids, capacity, &count));
+    };
+    encode(nullptr, 0);
+    std::vector<int32_t> ids(static_cast<size_t>(count));
+    encode(ids.data(), count);
+    return ids;
+}
+
 // Draws the canvas after each step: redrawn in place on a terminal, one line per step otherwise.
+// With a tokenizer the committed runs show as text, else as ids; masks as a glyph.
 struct StepView {
     FILE* stream;
     bool terminal;
     int32_t mask;
     int64_t first;       // first generated position
+    const unmask_tokenizer* tokenizer;
     int lines_drawn = 0;
 
     static int32_t draw(int64_t, int64_t step, int64_t committed, const int32_t* canvas, int64_t length, void* user) {
         auto* view = static_cast<StepView*>(user);
+        const char* glyph = view->terminal ? "\u2592" : "_";
         std::string line = "step ";
-        line.append(std::to_string(step + 1)).append(" (+").append(std::to_string(committed)).append("):");
-        for (int64_t i = view->first; i < length; ++i) {
-            line.push_back(' ');
-            if (canvas[i] != view->mask) line.append(std::to_string(canvas[i]));
-            else line.append(view->terminal ? "\u2592" : "_");
+        line.append(std::to_string(step + 1)).append(" (+").append(std::to_string(committed)).append("): ");
+        for (int64_t i = view->first; i < length;) {
+            if (canvas[i] == view->mask) {
+                line.append(glyph);
+                ++i;
+                continue;
+            }
+            int64_t end = i;
+            while (end < length && canvas[end] != view->mask) ++end;
+            if (view->tokenizer != nullptr) {
+                std::string text = detokenize(view->tokenizer, canvas + i, end - i, false);
+                for (char& c : text)  // control characters would move the cursor
+                    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
+                line.append(text);
+            } else {
+                for (int64_t j = i; j < end; ++j) line.append(j > i ? " " : "").append(std::to_string(canvas[j]));
+                if (end < length) line.push_back(' ');
+            }
+            i = end;
         }
         if (view->terminal) {
             winsize size{};
@@ -88,17 +128,20 @@ struct StepView {
 int run_generate(const ParsedArgs& args) {
     const auto model_path = args.value("model");
     if (!model_path) throw UsageError("missing -m/--model DIR");
-    if (args.has("prompt"))
-        throw CommandError(UNMASK_ERR_UNSUPPORTED,
-                           "UNSUPPORTED: text prompts need the tokenizer, which this version does not have yet; "
-                           "use --prompt-ids");
-    if (!args.has("prompt-ids")) throw UsageError("give the prompt with --prompt-ids 1,2,3");
-    const std::vector<int32_t> prompt = parse_ids(*args.value("prompt-ids"));
+    if (args.has("prompt") == args.has("prompt-ids")) throw UsageError("give the prompt with either --prompt TEXT or --prompt-ids 1,2,3");
+    if (args.has("chat") && !args.has("prompt")) throw UsageError("--chat formats a --prompt TEXT");
 
     unmask_model_params model_params;
     check(unmask_model_params_init(&model_params));
     if (auto precision = args.value("precision")) model_params.precision = parse_precision(*precision);
     const ModelHandle model = load_model(*model_path, model_params);
+    const unmask_tokenizer* tokenizer = nullptr;
+    check(unmask_model_tokenizer(model.get(), &tokenizer));
+    if (args.has("prompt") && tokenizer == nullptr)
+        throw CommandError(UNMASK_ERR_UNSUPPORTED,
+                           "UNSUPPORTED: the model directory has no tokenizer.json; give --prompt-ids instead");
+    const std::vector<int32_t> prompt =
+        args.has("prompt") ? tokenize_prompt(tokenizer, args) : parse_ids(*args.value("prompt-ids"));
 
     unmask_generate_params params;
     check(unmask_generate_params_init(&params));
@@ -124,7 +167,8 @@ int run_generate(const ParsedArgs& args) {
     unmask_model_description info{};
     info.struct_size = sizeof info;
     check(unmask_model_info(model.get(), &info));
-    StepView view{args.has("json") ? stderr : stdout, false, info.mask_token_id, static_cast<int64_t>(prompt.size())};
+    StepView view{args.has("json") ? stderr : stdout, false, info.mask_token_id, static_cast<int64_t>(prompt.size()),
+                  tokenizer};
     if (args.has("show-steps")) {
         view.terminal = isatty(fileno(view.stream)) != 0;
         params.step_callback = StepView::draw;
@@ -140,14 +184,25 @@ int run_generate(const ParsedArgs& args) {
     if (view.terminal) std::fprintf(view.stream, "\n");
     tokens.resize(static_cast<size_t>(result.token_count));
 
+    // The answer's text ends at the first EOS (what follows is padding the model wrote).
+    std::string text;
+    if (tokenizer != nullptr) {
+        size_t answer = tokens.size();
+        if (info.eos_token_id >= 0)
+            answer = static_cast<size_t>(std::find(tokens.begin(), tokens.end(), info.eos_token_id) - tokens.begin());
+        text = detokenize(tokenizer, tokens.data(), static_cast<int64_t>(answer), true);
+    }
     if (args.has("json")) {
-        const nlohmann::json out = {{"tokens", tokens},
-                                    {"steps", result.steps},
-                                    {"forwards", result.forwards},
-                                    {"finish_reason", finish_name(result.finish_reason)}};
+        nlohmann::json out = {{"tokens", tokens},
+                              {"steps", result.steps},
+                              {"forwards", result.forwards},
+                              {"finish_reason", finish_name(result.finish_reason)}};
+        if (tokenizer != nullptr) out["text"] = text;
         std::cout << out.dump() << "\n";
     } else {
-        for (size_t i = 0; i < tokens.size(); ++i) std::cout << (i ? " " : "") << tokens[i];
+        if (tokenizer != nullptr) std::cout << text;
+        else
+            for (size_t i = 0; i < tokens.size(); ++i) std::cout << (i ? " " : "") << tokens[i];
         std::cout << std::endl;  // flushed before the summary on stderr
         std::cerr << "steps " << result.steps << ", forwards " << result.forwards << ", finish "
                   << finish_name(result.finish_reason) << "\n";
@@ -159,13 +214,15 @@ int run_generate(const ParsedArgs& args) {
 
 const Command generate_command{
     {"generate",
-     "Generate with a diffusion model on the CPU. Prompts are token ids for now (text needs the tokenizer).",
+     "Generate with a diffusion model on the CPU, from a text prompt (the model's tokenizer) or token ids.",
      "",
      0,
      0,
      {{"model", "DIR", "the Hugging Face model directory", 'm'},
       {"prompt-ids", "IDS", "comma-separated prompt token ids"},
-      {"prompt", "TEXT", "a text prompt (needs the tokenizer: not in this version)"},
+      {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
+      {"chat", "", "format --prompt as a chat user message (ChatML or LLaMA-3 headers)"},
+      {"system", "TEXT", "with --chat: a system message"},
       {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
       {"gen-length", "N", "positions to generate (default 128)"},
       {"steps", "N", "denoising steps (default: gen-length)"},

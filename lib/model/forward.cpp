@@ -14,7 +14,7 @@ constexpr int64_t output_chunk = 128;
 
 }  // namespace
 
-Forward::Forward(const Model& model, Backend& backend) : model_(model), spec_(model.spec()), backend_(backend) {
+Forward::Forward(const Model& model, Backend& backend) : spec_(model.spec()), backend_(backend) {
     if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
     layers_.resize(static_cast<size_t>(spec_.layers));
     for (auto& layer : layers_) {

@@ -47,7 +47,6 @@ private:
     void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
     void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
 
-    const Model& model_;
     const ModelSpec& spec_;
     Backend& backend_;
     const Weight* embedding_ = nullptr;

@@ -21,7 +21,23 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
     const auto file = std::filesystem::is_directory(path, ec) ? path / "tokenizer.json" : path;
     if (!std::filesystem::exists(file, ec)) fail(Status::io, "tokenizer file '{}' does not exist", file.string());
     const MappedFile mapped(file);
-    return parse(std::string_view(reinterpret_cast<const char*>(mapped.data()), mapped.size()), "tokenizer.json");
+    auto tokenizer = parse(std::string_view(reinterpret_cast<const char*>(mapped.data()), mapped.size()), "tokenizer.json");
+    // tokenizer_config.json beside it names the BOS token chat prompts start with.
+    const auto config_path = file.parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(config_path, ec)) {
+        const MappedFile config_file(config_path);
+        const auto config = parse_json_rejecting_duplicates(
+            std::string_view(reinterpret_cast<const char*>(config_file.data()), config_file.size()), "tokenizer_config.json");
+        if (config.is_object() && config.contains("bos_token")) {
+            const auto& bos = config["bos_token"];
+            const std::string name = bos.is_string() ? bos.get<std::string>()
+                                     : bos.is_object() && bos.contains("content") && bos["content"].is_string()
+                                         ? bos["content"].get<std::string>()
+                                         : std::string();
+            if (!name.empty() && tokenizer->has_token(name)) tokenizer->bos_token_ = name;
+        }
+    }
+    return tokenizer;
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view json, std::string_view label) {

@@ -38,6 +38,8 @@ public:
     std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
 
     int32_t token_id(std::string_view token) const;  // -1 when absent
+    // tokenizer_config.json's bos_token when it is in the vocabulary, else "".
+    const std::string& bos_token() const noexcept { return bos_token_; }
     bool has_token(std::string_view token) const { return token_id(token) >= 0; }
     int64_t vocab_size() const noexcept { return static_cast<int64_t>(id_to_token_.size()); }
 
@@ -62,6 +64,7 @@ private:
     std::vector<TrieNode> trie_[2];  // [normalized]
     std::vector<std::string> id_to_token_;
     std::vector<int32_t> template_prefix_, template_suffix_;  // TemplateProcessing "single"
+    std::string bos_token_;
 };
 
 // Emits text as ids arrive, never a broken UTF-8 sequence (it waits for the rest of one).

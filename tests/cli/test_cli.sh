@@ -30,7 +30,7 @@ expect_one_error_line() {
 
 expect_run "help" 0 --help
 grep -q "inspect" "$work/out" || fail "help lists inspect"
-for command in version inspect generate plan; do
+for command in version inspect generate plan tokenize detokenize; do
     expect_run "$command --help" 0 "$command" --help
     grep -q "usage: unmask $command" "$work/out" || fail "$command --help shows its usage"
     grep -q -- "--json" "$work/out" || fail "$command --help lists --json"
@@ -102,8 +102,31 @@ expect_run "generate bad ids" 2 generate -m "$model" --prompt-ids 1,x
 expect_one_error_line "generate bad ids" "comma-separated token ids"
 expect_run "generate bad policy" 2 generate -m "$model" --prompt-ids 1 --policy greedy
 expect_one_error_line "generate bad policy" "--policy must be"
-expect_run "generate text prompt" 1 generate -m "$model" --prompt "hello"
-expect_one_error_line "generate text prompt" "UNSUPPORTED: text prompts need the tokenizer"
+expect_run "generate text prompt without tokenizer" 1 generate -m "$model" --prompt "hello"
+expect_one_error_line "generate text prompt without tokenizer" "UNSUPPORTED: the model directory has no tokenizer.json"
+chat="$fixtures/good/tiny-chat"
+expect_run "generate --chat" 0 generate -m "$chat" --prompt "hello there" --chat --system "be brief" --gen-length 8 --steps 8 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "generate --chat --json has text"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d["text"], str) and len(d["tokens"]) == 8
+PY
+expect_run "generate text" 0 generate -m "$chat" --prompt "the" --gen-length 4 --steps 4
+expect_run "generate prompt twice" 2 generate -m "$chat" --prompt "a" --prompt-ids 1
+expect_one_error_line "generate prompt twice" "either --prompt TEXT or --prompt-ids"
+
+printf 'the tether h\xc3\xa9llo\n\tok' >"$work/text"
+"$unmask" tokenize --tokenizer "$chat" <"$work/text" >"$work/ids" 2>"$work/err" || fail "tokenize: $(cat "$work/err")"
+grep -q '^\[116,257,256,' "$work/ids" || fail "tokenize merges 'he' and ' t': $(cat "$work/ids")"
+"$unmask" detokenize --tokenizer "$chat/tokenizer.json" <"$work/ids" >"$work/back" 2>"$work/err" || fail "detokenize: $(cat "$work/err")"
+cmp -s "$work/text" "$work/back" || fail "detokenize(tokenize(text)) == text"
+echo '[1, 99999]' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+[ $? -eq 1 ] || fail "detokenize of an unknown id fails"
+expect_one_error_line "detokenize unknown id" "INVALID_ARGUMENT: .*token id 99999"
+echo 'not json' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+expect_one_error_line "detokenize bad input" "not a JSON array"
+expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
+expect_one_error_line "tokenize missing file" "IO: .*does not exist"
 expect_run "generate without model" 2 generate --prompt-ids 1
 expect_one_error_line "generate without model" "missing -m/--model"
 expect_run "plan (not built yet)" 1 plan

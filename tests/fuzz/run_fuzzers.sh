@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 /usr/bin/python3 "$source_dir/tests/fixtures/make_model_fixtures.py" "$work/fixtures" >/dev/null
-mkdir -p "$work/corpus/safetensors" "$work/corpus/config"
+mkdir -p "$work/corpus/safetensors" "$work/corpus/config" "$work/corpus/tokenizer"
 i=0
 while IFS= read -r -d '' file; do
   i=$((i + 1))
@@ -34,6 +34,14 @@ run() {
     return "$rc"
   fi
 }
+# Tokenizer seeds: the fixture tokenizer.json files, and text.
+while IFS= read -r -d '' file; do
+  i=$((i + 1))
+  cp "$file" "$work/corpus/tokenizer/seed-$i"
+done < <(find "$work/fixtures" -name 'tokenizer.json' -print0)
+printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' > "$work/corpus/tokenizer/seed-text"
+
 run fuzz_safetensors "$work/corpus/safetensors"
 run fuzz_model_config "$work/corpus/config"
+run fuzz_tokenizer "$work/corpus/tokenizer"
 echo "fuzzing passed"

@@ -15,6 +15,7 @@
 #include "fixtures.hpp"
 #include "core/utf8.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "unmask.h"
 
 using namespace unmask;
 
@@ -66,4 +67,60 @@ TEST_CASE("streaming decode never emits a broken UTF-8 sequence and adds up to t
         }
         CHECK(streamed == c["decoded"].get<std::string>());
     }
+}
+
+TEST_CASE("the tokenizer C API reports sizes, truncates safely and rejects bad input") {
+    unmask_tokenizer* tokenizer = nullptr;
+    const std::string path = test_data_path("fixtures/good/tiny-chat");
+    REQUIRE(unmask_tokenizer_load(path.c_str(), &tokenizer) == UNMASK_OK);
+    const std::string text = "the tether";
+    int64_t count = -1;
+    REQUIRE(unmask_tokenize(tokenizer, text.data(), int64_t(text.size()), 0, nullptr, 0, &count) == UNMASK_OK);
+    CHECK(count == 7);  // t he Ġt e t he r
+    std::vector<int32_t> ids(2);
+    REQUIRE(unmask_tokenize(tokenizer, text.data(), int64_t(text.size()), 0, ids.data(), 2, &count) == UNMASK_OK);
+    CHECK(count == 7);  // t he Ġt e t he r
+    CHECK(ids == std::vector<int32_t>{116, 257});
+    ids.resize(7);
+    REQUIRE(unmask_tokenize(tokenizer, text.data(), int64_t(text.size()), 0, ids.data(), 7, &count) == UNMASK_OK);
+    char buffer[256];
+    int64_t length = 0;
+    REQUIRE(unmask_detokenize(tokenizer, ids.data(), 7, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
+    CHECK(std::string(buffer, size_t(length)) == text);
+
+    REQUIRE(unmask_tokenize_chat(tokenizer, "sys", "hi", nullptr, 0, &count) == UNMASK_OK);
+    std::vector<int32_t> chat(static_cast<size_t>(count));
+    REQUIRE(unmask_tokenize_chat(tokenizer, "sys", "hi", chat.data(), count, &count) == UNMASK_OK);
+    REQUIRE(unmask_detokenize(tokenizer, chat.data(), count, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
+    CHECK(std::string(buffer, size_t(length)) ==
+          "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+
+    const int32_t bad[] = {5, 100000};
+    CHECK(unmask_detokenize(tokenizer, bad, 2, 0, buffer, sizeof buffer, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("token id 100000") != std::string::npos);
+    CHECK(unmask_tokenize(tokenizer, text.data(), -1, 0, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(unmask_tokenize(nullptr, text.data(), 3, 0, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(unmask_tokenize(tokenizer, text.data(), 3, 2, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
+    unmask_tokenizer_free(tokenizer);
+
+    unmask_tokenizer* none = nullptr;
+    CHECK(unmask_tokenizer_load("/nonexistent/tokenizer.json", &none) == UNMASK_ERR_IO);
+    CHECK(none == nullptr);
+    const std::string broken = test_data_path("fixtures/good/tiny-chat/config.json");  // JSON, not a tokenizer
+    CHECK(unmask_tokenizer_load(broken.c_str(), &none) == UNMASK_ERR_MODEL_FORMAT);
+}
+
+TEST_CASE("a model directory's tokenizer comes with the model") {
+    unmask_model* model = nullptr;
+    const std::string path = test_data_path("fixtures/good/tiny-chat");
+    REQUIRE(unmask_model_load(path.c_str(), nullptr, &model) == UNMASK_OK);
+    const unmask_tokenizer* tokenizer = nullptr;
+    REQUIRE(unmask_model_tokenizer(model, &tokenizer) == UNMASK_OK);
+    CHECK(tokenizer != nullptr);
+    unmask_model_free(model);
+    const std::string plain = test_data_path("fixtures/good/llada");
+    REQUIRE(unmask_model_load(plain.c_str(), nullptr, &model) == UNMASK_OK);
+    REQUIRE(unmask_model_tokenizer(model, &tokenizer) == UNMASK_OK);
+    CHECK(tokenizer == nullptr);
+    unmask_model_free(model);
 }

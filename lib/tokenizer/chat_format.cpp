@@ -1,0 +1,30 @@
+#include "tokenizer/chat_format.hpp"
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+std::string format_chat(const Tokenizer& tokenizer, std::string_view system, std::string_view user) {
+    std::string out;
+    if (tokenizer.has_token("<|im_start|>") && tokenizer.has_token("<|im_end|>")) {
+        if (!system.empty()) out.append("<|im_start|>system\n").append(system).append("<|im_end|>\n");
+        out.append("<|im_start|>user\n").append(user).append("<|im_end|>\n<|im_start|>assistant\n");
+        return out;
+    }
+    if (tokenizer.has_token("<|start_header_id|>") && tokenizer.has_token("<|end_header_id|>") &&
+        tokenizer.has_token("<|eot_id|>")) {
+        out.append(tokenizer.bos_token());  // from tokenizer_config.json: LLaDA's <|startoftext|>, Llama-3's <|begin_of_text|>
+        auto message = [&](std::string_view role, std::string_view content) {
+            out.append("<|start_header_id|>").append(role).append("<|end_header_id|>\n\n").append(content).append("<|eot_id|>");
+        };
+        if (!system.empty()) message("system", system);
+        message("user", user);
+        out.append("<|start_header_id|>assistant<|end_header_id|>\n\n");
+        return out;
+    }
+    fail(Status::unsupported,
+         "the tokenizer has neither ChatML (<|im_start|>) nor LLaMA-3 (<|start_header_id|>) chat tokens; "
+         "format the prompt yourself");
+}
+
+}  // namespace unmask
