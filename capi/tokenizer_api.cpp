@@ -72,6 +72,6 @@ extern "C" unmask_status unmask_detokenize(const unmask_tokenizer* tokenizer, co
         require_one_of(skip_special_tokens, {0, 1}, "skip_special_tokens");
         const std::string decoded = tokenizer->tokenizer->decode(std::span(ids, size_t(count)), skip_special_tokens == 1);
         *length = static_cast<int64_t>(decoded.size());
-        std::memcpy(text, decoded.data(), size_t(std::min<int64_t>(capacity, *length)));
+        if (capacity > 0) std::memcpy(text, decoded.data(), size_t(std::min<int64_t>(capacity, *length)));
     });
 }

@@ -343,7 +343,8 @@ UNMASK_API unmask_status unmask_tokenize_chat(const unmask_tokenizer *tokenizer,
 
 /* Decodes ids to UTF-8 text. Writes up to `capacity` bytes (no terminating NUL) and sets *length
  * to the byte length of the whole text: when *length > capacity, call again with a larger buffer.
- * Errors: INVALID_ARGUMENT for an id outside the vocabulary. */
+ * Ids the tokenizer lacks (a model's padding rows beyond the tokenizer) are skipped, as Hugging
+ * Face's decoder does. Errors: INVALID_ARGUMENT for a negative id. */
 UNMASK_API unmask_status unmask_detokenize(const unmask_tokenizer *tokenizer, const int32_t *ids, int64_t count,
                                            int32_t skip_special_tokens, char *text, int64_t capacity, int64_t *length);
 

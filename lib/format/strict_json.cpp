@@ -12,7 +12,9 @@ nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::strin
     using nlohmann::json;
     std::vector<std::set<std::string>> keys_per_object;  // one set per open object
     std::string duplicate;
-    const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    bool too_deep = false;
+    const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+        if (depth > max_json_depth) too_deep = true;
         switch (event) {
             case json::parse_event_t::object_start: keys_per_object.emplace_back(); break;
             case json::parse_event_t::object_end: keys_per_object.pop_back(); break;
@@ -30,6 +32,7 @@ nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::strin
     } catch (const json::exception& e) {
         fail(Status::model_format, "{}: invalid JSON: {}", label, e.what());
     }
+    if (too_deep) fail(Status::model_format, "{}: nested deeper than {} levels", label, max_json_depth);
     if (!duplicate.empty()) fail(Status::model_format, "{}: duplicate key '{}'", label, duplicate);
     return root;
 }

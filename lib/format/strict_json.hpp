@@ -8,7 +8,12 @@
 
 namespace unmask {
 
-// Throws Error(MODEL_FORMAT) prefixed with `label` on invalid JSON or a duplicate key.
+// Far deeper than any real model file; a hostile file nested deeper would overflow the stack of
+// the recursive code that walks parsed JSON.
+inline constexpr int max_json_depth = 128;
+
+// Throws Error(MODEL_FORMAT) prefixed with `label` on invalid JSON, a duplicate key or nesting
+// deeper than max_json_depth.
 nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label);
 
 }  // namespace unmask

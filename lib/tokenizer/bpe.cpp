@@ -52,7 +52,7 @@ BpeModel::BpeModel(const nlohmann::json& model) {
         if (a < 0 || b < 0 || result < 0)
             fail(Status::model_format, "tokenizer.json: merge {} ('{}' '{}') uses a token outside the vocabulary", rank,
                  left, right);
-        merges_.emplace(pair_key(a, b), Merge{rank++, result});  // the first (best) rank of a pair wins
+        merges_.insert_or_assign(pair_key(a, b), Merge{rank++, result});  // a repeated pair keeps its last rank, as the reference
     }
 }
 
@@ -132,9 +132,7 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out) const {
                 continue;
             }
         }
-        if (unk_ < 0)
-            fail(Status::invalid_argument, "'{}' is not in the vocabulary and the tokenizer has no unknown token",
-                 piece.substr(s.begin, s.end - s.begin));
+        if (unk_ < 0) continue;  // no unknown token: the reference drops the symbol
         if (!(fuse_unk_ && previous_unknown)) out.push_back(unk_);
         previous_unknown = true;
     }

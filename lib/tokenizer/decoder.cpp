@@ -1,8 +1,11 @@
 #include "tokenizer/decoder.hpp"
 
+#include <cctype>
+
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 #include "tokenizer/byte_level.hpp"
+#include "tokenizer/pre_tokenizer.hpp"
 #include "tokenizer/regex.hpp"
 #include "tokenizer/tokenizer_json.hpp"
 
@@ -49,10 +52,9 @@ public:
             run_length = 0;
         };
         for (const auto& token : tokens) {
-            unsigned value = 0;
             if (token.size() == 6 && token.rfind("<0x", 0) == 0 && token[5] == '>' &&
-                std::sscanf(token.c_str() + 3, "%2x", &value) == 1) {
-                run.push_back(static_cast<char>(value));
+                std::isxdigit(static_cast<unsigned char>(token[3])) && std::isxdigit(static_cast<unsigned char>(token[4]))) {
+                run.push_back(static_cast<char>(std::stoi(token.substr(3, 2), nullptr, 16)));
                 ++run_length;
                 continue;
             }
@@ -113,7 +115,7 @@ public:
             const std::string& token = tokens[t];
             for (size_t i = 0; i < token.size();) {
                 if (token.compare(i, replacement_.size(), replacement_) == 0) {
-                    if (!(t == 0 && i == 0 && prepend_)) out.push_back(' ');
+                    if (!(t == 0 && prepend_)) out.push_back(' ');  // the reference drops them all in the first token
                     i += replacement_.size();
                 } else {
                     out.push_back(token[i++]);
@@ -147,13 +149,20 @@ std::unique_ptr<Decoder> make_decoder(const nlohmann::json& config) {
     if (type == "ByteLevel") return std::make_unique<ByteLevel>();
     if (type == "ByteFallback") return std::make_unique<ByteFallback>();
     if (type == "Fuse") return std::make_unique<Fuse>();
-    if (type == "Strip")
-        return std::make_unique<Strip>(json_string(config, "content", "Strip decoder"), config.value("start", size_t{0}),
-                                       config.value("stop", size_t{0}));
+    if (type == "Strip") {
+        const auto bound = [&](const char* key) {
+            const int64_t v = config.value(key, int64_t{0});
+            if (v < 0 || v > 1024) fail(Status::model_format, "tokenizer.json: Strip decoder '{}' {} is outside 0..1024", key, v);
+            return static_cast<size_t>(v);
+        };
+        return std::make_unique<Strip>(single_character(config, "content", " ", "Strip decoder"), bound("start"),
+                                       bound("stop"));
+    }
     if (type == "Replace") return std::make_unique<Replace>(config.at("pattern"), json_string(config, "content", "Replace decoder"));
     if (type == "Metaspace") {
         const std::string scheme = config.value("prepend_scheme", config.value("add_prefix_space", true) ? "always" : "never");
-        return std::make_unique<Metaspace>(config.value("replacement", std::string("\xE2\x96\x81")), scheme != "never");
+        return std::make_unique<Metaspace>(single_character(config, "replacement", "\xE2\x96\x81", "Metaspace decoder"),
+                                           scheme != "never");
     }
     if (type == "Sequence") {
         std::vector<std::unique_ptr<Decoder>> steps;

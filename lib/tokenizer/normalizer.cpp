@@ -85,8 +85,14 @@ class Lowercase final : public Normalizer {
 public:
     void normalize(std::string& text) const override {
         std::string out;
-        for (size_t i = 0; i < text.size();)
-            append_utf8(out, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(next_code_point(text, i)))));
+        for (size_t i = 0; i < text.size();) {
+            const uint32_t cp = next_code_point(text, i);
+            if (cp == 0x130) {  // İ lowercases to two code points (i + combining dot), as Rust's to_lowercase does
+                out.append("i\xCC\x87");
+                continue;
+            }
+            append_utf8(out, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+        }
         text = std::move(out);
     }
 };
@@ -116,7 +122,7 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& config) {
     if (type == "Prepend") return std::make_unique<Prepend>(json_string(config, "prepend", "Prepend normalizer"));
     if (type == "Replace")
         return std::make_unique<Replace>(config.at("pattern"), json_string(config, "content", "Replace normalizer"));
-    if (type == "Strip") return std::make_unique<Strip>(config.value("left", true), config.value("right", true));
+    if (type == "Strip") return std::make_unique<Strip>(config.value("strip_left", true), config.value("strip_right", true));
     if (type == "Lowercase") return std::make_unique<Lowercase>();
     if (type == "Sequence") {
         std::vector<std::unique_ptr<Normalizer>> steps;

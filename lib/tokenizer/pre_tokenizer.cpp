@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "tokenizer/byte_level.hpp"
 #include "tokenizer/regex.hpp"
 #include "tokenizer/tokenizer_json.hpp"
@@ -80,7 +81,7 @@ public:
         : regex_(pattern_regex(c.at("pattern"), "Split pre-tokenizer"), "Split pre-tokenizer"),
           behavior_(parse_behavior(json_string(c, "behavior", "Split pre-tokenizer"))),
           invert_(c.value("invert", false)) {}
-    void split(std::vector<std::string>& pieces) const override {
+    void split(std::vector<std::string>& pieces, bool /*text_start*/) const override {
         std::vector<std::string> out;
         for (const auto& piece : pieces) split_piece(piece, regex_, behavior_, invert_, out);
         pieces = std::move(out);
@@ -97,9 +98,10 @@ public:
     explicit ByteLevel(const nlohmann::json& c) : add_prefix_space_(c.value("add_prefix_space", false)) {
         if (c.value("use_regex", true)) regex_ = std::make_unique<Regex>(gpt2_pattern, "ByteLevel pre-tokenizer");
     }
-    void split(std::vector<std::string>& pieces) const override {
-        if (add_prefix_space_ && !pieces.empty() && !pieces.front().empty() && pieces.front()[0] != ' ')
-            pieces.front().insert(0, " ");
+    void split(std::vector<std::string>& pieces, bool /*text_start*/) const override {
+        if (add_prefix_space_)  // every piece, as the reference splits before adding
+            for (auto& piece : pieces)
+                if (!piece.empty() && piece[0] != ' ') piece.insert(0, " ");
         if (regex_) {
             std::vector<std::string> out;
             for (const auto& piece : pieces) split_piece(piece, *regex_, Behavior::isolated, false, out);
@@ -116,13 +118,14 @@ private:
 class Metaspace final : public PreTokenizer {
 public:
     explicit Metaspace(const nlohmann::json& c)
-        : replacement_(c.value("replacement", std::string("\xE2\x96\x81"))), split_(c.value("split", true)) {
+        : replacement_(single_character(c, "replacement", "\xE2\x96\x81", "Metaspace pre-tokenizer")),
+          split_(c.value("split", true)) {
         // Older files say add_prefix_space; newer ones prepend_scheme (always, first, never).
         const std::string scheme = c.value("prepend_scheme", c.value("add_prefix_space", true) ? "always" : "never");
         prepend_ = scheme != "never";
         first_only_ = scheme == "first";
     }
-    void split(std::vector<std::string>& pieces) const override {
+    void split(std::vector<std::string>& pieces, bool text_start) const override {
         std::vector<std::string> out;
         for (size_t i = 0; i < pieces.size(); ++i) {
             std::string text;
@@ -130,7 +133,8 @@ public:
                 if (c == ' ') text += replacement_;
                 else text.push_back(c);
             }
-            if (prepend_ && (!first_only_ || i == 0) && text.rfind(replacement_, 0) != 0) text.insert(0, replacement_);
+            if (prepend_ && (!first_only_ || (i == 0 && text_start)) && text.rfind(replacement_, 0) != 0)
+                text.insert(0, replacement_);
             if (!split_) {
                 out.push_back(std::move(text));
                 continue;
@@ -155,7 +159,7 @@ class Digits final : public PreTokenizer {
 public:
     explicit Digits(const nlohmann::json& c)
         : regex_(c.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)", "Digits pre-tokenizer") {}
-    void split(std::vector<std::string>& pieces) const override {
+    void split(std::vector<std::string>& pieces, bool /*text_start*/) const override {
         std::vector<std::string> out;
         for (const auto& piece : pieces) split_piece(piece, regex_, Behavior::isolated, false, out);
         pieces = std::move(out);
@@ -168,8 +172,8 @@ private:
 class Sequence final : public PreTokenizer {
 public:
     explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
-    void split(std::vector<std::string>& pieces) const override {
-        for (const auto& step : steps_) step->split(pieces);
+    void split(std::vector<std::string>& pieces, bool text_start) const override {
+        for (const auto& step : steps_) step->split(pieces, text_start);
     }
 
 private:
@@ -177,6 +181,16 @@ private:
 };
 
 }  // namespace
+
+std::string single_character(const nlohmann::json& config, const char* key, const std::string& fallback,
+                             std::string_view where) {
+    const std::string value = config.contains(key) ? json_string(config, key, where) : fallback;
+    size_t i = 0;
+    if (!value.empty()) next_code_point(value, i);
+    if (value.empty() || i != value.size() || find_invalid_utf8(value))
+        fail(Status::model_format, "tokenizer.json: {} '{}' must be exactly one character, got '{}'", where, key, value);
+    return value;
+}
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& config) {
     if (config.is_null()) return nullptr;

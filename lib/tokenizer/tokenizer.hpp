@@ -34,7 +34,7 @@ public:
 
     // Invalid UTF-8 in `text` is replaced by U+FFFD first, as the reference receives it.
     std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
-    // Throws INVALID_ARGUMENT for an id outside the vocabulary.
+    // Ids the tokenizer lacks are skipped (as the reference does); negative ids are INVALID_ARGUMENT.
     std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
 
     int32_t token_id(std::string_view token) const;  // -1 when absent
@@ -45,7 +45,9 @@ public:
 
 private:
     Tokenizer() = default;
-    void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+    // `text_start`: the text begins the input (no added token before it).
+    void encode_text(std::string_view text, bool text_start, std::vector<int32_t>& out) const;
+    void read_post_processor(const nlohmann::json& post, std::string_view label);
     // Splits `text` into plain text and added tokens (longest match first); `normalized` picks
     // which added tokens to look for.
     void split_added(std::string_view text, bool normalized, std::vector<std::pair<std::string, int32_t>>& out) const;

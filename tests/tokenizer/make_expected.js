@@ -52,6 +52,24 @@ function corpus() {
       });
     }
   }
+  // Small hand-made tokenizers for the components the real files do not use (Metaspace's
+  // prepend_scheme "first", Strip and Lowercase normalizers, normalized and single_word added
+  // tokens, Contiguous/MergedWithNext/invert splits, Digits, ByteLevel add_prefix_space, Strip
+  // and Metaspace decoders, TemplateProcessing with a suffix, a Sequence post-processor).
+  const synthetic = path.join(__dirname, 'synthetic');
+  const texts = JSON.parse(fs.readFileSync(path.join(synthetic, 'texts.json'), 'utf8'));
+  for (const name of fs.readdirSync(synthetic).filter((f) => f.endsWith('.json') && f !== 'texts.json').sort()) {
+    const file = path.join(synthetic, name);
+    const tokenizer = Tokenizer.fromFile(file);
+    for (const text of texts) {
+      const plain = (await tokenizer.encode(text, null, { addSpecialTokens: false })).getIds();
+      const special = (await tokenizer.encode(text, null, { addSpecialTokens: true })).getIds();
+      expected.push({
+        tokenizer: name, file, text, ids: plain, ids_with_special: special,
+        decoded: await tokenizer.decode(plain, false), decoded_skip_special: await tokenizer.decode(plain, true),
+      });
+    }
+  }
   fs.writeFileSync(path.join(out, 'expected.json'), JSON.stringify(expected));
   console.log(`wrote ${expected.length} reference cases to ${out}`);
 })().catch((e) => { console.error(e); process.exit(1); });

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "fixtures.hpp"
 #include "core/utf8.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -33,16 +34,17 @@ TEST_CASE("tokenizers match Hugging Face's reference token for token on every co
     std::ifstream in(test_data_path("tokenizers/expected.json"));
     REQUIRE_MESSAGE(in.good(), "run tests/tokenizer/make_expected.js first (ctest does)");
     const auto cases = nlohmann::json::parse(in);
-    REQUIRE(cases.size() == 40);
+    REQUIRE(cases.size() == 40 + 3 * 12);  // 4 real files x 10 corpus files, 3 synthetic files x 12 texts
     std::map<std::string, std::unique_ptr<Tokenizer>> tokenizers;
     for (const auto& c : cases) {
         const std::string family = c["tokenizer"];
-        const std::string corpus = c["corpus"];
+        const std::string corpus = c.value("corpus", c.value("text", ""));
         CAPTURE(family);
         CAPTURE(corpus);
         auto& tokenizer = tokenizers[family];
         if (!tokenizer) tokenizer = Tokenizer::load(c["file"].get<std::string>());
-        const std::string text = read_bytes(test_data_path("tokenizers/corpus/" + corpus));
+        const std::string text = c.contains("corpus") ? read_bytes(test_data_path("tokenizers/corpus/" + corpus))
+                                                      : c["text"].get<std::string>();
         CHECK(tokenizer->encode(text, false) == c["ids"].get<std::vector<int32_t>>());
         CHECK(tokenizer->encode(text, true) == c["ids_with_special"].get<std::vector<int32_t>>());
         const auto ids = c["ids"].get<std::vector<int32_t>>();
@@ -55,7 +57,7 @@ TEST_CASE("streaming decode never emits a broken UTF-8 sequence and adds up to t
     std::ifstream in(test_data_path("tokenizers/expected.json"));
     const auto cases = nlohmann::json::parse(in);
     for (const auto& c : cases) {
-        if (c["corpus"] != "emoji_and_marks" && c["corpus"] != "cjk") continue;
+        if (c.value("corpus", "") != "emoji_and_marks" && c.value("corpus", "") != "cjk") continue;
         CAPTURE(c["tokenizer"].get<std::string>());
         const auto tokenizer = Tokenizer::load(c["file"].get<std::string>());
         StreamDecoder stream(*tokenizer, false);
@@ -67,6 +69,27 @@ TEST_CASE("streaming decode never emits a broken UTF-8 sequence and adds up to t
         }
         CHECK(streamed == c["decoded"].get<std::string>());
     }
+}
+
+TEST_CASE("hostile tokenizer files are refused with a clear status") {
+    const std::string base = R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, )";
+    auto status_of = [](const std::string& json) {
+        try {
+            Tokenizer::parse(json, "t");
+        } catch (const Error& e) {
+            return std::make_pair(e.status(), std::string(e.what()));
+        }
+        return std::make_pair(Status::ok, std::string());
+    };
+    CHECK(status_of(base + R"("decoder": {"type": "Metaspace", "replacement": ""}})").second.find("exactly one character") !=
+          std::string::npos);
+    CHECK(status_of(base + R"("decoder": {"type": "Strip", "content": " ", "start": -1}})").first == Status::model_format);
+    CHECK(status_of(base + R"("normalizer": )" + std::string(500, '[') + std::string(500, ']') + "}").second.find("nested deeper") !=
+          std::string::npos);
+    CHECK(status_of(R"({"model": {"type": "BPE", "vocab": {"a": 2000000000}, "merges": []}})").first == Status::model_format);
+    CHECK(status_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").first == Status::unsupported);
+    CHECK(status_of(base + R"("pre_tokenizer": {"type": "Whitespace"}})").second.find("'Whitespace' is not supported") !=
+          std::string::npos);
 }
 
 TEST_CASE("the tokenizer C API reports sizes, truncates safely and rejects bad input") {
@@ -95,9 +118,12 @@ TEST_CASE("the tokenizer C API reports sizes, truncates safely and rejects bad i
     CHECK(std::string(buffer, size_t(length)) ==
           "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 
-    const int32_t bad[] = {5, 100000};
-    CHECK(unmask_detokenize(tokenizer, bad, 2, 0, buffer, sizeof buffer, &length) == UNMASK_ERR_INVALID_ARGUMENT);
-    CHECK(std::string(unmask_last_error()).find("token id 100000") != std::string::npos);
+    const int32_t beyond[] = {116, 100000, 257};  // ids the tokenizer lacks are skipped
+    REQUIRE(unmask_detokenize(tokenizer, beyond, 3, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
+    CHECK(std::string(buffer, size_t(length)) == "the");
+    const int32_t negative[] = {5, -1};
+    CHECK(unmask_detokenize(tokenizer, negative, 2, 0, buffer, sizeof buffer, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("token id -1 is negative") != std::string::npos);
     CHECK(unmask_tokenize(tokenizer, text.data(), -1, 0, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(unmask_tokenize(nullptr, text.data(), 3, 0, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(unmask_tokenize(tokenizer, text.data(), 3, 2, nullptr, 0, &count) == UNMASK_ERR_INVALID_ARGUMENT);
