@@ -9,6 +9,24 @@
 using namespace unmask;
 using namespace unmask::capi;
 
+namespace {
+
+// A caller's array: a negative length, or NULL with a positive length, is INVALID_ARGUMENT.
+void require_array(const void* data, int64_t length, const char* data_name, const char* length_name) {
+    if (length < 0) fail(Status::invalid_argument, "{} must not be negative, got {}", length_name, length);
+    if (length > 0) require_not_null(data, data_name);
+}
+
+// Writes as much of [source, source + size) as fits into the caller's buffer and reports the
+// full size, so the caller can size a second call.
+template <typename T>
+void write_sized(const T* source, size_t size, T* buffer, int64_t capacity, int64_t* size_out) {
+    *size_out = static_cast<int64_t>(size);
+    if (capacity > 0) std::memcpy(buffer, source, size_t(std::min<int64_t>(capacity, *size_out)) * sizeof(T));
+}
+
+}  // namespace
+
 extern "C" unmask_status unmask_tokenizer_load(const char* path, unmask_tokenizer** out_tokenizer) {
     return guarded(__func__, [&] {
         require_not_null(out_tokenizer, "out_tokenizer");
@@ -34,14 +52,11 @@ extern "C" unmask_status unmask_tokenize(const unmask_tokenizer* tokenizer, cons
     return guarded(__func__, [&] {
         require_not_null(tokenizer, "tokenizer");
         require_not_null(count, "count");
-        if (text_length < 0) fail(Status::invalid_argument, "text_length must not be negative, got {}", text_length);
-        if (text_length > 0) require_not_null(text, "text");
-        if (capacity < 0) fail(Status::invalid_argument, "capacity must not be negative, got {}", capacity);
-        if (capacity > 0) require_not_null(ids, "ids");
+        require_array(text, text_length, "text", "text_length");
+        require_array(ids, capacity, "ids", "capacity");
         require_one_of(add_special_tokens, {0, 1}, "add_special_tokens");
         const auto encoded = tokenizer->tokenizer->encode(std::string_view(text, size_t(text_length)), add_special_tokens == 1);
-        *count = static_cast<int64_t>(encoded.size());
-        std::copy_n(encoded.begin(), std::min<int64_t>(capacity, *count), ids);
+        write_sized(encoded.data(), encoded.size(), ids, capacity, count);
     });
 }
 
@@ -51,12 +66,10 @@ extern "C" unmask_status unmask_tokenize_chat(const unmask_tokenizer* tokenizer,
         require_not_null(tokenizer, "tokenizer");
         require_not_null(user, "user");
         require_not_null(count, "count");
-        if (capacity < 0) fail(Status::invalid_argument, "capacity must not be negative, got {}", capacity);
-        if (capacity > 0) require_not_null(ids, "ids");
+        require_array(ids, capacity, "ids", "capacity");
         const std::string prompt = format_chat(*tokenizer->tokenizer, system ? system : "", user);
         const auto encoded = tokenizer->tokenizer->encode(prompt, false);
-        *count = static_cast<int64_t>(encoded.size());
-        std::copy_n(encoded.begin(), std::min<int64_t>(capacity, *count), ids);
+        write_sized(encoded.data(), encoded.size(), ids, capacity, count);
     });
 }
 
@@ -65,13 +78,10 @@ extern "C" unmask_status unmask_detokenize(const unmask_tokenizer* tokenizer, co
     return guarded(__func__, [&] {
         require_not_null(tokenizer, "tokenizer");
         require_not_null(length, "length");
-        if (count < 0) fail(Status::invalid_argument, "count must not be negative, got {}", count);
-        if (count > 0) require_not_null(ids, "ids");
-        if (capacity < 0) fail(Status::invalid_argument, "capacity must not be negative, got {}", capacity);
-        if (capacity > 0) require_not_null(text, "text");
+        require_array(ids, count, "ids", "count");
+        require_array(text, capacity, "text", "capacity");
         require_one_of(skip_special_tokens, {0, 1}, "skip_special_tokens");
         const std::string decoded = tokenizer->tokenizer->decode(std::span(ids, size_t(count)), skip_special_tokens == 1);
-        *length = static_cast<int64_t>(decoded.size());
-        if (capacity > 0) std::memcpy(text, decoded.data(), size_t(std::min<int64_t>(capacity, *length)));
+        write_sized(decoded.data(), decoded.size(), text, capacity, length);
     });
 }
