@@ -1,6 +1,7 @@
 // The Backend interface: what the one forward pass needs from a device. Activations are fp32
-// buffers the backend allocates; weights are the model's (in their stored dtype). The CPU backend
-// is the reference every other backend is checked against.
+// buffers the backend allocates, every byte charged to its memory ledger (the tracking
+// allocator); weights are the model's (in their stored dtype). The CPU backend is the reference
+// every other backend is checked against.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cpu/candidates.hpp"
+#include "memory/memory_ledger.hpp"
 #include "model/model.hpp"
 
 namespace unmask {
@@ -29,6 +31,16 @@ public:
 private:
     std::shared_ptr<void> memory_;
     size_t bytes_ = 0;
+};
+
+// What an allocation of `bytes` really takes: 64-byte granules, at least one.
+constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 64 ? 64 : (bytes + 63) / 64 * 64; }
+
+// The largest work the backend's own per-thread workspace (attention scores, packed panels,
+// sampling buffers) must serve: sequences of up to `sequence_length` keys, `vocab` logits per row.
+struct WorkspaceLimits {
+    int64_t sequence_length = 0;
+    int64_t vocab = 0;
 };
 
 // One sequence's rows within a packed batch of activations.
@@ -61,7 +73,11 @@ public:
     virtual ~Backend() = default;
     virtual const char* name() const noexcept = 0;
 
+    // Throws Error(OUT_OF_BUDGET) when the ledger cannot take allocation_bytes(bytes).
     virtual DeviceBuffer allocate(size_t bytes) = 0;
+    // Sizes the per-thread workspace for `limits` up front and charges it to the ledger; work
+    // beyond the limits is refused rather than grown into untracked memory.
+    virtual void reserve_workspace(const WorkspaceLimits& limits) = 0;
     virtual void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) = 0;
     virtual void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) = 0;
 
@@ -96,7 +112,11 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
 
-// The CPU backend with `threads` threads (>= 1).
+// The CPU backend with `threads` threads (>= 1), charging `memory`, which must outlive it.
+std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
+// The same with a ledger of its own and no limit (tests, benchmarks).
 std::unique_ptr<Backend> make_cpu_backend(int threads);
+// The bytes reserve_workspace charges on a CPU backend of `threads` threads.
+uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits);
 
 }  // namespace unmask

@@ -6,11 +6,16 @@
 #include "core/error.hpp"
 
 namespace unmask {
+namespace {
+thread_local int current_worker = 0;
+}
+
+int ThreadPool::worker_index() noexcept { return current_worker; }
 
 ThreadPool::ThreadPool(int threads) {
     if (threads < 1 || threads > 1024) fail(Status::invalid_argument, "thread count {} is outside 1..1024", threads);
     try {
-        for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+        for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work_loop(i); });
     } catch (const std::system_error& e) {
         stop_workers();  // the threads that did start must be joined before the vector goes away
         fail(Status::out_of_budget, "cannot start {} threads: {}", threads, e.what());
@@ -49,7 +54,8 @@ void ThreadPool::run_tasks() {
     }
 }
 
-void ThreadPool::work_loop() {
+void ThreadPool::work_loop(int index) {
+    current_worker = index;
     uint64_t seen = 0;
     for (;;) {
         {
@@ -64,6 +70,11 @@ void ThreadPool::work_loop() {
 
 void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>& task) {
     if (tasks <= 0) return;
+    // The caller is worker 0 for the loop's duration (it may be another pool's worker).
+    struct CallerIndex {
+        int saved = std::exchange(current_worker, 0);
+        ~CallerIndex() { current_worker = saved; }
+    } caller_index;
     if (workers_.empty() || tasks == 1) {
         for (int64_t i = 0; i < tasks; ++i) task(i);
         return;

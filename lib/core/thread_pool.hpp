@@ -23,13 +23,17 @@ public:
 
     int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
 
+    // Inside a task: which of the pool's threads runs it, in [0, size()) (0: the caller), so a
+    // task can use per-thread buffers allocated up front.
+    static int worker_index() noexcept;
+
     // Runs task(i) for i in [0, tasks) and returns when all are done; if tasks threw, rethrows the
     // first exception after every task has finished. Not reentrant: a task must not call
     // parallel_for on the same pool.
     void parallel_for(int64_t tasks, const std::function<void(int64_t)>& task);
 
 private:
-    void work_loop();
+    void work_loop(int index);
     void run_tasks();
     void stop_workers() noexcept;
 

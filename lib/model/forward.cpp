@@ -6,16 +6,14 @@
 #include "core/error.hpp"
 
 namespace unmask {
-namespace {
 
-// Output rows go through the LM head and the candidates step this many at a time, so the
-// [rows, vocab] logits never exist whole for long sequences.
-constexpr int64_t output_chunk = 128;
-
-}  // namespace
-
-Forward::Forward(const Model& model, Backend& backend) : spec_(model.spec()), backend_(backend) {
+Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limits)
+    : spec_(model.spec()), backend_(backend), limits_(limits) {
     if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
+    if (limits.tokens < 1 || limits.tokens > INT32_MAX || limits.sequence_length < 1 ||
+        limits.sequence_length > spec_.max_sequence_length)
+        fail(Status::invalid_argument, "forward limits of {} tokens and sequences of {} are outside 1..{}",
+             limits.tokens, limits.sequence_length, spec_.max_sequence_length);
     layers_.resize(static_cast<size_t>(spec_.layers));
     for (auto& layer : layers_) {
         layer = LayerWeights{};
@@ -60,24 +58,32 @@ Forward::Forward(const Model& model, Backend& backend) : spec_(model.spec()), ba
     }
     if (lm_head_ == nullptr) lm_head_ = embedding_;  // tied embeddings
     if (embedding_ == nullptr || final_norm_ == nullptr) fail(Status::internal, "model binding lacks embedding or final norm");
+
+    const RunStateSizes sizes = run_state_sizes(spec_, limits);
+    auto allocate = [&](uint64_t bytes) { return bytes == 0 ? DeviceBuffer() : backend_.allocate(bytes); };
+    state_ = RunState{allocate(sizes.token_ids), allocate(sizes.token_positions), allocate(sizes.x),
+                      allocate(sizes.normed), allocate(sizes.q), allocate(sizes.k), allocate(sizes.v),
+                      allocate(sizes.attended), allocate(sizes.projected), allocate(sizes.gate), allocate(sizes.up),
+                      allocate(sizes.router_logits), allocate(sizes.chosen_experts), allocate(sizes.expert_weights),
+                      allocate(sizes.expert_rows), allocate(sizes.expert_scales), allocate(sizes.expert_input),
+                      allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
+                      allocate(sizes.logits)};
+    backend_.reserve_workspace({limits.sequence_length, spec_.embedding_rows});
 }
 
 void Forward::mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out) {
     const int64_t width = gate.shape[0];
-    DeviceBuffer g = backend_.allocate(size_t(rows * width) * sizeof(float));
-    DeviceBuffer u = backend_.allocate(size_t(rows * width) * sizeof(float));
-    backend_.matmul(x, rows, gate, nullptr, g.floats());
-    backend_.matmul(x, rows, up, nullptr, u.floats());
-    backend_.swiglu(g.floats(), u.floats(), rows * width);
-    backend_.matmul(g.floats(), rows, down, nullptr, out);
+    float* g = state_.gate.floats();
+    backend_.matmul(x, rows, gate, nullptr, g);
+    backend_.matmul(x, rows, up, nullptr, state_.up.floats());
+    backend_.swiglu(g, state_.up.floats(), rows * width);
+    backend_.matmul(g, rows, down, nullptr, out);
 }
 
 void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual) {
     const int64_t d = spec_.hidden_size, k = spec_.experts_per_token, experts = spec_.experts;
-    DeviceBuffer logits = backend_.allocate(size_t(rows * experts) * sizeof(float));
+    const DeviceBuffer &logits = state_.router_logits, &chosen = state_.chosen_experts, &weights = state_.expert_weights;
     backend_.matmul(x, rows, *layer.router, nullptr, logits.floats());
-    DeviceBuffer chosen = backend_.allocate(size_t(rows * k) * sizeof(int32_t));
-    DeviceBuffer weights = backend_.allocate(size_t(rows * k) * sizeof(float));
     const RouterParams params{experts, k, spec_.router_score, spec_.norm_topk_prob, spec_.routed_scaling_factor,
                               layer.router_bias};
     backend_.route(logits.floats(), rows, params, chosen.ints(), weights.floats());
@@ -99,21 +105,19 @@ void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float
         const auto& ids = token_rows[size_t(e)];
         const auto count = static_cast<int64_t>(ids.size());
         if (count == 0) continue;
-        DeviceBuffer index = backend_.allocate(ids.size() * sizeof(int32_t));
-        DeviceBuffer scale = backend_.allocate(ids.size() * sizeof(float));
+        DeviceBuffer &index = state_.expert_rows, &scale = state_.expert_scales;
+        const DeviceBuffer &input = state_.expert_input, &output = state_.expert_output;
         backend_.copy_to_device(index, ids.data(), ids.size() * sizeof(int32_t));
         backend_.copy_to_device(scale, token_scales[size_t(e)].data(), ids.size() * sizeof(float));
-        DeviceBuffer input = backend_.allocate(size_t(count * d) * sizeof(float));
-        DeviceBuffer output = backend_.allocate(size_t(count * d) * sizeof(float));
         backend_.gather_rows(x, d, index.ints(), count, input.floats());
         mlp(*layer.expert_gate[size_t(e)], *layer.expert_up[size_t(e)], *layer.expert_down[size_t(e)], input.floats(),
             count, output.floats());
         backend_.scatter_add_rows(residual, d, index.ints(), scale.floats(), count, output.floats());
     }
     if (layer.shared_gate != nullptr) {
-        DeviceBuffer shared = backend_.allocate(size_t(rows * d) * sizeof(float));
-        mlp(*layer.shared_gate, *layer.shared_up, *layer.shared_down, x, rows, shared.floats());
-        backend_.add(residual, shared.floats(), rows * d);
+        float* shared = state_.expert_output.floats();
+        mlp(*layer.shared_gate, *layer.shared_up, *layer.shared_down, x, rows, shared);
+        backend_.add(residual, shared, rows * d);
     }
 }
 
@@ -146,8 +150,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         const ForwardSequence& seq = batch[s];
         const auto length = static_cast<int64_t>(seq.tokens.size());
         if (length == 0) fail(Status::invalid_argument, "sequence {} of the batch is empty", s);
-        if (length > spec_.max_sequence_length)
-            fail(Status::too_long, "sequence {} has {} tokens; the model allows {}", s, length, spec_.max_sequence_length);
+        if (length > limits_.sequence_length)
+            fail(Status::too_long, "sequence {} has {} tokens; this forward was sized for {}", s, length,
+                 limits_.sequence_length);
         if (!want_logits && seq.sampling == nullptr)
             fail(Status::invalid_argument, "sequence {} asks for candidates without sampling parameters", s);
         const bool guided = seq.cfg_scale > 0;
@@ -173,21 +178,16 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
             for (int32_t p : seq.output_positions) add_output(p);
     }
     const auto tokens = static_cast<int64_t>(ids.size());
+    if (tokens > limits_.tokens)
+        fail(Status::too_long, "the batch has {} tokens; this forward was sized for {}", tokens, limits_.tokens);
 
-    DeviceBuffer token_ids = backend_.allocate(ids.size() * sizeof(int32_t));
-    DeviceBuffer token_positions = backend_.allocate(positions.size() * sizeof(int32_t));
+    DeviceBuffer &token_ids = state_.token_ids, &token_positions = state_.token_positions;
     backend_.copy_to_device(token_ids, ids.data(), ids.size() * sizeof(int32_t));
     backend_.copy_to_device(token_positions, positions.data(), positions.size() * sizeof(int32_t));
 
-    // The run state: every activation of one layer, allocated once per forward.
     const auto f = sizeof(float);
-    DeviceBuffer x = backend_.allocate(size_t(tokens * d) * f);
-    DeviceBuffer normed = backend_.allocate(size_t(tokens * d) * f);
-    DeviceBuffer q = backend_.allocate(size_t(tokens * heads * hd) * f);
-    DeviceBuffer k = backend_.allocate(size_t(tokens * kv_heads * hd) * f);
-    DeviceBuffer v = backend_.allocate(size_t(tokens * kv_heads * hd) * f);
-    DeviceBuffer attended = backend_.allocate(size_t(tokens * heads * hd) * f);
-    DeviceBuffer projected = backend_.allocate(size_t(tokens * d) * f);
+    const DeviceBuffer &x = state_.x, &normed = state_.normed, &q = state_.q, &k = state_.k, &v = state_.v,
+                       &attended = state_.attended, &projected = state_.projected;
 
     const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
                         spec_.rope_style == RopeStyle::interleaved};
@@ -223,10 +223,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     const auto outputs = static_cast<int64_t>(output_rows.size());
     if (want_logits) output.logits.resize(size_t(outputs * vocab));
     else output.candidates.resize(size_t(outputs));
-    const int64_t chunk = std::min(outputs, output_chunk);
-    DeviceBuffer rows = backend_.allocate(size_t(2 * chunk) * sizeof(int32_t));
-    DeviceBuffer gathered = backend_.allocate(size_t(2 * chunk * d) * f);
-    DeviceBuffer logits = backend_.allocate(size_t(2 * chunk * vocab) * f);
+    const int64_t chunk = std::min(outputs, output_chunk_rows);
+    DeviceBuffer& rows = state_.output_rows;
+    const DeviceBuffer &gathered = state_.gathered, &logits = state_.logits;
     for (int64_t begin = 0; begin < outputs; begin += chunk) {
         const int64_t count = std::min(chunk, outputs - begin);
         // Rows [0, count) are the outputs; with guidance, rows [count, 2 count) their unconditional twins.

@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "model/model.hpp"
+#include "model/run_state.hpp"
 
 namespace unmask {
 
@@ -30,10 +31,15 @@ struct ForwardOutput {
 
 class Forward {
 public:
-    Forward(const Model& model, Backend& backend);
+    // Allocates the run state for forwards up to `limits` (and the backend's workspace) on the
+    // backend, charged to its ledger: OUT_OF_BUDGET when it does not fit.
+    Forward(const Model& model, Backend& backend, const ForwardLimits& limits);
 
-    // Throws INVALID_ARGUMENT for token ids or positions out of range, an empty batch or sequence.
+    // Throws INVALID_ARGUMENT for token ids or positions out of range, an empty batch or sequence,
+    // TOO_LONG for a batch beyond the limits.
     ForwardOutput run(std::span<const ForwardSequence> batch, bool want_logits);
+
+    const ForwardLimits& limits() const noexcept { return limits_; }
 
 private:
     struct LayerWeights {
@@ -44,11 +50,20 @@ private:
         const Weight *shared_gate, *shared_up, *shared_down;  // optional shared expert
     };
 
+    struct RunState {
+        DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
+        DeviceBuffer router_logits, chosen_experts, expert_weights, expert_rows, expert_scales, expert_input,
+            expert_output;
+        DeviceBuffer output_rows, gathered, logits;
+    };
+
     void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
     void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
 
     const ModelSpec& spec_;
     Backend& backend_;
+    ForwardLimits limits_;
+    RunState state_;
     const Weight* embedding_ = nullptr;
     const Weight* final_norm_ = nullptr;
     const Weight* lm_head_ = nullptr;

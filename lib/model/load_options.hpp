@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/logging.hpp"
+#include "memory/memory_ledger.hpp"
 
 namespace unmask {
 
@@ -22,6 +23,9 @@ struct LoadOptions {
     bool metadata_only = false;  // read headers and bind shapes; touch no tensor data
     Logger logger;
     ProgressFn progress;
+    // The device's ledger: the weights are reserved in it before any is read (OUT_OF_BUDGET when
+    // they do not fit) and held until the model is freed. Null: not tracked. Must outlive the model.
+    MemoryLedger* memory = nullptr;
 };
 
 }  // namespace unmask

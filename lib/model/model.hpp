@@ -15,6 +15,7 @@
 #include "model/architecture.hpp"
 #include "model/load_options.hpp"
 #include "model/model_spec.hpp"
+#include "memory/memory_ledger.hpp"
 
 namespace unmask {
 
@@ -62,6 +63,7 @@ private:
     ModelDescription description_;
     std::vector<Weight> weights_;
     std::map<std::string, size_t> index_;
+    Reservation memory_;                                       // the weights' bytes, released last
     TensorCatalog catalog_;                                    // keeps the mapped files alive
     std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;  // converted or realigned weights
     bool has_data_ = false;
@@ -70,6 +72,9 @@ private:
 // Loads a Hugging Face model directory: config.json, the safetensors weights, the checksum
 // manifest. Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED) naming what was wrong.
 std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options);
+
+// The dtype a weight stored as `file_dtype` has in memory at `precision`.
+DType loaded_dtype(Precision precision, DType file_dtype) noexcept;
 
 // config.json -> ModelSpec, without opening any weight file.
 ModelSpec read_model_config(const std::filesystem::path& directory);

@@ -30,16 +30,6 @@ void require_model_directory(const std::filesystem::path& directory) {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
-DType target_dtype(Precision precision, DType file_dtype) {
-    switch (precision) {
-        case Precision::fp32: return DType::f32;
-        case Precision::bf16: return DType::bf16;
-        case Precision::fp16: return DType::f16;
-        case Precision::automatic: break;
-    }
-    return file_dtype;
-}
-
 template <DType D>
 float load_element(const uint8_t* p) {
     if constexpr (D == DType::f32) {
@@ -128,6 +118,16 @@ ModelSpec read_model_config(const std::filesystem::path& directory) {
     return read_model_spec(ConfigReader(root, "config.json"));
 }
 
+DType loaded_dtype(Precision precision, DType file_dtype) noexcept {
+    switch (precision) {
+        case Precision::fp32: return DType::f32;
+        case Precision::bf16: return DType::bf16;
+        case Precision::fp16: return DType::f16;
+        case Precision::automatic: break;
+    }
+    return file_dtype;
+}
+
 std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options) {
     if (options.backend == BackendKind::cuda)
         fail(Status::unsupported, "the CUDA backend is not implemented yet; load with the CPU backend");
@@ -194,6 +194,15 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
         options.logger.info("verified {} file(s) against {}", manifest.size(), checksum_manifest_name);
     }
 
+    if (options.memory != nullptr && !options.metadata_only) {
+        uint64_t weight_bytes = 0;
+        for (const ExpectedTensor& want : expected) {
+            const TensorInfo& info = *catalog.find(want.name)->info;
+            weight_bytes += info.elements * dtype_size(loaded_dtype(options.precision, info.dtype));
+        }
+        model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", directory.string()));
+    }
+
     // Materialise the weights: zero-copy from the map when dtype and alignment allow.
     uint64_t done = verify_bytes;
     ModelDescription& description = model->description_;
@@ -207,7 +216,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
         weight.expert = want.expert;
         weight.component = component_of(want.role);
         weight.file_dtype = entry.info->dtype;
-        weight.dtype = target_dtype(options.precision, entry.info->dtype);
+        weight.dtype = loaded_dtype(options.precision, entry.info->dtype);
         weight.shape = want.shape;
         weight.elements = entry.info->elements;
         loaded_dtypes.insert(weight.dtype);

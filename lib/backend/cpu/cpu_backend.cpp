@@ -36,16 +36,57 @@ k::WeightVector vector(const Weight& w) { return {w.data, element_type(w.dtype),
 constexpr int64_t row_chunk = 32;        // rows per task for row-wise ops
 constexpr int64_t attention_tile = 256;  // query rows per attention task (scores: tile x keys floats)
 
+// What one thread reuses across calls, sized by reserve_workspace.
+struct WorkerScratch {
+    k::AttentionScratch attention;
+    k::CandidateScratch candidates;
+    std::vector<float> panel;  // matmul's packed weight panel
+};
+
+// Floats of one WorkerScratch for `limits`: attention scores and panel, the matmul panel, the
+// scaled and sorted logits of one row.
+uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
+    return uint64_t(attention_tile * limits.sequence_length) + 2 * k::matmul_scratch_floats() + 2 * uint64_t(limits.vocab);
+}
+
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(int threads) : pool_(threads) {}
+    CpuBackend(int threads, MemoryLedger& memory) : memory_(memory), pool_(threads), scratch_(size_t(pool_.size())) {}
+    CpuBackend(int threads, std::unique_ptr<MemoryLedger> own_memory)
+        : own_memory_(std::move(own_memory)), memory_(*own_memory_), pool_(threads), scratch_(size_t(pool_.size())) {}
+    ~CpuBackend() override { memory_.discharge(workspace_bytes_); }
 
     const char* name() const noexcept override { return "cpu"; }
 
     DeviceBuffer allocate(size_t bytes) override {
-        void* memory = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
-        if (memory == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes of activations", bytes);
-        return DeviceBuffer(std::shared_ptr<void>(memory, std::free), bytes);
+        const uint64_t size = allocation_bytes(bytes);
+        memory_.charge(size, "an activation buffer");
+        void* memory = std::aligned_alloc(64, size);
+        if (memory == nullptr) {
+            memory_.discharge(size);
+            fail(Status::out_of_budget, "the system refused {} bytes of activations", size);
+        }
+        MemoryLedger* ledger = &memory_;
+        return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, size](void* p) {
+                                std::free(p);
+                                ledger->discharge(size);
+                            }),
+                            bytes);
+    }
+
+    void reserve_workspace(const WorkspaceLimits& limits) override {
+        const uint64_t wanted = cpu_workspace_bytes(pool_.size(), limits);
+        if (wanted <= workspace_bytes_) return;
+        memory_.charge(wanted - workspace_bytes_, "the CPU backend's workspace");
+        workspace_bytes_ = wanted;
+        limits_ = limits;
+        for (WorkerScratch& s : scratch_) {
+            s.attention.scores.reserve(size_t(attention_tile * limits.sequence_length));
+            s.attention.panel.reserve(k::matmul_scratch_floats());
+            s.panel.resize(k::matmul_scratch_floats());
+            s.candidates.scaled.reserve(size_t(limits.vocab));
+            s.candidates.sorted.reserve(size_t(limits.vocab));
+        }
     }
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
         std::memcpy(destination.floats(), source, bytes);
@@ -73,11 +114,10 @@ public:
         const auto m = matrix(w);
         const int64_t blocks = (m.rows + k::matmul_column_block - 1) / k::matmul_column_block;
         pool_.parallel_for(blocks, [&](int64_t block) {
-            thread_local std::vector<float> panel;
-            panel.resize(k::matmul_scratch_floats());
+            float* panel = worker().panel.data();
             const int64_t begin = block * k::matmul_column_block;
             const int64_t end = std::min(m.rows, begin + k::matmul_column_block);
-            k::matmul_columns(x, m.cols, rows, m, begin, end, out, m.rows, panel.data());
+            k::matmul_columns(x, m.cols, rows, m, begin, end, out, m.rows, panel);
         });
         if (bias != nullptr) {
             const auto b = vector(*bias);
@@ -102,13 +142,17 @@ public:
             int64_t sequence, head, q_begin, q_end;
         };
         std::vector<Task> tasks;
+        for (const SequenceRows& seq : sequences)
+            if (seq.rows > limits_.sequence_length)
+                fail(Status::internal, "attention over {} keys exceeds the workspace reserved for {}", seq.rows,
+                     limits_.sequence_length);
         for (size_t s = 0; s < sequences.size(); ++s)
             for (int64_t h = 0; h < params.heads; ++h)
                 for (int64_t q0 = 0; q0 < sequences[s].rows; q0 += attention_tile)
                     tasks.push_back({static_cast<int64_t>(s), h, q0, std::min(sequences[s].rows, q0 + attention_tile)});
         const int64_t q_stride = params.heads * params.head_dim, kv_stride = params.kv_heads * params.head_dim;
         pool_.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
-            thread_local k::AttentionScratch scratch;
+            k::AttentionScratch& scratch = worker().attention;
             const Task& t = tasks[static_cast<size_t>(i)];
             const SequenceRows& seq = sequences[static_cast<size_t>(t.sequence)];
             const k::AttentionShape shape{seq.rows, seq.rows, params.heads, params.kv_heads, params.head_dim,
@@ -192,24 +236,43 @@ public:
 
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override {
+        if (vocab > limits_.vocab)
+            fail(Status::internal, "{} logits per row exceed the workspace reserved for {}", vocab, limits_.vocab);
         pool_.parallel_for(rows, [&](int64_t r) {
-            thread_local k::CandidateScratch scratch;
-            out[r] = k::logits_to_candidate(logits + r * vocab, vocab, positions[r], *params[size_t(r)], scratch);
+            out[r] = k::logits_to_candidate(logits + r * vocab, vocab, positions[r], *params[size_t(r)],
+                                            worker().candidates);
         });
     }
 
 private:
+    WorkerScratch& worker() { return scratch_[size_t(ThreadPool::worker_index())]; }
+
     template <typename Body>
     void for_row_chunks(int64_t rows, const Body& body, int64_t chunk = row_chunk) {
         const int64_t tasks = (rows + chunk - 1) / chunk;
         pool_.parallel_for(tasks, [&](int64_t t) { body(t * chunk, std::min(rows, (t + 1) * chunk)); });
     }
 
+    std::unique_ptr<MemoryLedger> own_memory_;
+    MemoryLedger& memory_;
     ThreadPool pool_;
+    std::vector<WorkerScratch> scratch_;  // one per pool thread
+    WorkspaceLimits limits_;
+    uint64_t workspace_bytes_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
+    return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
+    return std::make_unique<CpuBackend>(threads, memory);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+    return std::make_unique<CpuBackend>(threads, std::make_unique<MemoryLedger>("cpu", UINT64_MAX));
+}
 
 }  // namespace unmask

@@ -1,0 +1,57 @@
+#include "memory/batch_memory.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span<const SequenceShape> sequences,
+                          BackendKind backend, int threads) {
+    uint64_t state_bytes = 0;
+    int64_t all_rows = 0, widest_rows = 0, longest = 0;
+    const SequenceShape* longest_sequence = nullptr;
+    for (const SequenceShape& s : sequences) {
+        state_bytes += sequence_state_bytes(spec, s.length, s.options, backend);
+        const int64_t rows = forward_rows(s.length, s.options);
+        all_rows += rows;
+        widest_rows = std::max(widest_rows, rows);
+        if (s.length > longest) {
+            longest = s.length;
+            longest_sequence = &s;
+        }
+    }
+    if (longest_sequence == nullptr) fail(Status::internal, "reserve_batch() without sequences");
+    auto scratch_for = [&](int64_t rows) { return scratch_bytes(spec, {rows, longest}, backend, threads); };
+    const uint64_t available = device.available();
+    // Every sequence in one forward if possible, else the most rows per forward that fit.
+    int64_t rows = all_rows;
+    if (state_bytes + scratch_for(rows) > available) {
+        int64_t low = widest_rows, high = all_rows - 1;
+        rows = state_bytes + scratch_for(low) <= available ? low : 0;
+        while (rows != 0 && low < high) {
+            const int64_t middle = low + (high - low + 1) / 2;
+            if (state_bytes + scratch_for(middle) <= available) low = middle;
+            else high = middle - 1;
+            rows = low;
+        }
+    }
+    if (rows == 0) {
+        const int64_t fitting = longest_fitting_sequence(spec, available, longest_sequence->options, backend, threads);
+        fail(Status::out_of_budget,
+             "{} sequence(s) of up to {} positions need {} bytes of state and at least {} of scratch, but {} has {} of "
+             "its {} bytes left; {}",
+             sequences.size(), longest, state_bytes, scratch_for(widest_rows), device.name(), available,
+             device.capacity(),
+             fitting > 0 ? fmt::format("the longest sequence that fits now has {} positions", fitting)
+                         : std::string("no sequence fits now"));
+    }
+    BatchMemory memory;
+    for (const SequenceShape& s : sequences)
+        memory.states.push_back(device.reserve(sequence_state_bytes(spec, s.length, s.options, backend), "a sequence's state"));
+    memory.limits = {rows, longest};
+    memory.scratch = device.pool(device.name() + " scratch", scratch_for(rows));
+    return memory;
+}
+
+}  // namespace unmask

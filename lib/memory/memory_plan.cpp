@@ -1,0 +1,193 @@
+#include "memory/memory_plan.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "format/dtype.hpp"
+#include "format/tensor_catalog.hpp"
+#include "model/model.hpp"
+
+#ifdef UNMASK_WITH_CUDA
+#include "backend/cuda/cuda_runtime_info.hpp"
+#endif
+
+namespace unmask {
+namespace {
+
+constexpr int64_t max_planned_concurrency = int64_t(1) << 30;
+// The forward indexes its rows with int32; beyond that nothing fits (and no size overflows).
+constexpr int64_t max_forward_rows = INT32_MAX;
+
+// The largest n in [1, high] with fits(n), for a predicate true up to some n and false after;
+// 0 when fits(1) is false.
+template <typename Fits>
+int64_t largest_fitting(int64_t high, const Fits& fits) {
+    if (high < 1 || !fits(1)) return 0;
+    int64_t low = 1;  // fits(low) holds
+    while (low < high) {
+        const int64_t middle = low + (high - low + 1) / 2;
+        if (fits(middle)) low = middle;
+        else high = middle - 1;
+    }
+    return low;
+}
+
+uint64_t system_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) fail(Status::device, "the system does not report its memory size");
+    return uint64_t(pages) * uint64_t(page_size);
+}
+
+uint64_t device_memory_of(BackendKind backend) {
+    if (backend == BackendKind::cpu) return system_memory_bytes();
+#ifdef UNMASK_WITH_CUDA
+    if (cuda::device_count() > 0) return cuda::device_memory(0).total_bytes;
+#endif
+    fail(Status::unsupported, "no CUDA device to take the memory size from; give the device memory to plan for one");
+}
+
+// Activations (and so the K/V cache) are fp32 on the CPU backend.
+uint64_t kv_element_bytes(BackendKind backend) { return backend == BackendKind::cpu ? 4 : 2; }
+
+}  // namespace
+
+int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept {
+    return length * (options.cfg ? 2 : 1);
+}
+
+uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
+                              BackendKind backend) {
+    const auto positions = static_cast<uint64_t>(length);
+    // Canvas and output positions (int32 each), the fixed-position flags, one candidate per position.
+    uint64_t bytes = positions * (2 * sizeof(int32_t) + 1 + sizeof(Candidate));
+    if (options.cfg) bytes += positions * sizeof(int32_t);  // the unconditional canvas
+    if (options.kv_cache)
+        bytes += uint64_t(forward_rows(length, options)) * 2 * uint64_t(spec.layers * spec.kv_heads * spec.head_dim) *
+                 kv_element_bytes(backend);
+    return bytes;
+}
+
+uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads) {
+    const uint64_t workspace =
+        backend == BackendKind::cpu ? cpu_workspace_bytes(threads, {limits.sequence_length, spec.embedding_rows}) : 0;
+    return run_state_sizes(spec, limits).total() + workspace;
+}
+
+int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
+                                 BackendKind backend, int threads) {
+    return largest_fitting(spec.max_sequence_length, [&](int64_t length) {
+        const ForwardLimits limits{forward_rows(length, options), length};
+        return sequence_state_bytes(spec, length, options, backend) + scratch_bytes(spec, limits, backend, threads) <=
+               available;
+    });
+}
+
+DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_bytes,
+                           std::optional<double> memory_fraction, uint64_t device_memory_bytes, double margin) {
+    if (budget_bytes && *budget_bytes == 0) fail(Status::invalid_argument, "the memory budget must be positive, got 0 bytes");
+    if (memory_fraction && !(*memory_fraction > 0.0 && *memory_fraction <= 1.0))
+        fail(Status::invalid_argument, "the memory fraction must be in (0, 1], got {}", *memory_fraction);
+    if (!(margin >= 0.0 && margin < 1.0))
+        fail(Status::invalid_argument, "the memory margin must be in [0, 1), got {}", margin);
+    DeviceBudget b;
+    // The device's size matters only for a fraction, or when no budget caps it.
+    if (memory_fraction || !budget_bytes)
+        b.device_memory = device_memory_bytes != 0 ? device_memory_bytes : device_memory_of(backend);
+    else
+        b.device_memory = device_memory_bytes;
+    b.budget = budget_bytes.value_or(UINT64_MAX);
+    if (memory_fraction || !budget_bytes)
+        b.budget = std::min(b.budget, static_cast<uint64_t>(std::floor(double(b.device_memory) * memory_fraction.value_or(1.0))));
+    b.margin = static_cast<uint64_t>(std::ceil(double(b.budget) * margin));
+    b.usable = b.budget - std::min(b.budget, b.margin);
+    return b;
+}
+
+MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
+                       uint64_t parameters, const PlanRequest& request) {
+    if (request.devices < 1 || request.devices > 4096)
+        fail(Status::invalid_argument, "the device count {} is outside 1..4096", request.devices);
+    if (request.threads < 1 || request.threads > 1024)
+        fail(Status::invalid_argument, "the thread count {} is outside 1..1024", request.threads);
+    const int64_t length = request.max_sequence_length == 0 ? spec.max_sequence_length : request.max_sequence_length;
+    if (length < 1 || length > spec.max_sequence_length)
+        fail(Status::invalid_argument, "max_sequence_length {} is outside 1..{} (the model's maximum)", length,
+             spec.max_sequence_length);
+    if (request.max_concurrent < 1 || request.max_concurrent > max_planned_concurrency)
+        fail(Status::invalid_argument, "max_concurrent {} is outside 1..{}", request.max_concurrent,
+             max_planned_concurrency);
+
+    MemoryPlan plan;
+    const DeviceBudget budget = device_budget(request.backend, request.budget_bytes, request.memory_fraction,
+                                              request.device_memory_bytes, request.margin);
+    plan.device_memory = budget.device_memory;
+    plan.budget = budget.budget;
+    plan.margin = budget.margin;
+    plan.usable = budget.usable;
+    plan.devices = request.devices;
+    plan.max_sequence_length = length;
+    plan.max_concurrent = request.max_concurrent;
+    plan.parameters_total = parameters;
+    const auto devices = static_cast<uint64_t>(request.devices);
+    for (int c = 0; c < component_count; ++c) {
+        plan.weights_total += weight_bytes[size_t(c)];
+        // Routed experts are sharded over the devices; everything else is replicated on each.
+        plan.weights_by_component[size_t(c)] = static_cast<Component>(c) == Component::experts
+                                                   ? (weight_bytes[size_t(c)] + devices - 1) / devices
+                                                   : weight_bytes[size_t(c)];
+        plan.weights += plan.weights_by_component[size_t(c)];
+    }
+
+    // Sequences are spread over the devices; each device runs its share in one forward per step.
+    auto required = [&](int64_t concurrent, int64_t sequence_length, uint64_t* dynamic, uint64_t* scratch) {
+        const int64_t per_device = (concurrent + request.devices - 1) / request.devices;
+        if (per_device > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
+        const ForwardLimits limits{per_device * forward_rows(sequence_length, request.sequence), sequence_length};
+        *dynamic = uint64_t(per_device) * sequence_state_bytes(spec, sequence_length, request.sequence, request.backend);
+        *scratch = scratch_bytes(spec, limits, request.backend, request.threads);
+        return plan.weights + *dynamic + *scratch;
+    };
+    auto fits = [&](int64_t concurrent, int64_t sequence_length) {
+        uint64_t dynamic = 0, scratch = 0;
+        return required(concurrent, sequence_length, &dynamic, &scratch) <= plan.usable;
+    };
+    plan.sequences_per_device = (request.max_concurrent + request.devices - 1) / request.devices;
+    plan.sequence_state = sequence_state_bytes(spec, length, request.sequence, request.backend);
+    plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
+    plan.fits = plan.required <= plan.usable;
+    plan.max_concurrent_at_length =
+        largest_fitting(max_planned_concurrency, [&](int64_t concurrent) { return fits(concurrent, length); });
+    plan.max_length_at_concurrency = largest_fitting(
+        spec.max_sequence_length, [&](int64_t sequence_length) { return fits(request.max_concurrent, sequence_length); });
+    return plan;
+}
+
+MemoryPlan plan_memory(const std::filesystem::path& model_directory, const PlanRequest& request) {
+    const ModelSpec spec = read_model_config(model_directory);
+    const std::vector<ExpectedTensor> expected = expected_tensors(spec);
+    std::optional<TensorCatalog> catalog;
+    if (request.precision == Precision::automatic) catalog = TensorCatalog::open(model_directory);
+    std::array<uint64_t, component_count> bytes{};
+    uint64_t parameters = 0;
+    for (const ExpectedTensor& tensor : expected) {
+        uint64_t elements = 1;
+        for (int64_t extent : tensor.shape) elements *= static_cast<uint64_t>(extent);
+        DType dtype = DType::f32;
+        if (catalog) {
+            const CatalogEntry* entry = catalog->find(tensor.name);
+            if (entry == nullptr)
+                fail(Status::model_format, "'{}' lacks the tensor '{}' that the config implies",
+                     model_directory.string(), tensor.name);
+            dtype = entry->info->dtype;
+        }
+        bytes[size_t(component_of(tensor.role))] += elements * dtype_size(loaded_dtype(request.precision, dtype));
+        parameters += elements;
+    }
+    return plan_memory(spec, bytes, parameters, request);
+}
+
+}  // namespace unmask

@@ -1,0 +1,96 @@
+// The memory planner: from config.json (and, for automatic precision, the safetensors headers)
+// to the bytes a deployment needs per device, before anything is allocated. Three buckets:
+// static (weights by component; routed experts divided over the devices, the rest replicated),
+// dynamic per sequence (canvas and decode state, K/V cache when a cache mode is on, doubled with
+// CFG), scratch (the forward's run state for the largest forward plus the backend's workspace).
+// The same functions size the real allocations, so the plan is what the engine reserves.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "model/architecture.hpp"
+#include "model/load_options.hpp"
+#include "model/model_spec.hpp"
+#include "model/run_state.hpp"
+
+namespace unmask {
+
+// What one sequence keeps between steps.
+struct SequenceOptions {
+    bool kv_cache = false;  // a cache mode keeps K/V of the canvas
+    bool cfg = false;       // classifier-free guidance runs an unconditional twin
+};
+
+// Bytes of one sequence's state at `length` positions (canvas, per-position decode state and
+// candidates, the CFG twin, K/V cache).
+uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
+                              BackendKind backend);
+
+// Bytes of scratch for forwards up to `limits`: the run state and the backend's workspace.
+uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads);
+
+// Rows a sequence of `length` positions feeds to each forward.
+int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept;
+
+// The longest sequence (at most the model's maximum) whose state and own scratch fit in
+// `available` bytes; 0 when none does.
+int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
+                                 BackendKind backend, int threads);
+
+struct PlanRequest {
+    Precision precision = Precision::automatic;  // automatic: each tensor's file dtype
+    BackendKind backend = BackendKind::cpu;
+    int threads = 1;  // the CPU backend's workspace is per thread
+    int64_t devices = 1;
+    std::optional<uint64_t> budget_bytes;    // per device
+    std::optional<double> memory_fraction;   // of each device's memory; with budget_bytes the smaller wins
+    uint64_t device_memory_bytes = 0;        // 0: ask the device (system RAM for the CPU backend)
+    double margin = 0.10;                    // kept free: a fraction of the budget
+    int64_t max_sequence_length = 0;         // prompt + generation; 0: the model's maximum
+    int64_t max_concurrent = 1;
+    SequenceOptions sequence;
+};
+
+struct MemoryPlan {
+    int64_t devices = 1;
+    int64_t max_sequence_length = 0;
+    int64_t max_concurrent = 0;
+    int64_t sequences_per_device = 0;
+    // Per device.
+    uint64_t device_memory = 0, budget = 0, margin = 0, usable = 0;
+    std::array<uint64_t, component_count> weights_by_component{};
+    uint64_t weights = 0;
+    uint64_t sequence_state = 0;  // one sequence at max_sequence_length
+    uint64_t dynamic = 0;         // sequences_per_device of them
+    uint64_t scratch = 0;
+    uint64_t required = 0;        // weights + dynamic + scratch
+    bool fits = false;            // required <= usable
+    // The whole model, every device together (experts counted once).
+    uint64_t weights_total = 0;
+    uint64_t parameters_total = 0;
+    // What fits instead (0: nothing does): the most sequences of max_sequence_length, the longest
+    // sequence at max_concurrent.
+    int64_t max_concurrent_at_length = 0;
+    int64_t max_length_at_concurrency = 0;
+};
+
+// Throws INVALID_ARGUMENT for a bad request (a zero or negative budget, a fraction outside
+// (0, 1], a margin outside [0, 1), lengths or counts out of range).
+MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
+                       uint64_t parameters, const PlanRequest& request);
+
+// Reads config.json (and the safetensors headers only when the precision is automatic).
+MemoryPlan plan_memory(const std::filesystem::path& model_directory, const PlanRequest& request);
+
+// The usable bytes of one device for a budget request: min(budget, fraction x device memory)
+// less the margin. Throws INVALID_ARGUMENT for bad values.
+struct DeviceBudget {
+    uint64_t device_memory = 0, budget = 0, margin = 0, usable = 0;
+};
+DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_bytes,
+                           std::optional<double> memory_fraction, uint64_t device_memory_bytes, double margin);
+
+}  // namespace unmask

@@ -1,0 +1,37 @@
+// The run state of the forward pass: every activation buffer, sized once for the largest forward
+// a generation will run and allocated up front (as llama2.c's RunState). The planner sums the same
+// sizes, so what it predicts is what the forward allocates.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_spec.hpp"
+
+namespace unmask {
+
+// The largest forward: `tokens` rows in one batch (every sequence's canvas, CFG twins included),
+// no sequence longer than `sequence_length`.
+struct ForwardLimits {
+    int64_t tokens = 0;
+    int64_t sequence_length = 0;
+};
+
+// Output rows go through the final norm, the LM head and the candidates step this many at a time
+// (twice as many rows with CFG), so the [rows, vocab] logits never exist whole.
+inline constexpr int64_t output_chunk_rows = 128;
+
+// Bytes of each buffer (allocation granules included); zero for buffers the model does not use.
+struct RunStateSizes {
+    uint64_t token_ids = 0, token_positions = 0;
+    uint64_t x = 0, normed = 0, q = 0, k = 0, v = 0, attended = 0, projected = 0;
+    uint64_t gate = 0, up = 0;  // SwiGLU: dense MLP, routed expert or shared expert, the widest
+    uint64_t router_logits = 0, chosen_experts = 0, expert_weights = 0;
+    uint64_t expert_rows = 0, expert_scales = 0, expert_input = 0, expert_output = 0;
+    uint64_t output_rows = 0, gathered = 0, logits = 0;
+
+    uint64_t total() const noexcept;
+};
+
+RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits);
+
+}  // namespace unmask
