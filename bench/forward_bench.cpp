@@ -35,7 +35,7 @@ void BM_forward(benchmark::State& state) {
     options.checksum_mode = ChecksumMode::skip;
     const auto model = load_model(unmask_bench::synthetic_llada({}), options);
     auto backend = make_cpu_backend(threads);
-    Forward forward(*model, *backend);
+    Forward forward(*model, *backend, {tokens, tokens});
     std::mt19937 rng(5);
     std::vector<int32_t> ids(static_cast<size_t>(tokens));
     for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model->spec().vocab_size));

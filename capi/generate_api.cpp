@@ -5,6 +5,7 @@
 #include "backend/backend.hpp"
 #include "boundary.hpp"
 #include "decode/generate.hpp"
+#include "memory/batch_memory.hpp"
 #include "handles.hpp"
 
 using namespace unmask;
@@ -75,17 +76,24 @@ const Model& runnable(const unmask_model* model) {
     return *model->model;
 }
 
-// Runs the sequences and writes each one's tokens from `first_output[i]` of its canvas.
-void run(const Model& model, const unmask_generate_params& p, std::vector<DecodeSequence>& sequences,
+// Runs the sequences within the model's memory budget and writes each one's tokens from
+// `first_output[i]` of its canvas.
+void run(const unmask_model& handle, const unmask_generate_params& p, std::vector<DecodeSequence>& sequences,
          const std::vector<int64_t>& first_output, unmask_generation* results) {
-    auto backend = make_cpu_backend(threads_for(p));
+    const Model& model = *handle.model;
+    const int threads = threads_for(p);
+    std::vector<SequenceShape> shapes;
+    for (const DecodeSequence& s : sequences)
+        shapes.push_back({static_cast<int64_t>(s.canvas().size()), {false, s.unconditional() != nullptr}});
+    const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, BackendKind::cpu, threads);
+    auto backend = make_cpu_backend(threads, *memory.scratch);
     StepObserver observer;
     if (p.step_callback != nullptr)
         observer = [&](size_t index, const DecodeSequence& s, int64_t committed) {
             return p.step_callback(static_cast<int64_t>(index), s.steps() - 1, committed, s.canvas().data(),
                                    static_cast<int64_t>(s.canvas().size()), p.step_user_data) == 0;
         };
-    const auto stats = generate(model, *backend, sequences, observer);
+    const auto stats = generate(model, *backend, sequences, memory.limits, observer);
     for (size_t i = 0; i < sequences.size(); ++i) {
         const auto& canvas = sequences[i].canvas();
         unmask_generation& r = results[i];
@@ -151,7 +159,7 @@ extern "C" unmask_status unmask_generate_batch(const unmask_model* model, const 
             sequences.push_back(prompt_sequence(m, d, prompts[i], prompt_lengths[i], size_t(i)));
             first_output.push_back(prompt_lengths[i]);
         }
-        run(m, p, sequences, first_output, results);
+        run(*model, p, sequences, first_output, results);
     });
 }
 
@@ -175,6 +183,6 @@ extern "C" unmask_status unmask_infill(const unmask_model* model, const unmask_g
         d.gen_length = canvas_length - (first - canvas);
         std::vector<DecodeSequence> sequences;
         sequences.emplace_back(m.spec(), d, std::vector<int32_t>(canvas, canvas + canvas_length));
-        run(m, p, sequences, {0}, result);
+        run(*model, p, sequences, {0}, result);
     });
 }

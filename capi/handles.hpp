@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "memory/memory_ledger.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "unmask.h"
@@ -12,6 +13,8 @@ struct unmask_tokenizer {
 };
 
 struct unmask_model {
+    std::unique_ptr<unmask::MemoryLedger> memory;  // the device's budget; outlives the model's reservation
+    unmask::BackendKind backend = unmask::BackendKind::cpu;
     std::unique_ptr<unmask::Model> model;
     unmask_tokenizer tokenizer;  // empty when the model directory has no tokenizer.json
 };

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "boundary.hpp"
+#include "memory_params.hpp"
 #include "handles.hpp"
 #include "model/model.hpp"
 
@@ -34,6 +35,8 @@ unmask_model_params default_model_params() {
     p.checksum_mode = UNMASK_CHECKSUM_IF_PRESENT;
     p.backend = UNMASK_BACKEND_CPU;
     p.log_level = UNMASK_LOG_INFO;
+    p.memory_fraction = 1.0;
+    p.memory_margin = 0.10;
     return p;
 }
 
@@ -75,18 +78,42 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         require_not_null(out_model, "out_model");
         *out_model = nullptr;
         require_not_null(path, "path");
-        const auto options =
-            to_load_options(read_params(params, "params", default_model_params(), model_params_v1_size));
+        const auto p = read_params(params, "params", default_model_params(), model_params_v1_size);
+        auto options = to_load_options(p);
+        const BudgetParams budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
+        const DeviceBudget device = device_budget(options.backend, budget.bytes, budget.fraction, 0, budget.margin);
+        auto memory = std::make_unique<MemoryLedger>(options.backend == BackendKind::cpu ? "the CPU memory budget"
+                                                                                         : "the CUDA memory budget",
+                                                     device.usable);
+        options.memory = memory.get();
         auto model = load_model(path, options);
         std::unique_ptr<Tokenizer> tokenizer;
         std::error_code ec;
         if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json", ec))
             tokenizer = Tokenizer::load(std::filesystem::path(path) / "tokenizer.json");
-        *out_model = new unmask_model{std::move(model), unmask_tokenizer{std::move(tokenizer)}};
+        *out_model = new unmask_model{std::move(memory), options.backend, std::move(model),
+                                      unmask_tokenizer{std::move(tokenizer)}};
     });
 }
 
 extern "C" void unmask_model_free(unmask_model* model) { delete model; }
+
+extern "C" unmask_status unmask_model_memory(const unmask_model* model, unmask_memory_usage* usage) {
+    return guarded(__func__, [&] {
+        require_not_null(model, "model");
+        const size_t size = writable_size(usage, "usage", sizeof(unmask_memory_usage));
+        const MemoryLedger& memory = *model->memory;
+        unmask_memory_usage out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.backend = static_cast<int32_t>(model->backend);
+        out.capacity = memory.capacity();
+        out.reserved = memory.reserved();
+        out.in_use = memory.in_use();
+        out.peak_reserved = memory.peak_reserved();
+        out.peak_in_use = memory.peak_in_use();
+        std::memcpy(usage, &out, size);
+    });
+}
 
 extern "C" unmask_status unmask_model_info(const unmask_model* model, unmask_model_description* info) {
     return guarded(__func__, [&] {

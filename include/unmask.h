@@ -40,7 +40,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 0
+#define UNMASK_ABI_VERSION_MINOR 1
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -146,6 +146,13 @@ typedef struct unmask_model_params {
                                                    weight data (inspect, plan); the model cannot run */
     unmask_progress_callback progress_callback; /* may be NULL; bytes read and verified */
     void *progress_user_data;
+    /* Since ABI 1.1: the device's memory budget. The weights are reserved against it before any is
+     * read, and each generation's state and scratch before it runs; what does not fit fails with
+     * UNMASK_ERR_OUT_OF_BUDGET. The budget is min(memory_budget_bytes, memory_fraction x the
+     * device's memory: system RAM for the CPU backend, total memory for CUDA), less the margin. */
+    int64_t memory_budget_bytes;                /* 0 (default): no byte cap; negative is invalid */
+    double memory_fraction;                     /* in (0, 1]; default 1 */
+    double memory_margin;                       /* fraction of the budget kept free, in [0, 1); default 0.10 */
 } unmask_model_params;
 
 /* Fills *params with the defaults above. Returns UNMASK_ERR_INVALID_ARGUMENT for NULL. */
@@ -156,7 +163,8 @@ UNMASK_API unmask_status unmask_model_params_init(unmask_model_params *params);
  * On success *out_model owns the model; free it with unmask_model_free.
  * Errors: INVALID_ARGUMENT (NULL path or out_model, bad params), IO (missing or unreadable file,
  * naming it), MODEL_FORMAT (malformed file or config, naming the problem), UNSUPPORTED (unknown
- * architecture or backend), CANCELLED (the progress callback asked to stop). */
+ * architecture or backend), CANCELLED (the progress callback asked to stop), OUT_OF_BUDGET (the
+ * weights do not fit the memory budget). */
 UNMASK_API unmask_status unmask_model_load(const char *path, const unmask_model_params *params,
                                            unmask_model **out_model);
 
@@ -190,6 +198,23 @@ typedef struct unmask_model_description {
  * Errors: INVALID_ARGUMENT (NULL model or info, struct_size too small or too large). */
 UNMASK_API unmask_status unmask_model_info(const unmask_model *model, unmask_model_description *info);
 
+/* The memory books of the model's device (since ABI 1.1). Reserved bytes are held for work
+ * (weights, admitted sequences, whole scratch pools); bytes in use are what is actually allocated
+ * or held: the measured figure a plan is compared with. */
+typedef struct unmask_memory_usage {
+    uint32_t struct_size;    /* set by the caller to sizeof(unmask_memory_usage) */
+    int32_t backend;         /* UNMASK_BACKEND_* of the device */
+    uint64_t capacity;       /* the usable budget: budget less the margin */
+    uint64_t reserved;       /* held now; never above capacity */
+    uint64_t in_use;         /* allocated now */
+    uint64_t peak_reserved;  /* since the load */
+    uint64_t peak_in_use;    /* since the load */
+} unmask_memory_usage;
+
+/* Reports the model device's memory. Thread-safe.
+ * Errors: INVALID_ARGUMENT (NULL model or usage, bad struct_size). */
+UNMASK_API unmask_status unmask_model_memory(const unmask_model *model, unmask_memory_usage *usage);
+
 /* Element types of tensors (unmask_tensor_description.dtype). */
 #define UNMASK_DTYPE_F32 0
 #define UNMASK_DTYPE_F16 1
@@ -213,6 +238,80 @@ typedef struct unmask_tensor_description {
  * Errors: INVALID_ARGUMENT (NULL, bad struct_size, index out of range). */
 UNMASK_API unmask_status unmask_model_tensor(const unmask_model *model, int64_t index,
                                              unmask_tensor_description *info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory planning (since ABI 1.1)
+ *
+ * Before loading anything, a host can ask what a deployment needs per device: the weights by
+ * component (routed experts divided over the devices, the rest replicated), each sequence's state
+ * (canvas and decode state, K/V cache when a cache mode is on, doubled with CFG), and the scratch
+ * of the largest forward (activations, logits of one output chunk, the backend's workspace).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Indexes of unmask_memory_plan.weights_by_component. */
+#define UNMASK_COMPONENT_EMBEDDING 0
+#define UNMASK_COMPONENT_ATTENTION 1
+#define UNMASK_COMPONENT_NORM 2
+#define UNMASK_COMPONENT_MLP 3
+#define UNMASK_COMPONENT_ROUTER 4
+#define UNMASK_COMPONENT_EXPERTS 5
+#define UNMASK_COMPONENT_SHARED_EXPERTS 6
+#define UNMASK_COMPONENT_LM_HEAD 7
+#define UNMASK_COMPONENT_COUNT 8
+
+typedef struct unmask_plan_params {
+    uint32_t struct_size;         /* sizeof(unmask_plan_params); set by unmask_plan_params_init */
+    int32_t precision;            /* UNMASK_PRECISION_*; default AUTO (reads the safetensors headers;
+                                     an explicit precision needs only config.json) */
+    int32_t backend;              /* UNMASK_BACKEND_*; default CPU */
+    int32_t devices;              /* default 1 */
+    int32_t threads;              /* CPU threads (their workspace); 0 (default): all cores */
+    int32_t kv_cache;             /* 1: a cache mode keeps K/V per sequence; default 0 */
+    int32_t cfg;                  /* 1: classifier-free guidance doubles each sequence; default 0 */
+    int32_t max_concurrent;       /* sequences running at once; default 1 */
+    int64_t memory_budget_bytes;  /* per device; 0 (default): no byte cap; negative is invalid */
+    double memory_fraction;       /* of each device's memory, in (0, 1]; default 1 */
+    double memory_margin;         /* fraction of the budget kept free, in [0, 1); default 0.10 */
+    uint64_t device_memory_bytes; /* 0 (default): ask the device; else plan for a device this large */
+    int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
+} unmask_plan_params;
+
+/* Fills *params with the defaults above. Returns UNMASK_ERR_INVALID_ARGUMENT for NULL. */
+UNMASK_API unmask_status unmask_plan_params_init(unmask_plan_params *params);
+
+typedef struct unmask_memory_plan {
+    uint32_t struct_size;          /* set by the caller to sizeof(unmask_memory_plan) */
+    int32_t fits;                  /* 1 when required <= usable on every device */
+    int32_t devices;
+    int32_t max_concurrent;        /* as planned */
+    int64_t max_sequence_length;   /* as planned */
+    int64_t sequences_per_device;
+    /* Per device, in bytes. */
+    uint64_t device_memory;        /* 0 when a byte budget alone was given */
+    uint64_t budget;
+    uint64_t margin;
+    uint64_t usable;               /* budget - margin */
+    uint64_t weights;              /* static */
+    uint64_t weights_by_component[UNMASK_COMPONENT_COUNT];
+    uint64_t sequence_state;       /* one sequence at max_sequence_length */
+    uint64_t dynamic;              /* sequences_per_device of them */
+    uint64_t scratch;              /* the largest forward */
+    uint64_t required;             /* weights + dynamic + scratch */
+    /* The whole model. */
+    uint64_t weights_total;        /* every device together, experts once */
+    uint64_t parameters_total;
+    /* What fits instead; 0 when nothing does. */
+    int64_t max_concurrent_at_length;   /* most sequences of max_sequence_length */
+    int64_t max_length_at_concurrency;  /* longest sequence with max_concurrent of them */
+} unmask_memory_plan;
+
+/* Plans a deployment of the model at `path` from its config.json (and safetensors headers for
+ * AUTO precision); no weight data is read. `params` may be NULL for the defaults. The caller sets
+ * plan->struct_size. Thread-safe.
+ * Errors: INVALID_ARGUMENT (NULL path or plan, bad params: a negative budget, a fraction outside
+ * (0, 1], a margin outside [0, 1), a length beyond the model's), IO, MODEL_FORMAT, UNSUPPORTED
+ * (as unmask_model_load; also a CUDA plan without a device or device_memory_bytes). */
+UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params *params, unmask_memory_plan *plan);
 
 /* ---------------------------------------------------------------------------------------------
  * Generation
@@ -290,13 +389,16 @@ typedef struct unmask_generation {
 /* Generates for one prompt of token ids, synchronously, on the CPU. Errors: INVALID_ARGUMENT
  * (NULL, bad or inconsistent parameters naming the field, token ids outside the vocabulary,
  * tokens_capacity below gen_length), TOO_LONG (prompt + gen_length above the model's maximum),
- * UNSUPPORTED (the model was loaded metadata-only). Thread-safe for distinct outputs. */
+ * UNSUPPORTED (the model was loaded metadata-only), OUT_OF_BUDGET (the sequence's state and
+ * scratch do not fit what the model's memory budget has left; the message gives the longest
+ * sequence that would fit now). Thread-safe for distinct outputs: concurrent calls share the budget. */
 UNMASK_API unmask_status unmask_generate(const unmask_model *model, const unmask_generate_params *params,
                                          const int32_t *prompt, int64_t prompt_length, unmask_generation *result);
 
 /* Generates for `count` prompts at once: every step runs one forward over all unfinished
- * sequences. A sequence's tokens do not depend on the others in the batch. results[i] receives
- * prompt i's generation. */
+ * sequences (several forwards when the budget's scratch cannot hold them all at once). A
+ * sequence's tokens do not depend on the others in the batch. results[i] receives prompt i's
+ * generation. */
 UNMASK_API unmask_status unmask_generate_batch(const unmask_model *model, const unmask_generate_params *params,
                                                int64_t count, const int32_t *const *prompts,
                                                const int64_t *prompt_lengths, unmask_generation *results);

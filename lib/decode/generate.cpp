@@ -2,28 +2,67 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "model/forward.hpp"
 
 namespace unmask {
 
+int64_t forward_tokens(const DecodeSequence& sequence) noexcept {
+    return static_cast<int64_t>(sequence.canvas().size()) * (sequence.unconditional() != nullptr ? 2 : 1);
+}
+
+ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept {
+    ForwardLimits limits;
+    for (const DecodeSequence& s : sequences) {
+        limits.tokens += forward_tokens(s);
+        limits.sequence_length = std::max(limits.sequence_length, static_cast<int64_t>(s.canvas().size()));
+    }
+    return limits;
+}
+
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
-                                      const StepObserver& observer) {
-    Forward forward(model, backend);
+                                      const ForwardLimits& limits, const StepObserver& observer) {
+    for (const DecodeSequence& s : sequences)
+        if (forward_tokens(s) > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
+            fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",
+                 forward_tokens(s), limits.tokens, limits.sequence_length);
+    Forward forward(model, backend, limits);
     std::vector<GenerationStats> stats(sequences.size());
-    for (;;) {
-        std::vector<size_t> active;
-        std::vector<ForwardSequence> batch;
+    auto finish_step = [&](size_t i, int64_t committed) {
+        ++stats[i].steps;
+        DecodeSequence& s = sequences[i];
+        if (observer && !observer(i, s, committed) && !s.finished()) s.cancel();
+    };
+    std::vector<size_t> active;
+    std::vector<ForwardSequence> batch;
+    int64_t batch_tokens = 0;
+    auto run_batch = [&] {
+        if (active.empty()) return;
+        const ForwardOutput out = forward.run(batch, false);
+        size_t offset = 0;
+        for (size_t i : active) {
+            DecodeSequence& s = sequences[i];
+            const size_t count = s.output_positions().size();
+            stats[i].forwards += s.unconditional() != nullptr ? 2 : 1;
+            const int64_t committed = s.apply(std::span(out.candidates).subspan(offset, count));
+            offset += count;
+            finish_step(i, committed);
+        }
+        active.clear();
+        batch.clear();
+        batch_tokens = 0;
+    };
+    while (!std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); })) {
         for (size_t i = 0; i < sequences.size(); ++i) {
             DecodeSequence& s = sequences[i];
             if (s.finished()) continue;
             if (s.output_positions().empty()) {
                 // Nothing masked where this step looks (an origin step that already committed
                 // everything, a block of fixed positions): the step runs without a forward.
-                const int64_t committed = s.apply({});
-                ++stats[i].steps;
-                if (observer && !observer(i, s, committed) && !s.finished()) s.cancel();
+                finish_step(i, s.apply({}));
                 continue;
             }
+            if (batch_tokens + forward_tokens(s) > limits.tokens) run_batch();
             active.push_back(i);
             ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0};
             if (const auto* unconditional = s.unconditional()) {
@@ -31,24 +70,11 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
                 f.cfg_scale = s.cfg_scale();
             }
             batch.push_back(f);
+            batch_tokens += forward_tokens(s);
         }
-        if (active.empty()) {
-            if (std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); }))
-                return stats;
-            continue;
-        }
-        const ForwardOutput out = forward.run(batch, false);
-        size_t offset = 0;
-        for (size_t j = 0; j < active.size(); ++j) {
-            DecodeSequence& s = sequences[active[j]];
-            const size_t count = s.output_positions().size();
-            stats[active[j]].forwards += s.unconditional() != nullptr ? 2 : 1;
-            const int64_t committed = s.apply(std::span(out.candidates).subspan(offset, count));
-            offset += count;
-            ++stats[active[j]].steps;
-            if (observer && !observer(active[j], s, committed) && !s.finished()) s.cancel();
-        }
+        run_batch();
     }
+    return stats;
 }
 
 }  // namespace unmask

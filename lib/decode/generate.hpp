@@ -1,5 +1,7 @@
-// Synchronous generation for a batch of sequences: every step, one forward over all unfinished
-// sequences (requests join the batch at the start and leave as they finish), then each commits.
+// Synchronous generation for a batch of sequences: every step, each unfinished sequence gets its
+// candidates from a forward shared with the others (requests join at the start and leave as they
+// finish), then commits. When the sequences' tokens exceed the forward's limit, the step runs as
+// several forwards of at most that many tokens; the results are the same either way.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include "backend/backend.hpp"
 #include "decode/sequence.hpp"
 #include "model/model.hpp"
+#include "model/run_state.hpp"
 
 namespace unmask {
 
@@ -22,7 +25,14 @@ struct GenerationStats {
 // committed; returning false cancels that sequence.
 using StepObserver = std::function<bool(size_t index, const DecodeSequence& sequence, int64_t committed)>;
 
+// Rows one sequence feeds to a forward: its canvas, twice with CFG.
+int64_t forward_tokens(const DecodeSequence& sequence) noexcept;
+
+// The limits that run all `sequences` in one forward per step.
+ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept;
+
+// `limits` bounds each forward (the run state is allocated for it); every sequence must fit it.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
-                                      const StepObserver& observer = {});
+                                      const ForwardLimits& limits, const StepObserver& observer = {});
 
 }  // namespace unmask

@@ -53,10 +53,12 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     // others are renormalised without it) and EOS is untouched.
     if (params_.eos_confidence == EosConfidence::reference_quirk && eot_ >= 0)
         sampling_.probability_excluded_token = eot_;
-    if (params_.logits_eos_inf && eos_ >= 0) {
-        banned_.push_back(eos_);
-        sampling_.banned_tokens = banned_;
-    }
+    // The mask is never a prediction: committing it would leave the position masked, so a fixed
+    // schedule would end with masks and an adaptive one might never finish. (LLaDA's reference
+    // does not exclude it; its models practically never predict it.)
+    banned_.push_back(mask);
+    if (params_.logits_eos_inf && eos_ >= 0) banned_.push_back(eos_);
+    sampling_.banned_tokens = banned_;
     start_block();
     prepare_step();
 }
@@ -164,6 +166,8 @@ int64_t DecodeSequence::apply(std::span<const Candidate> candidates) {
                                                  block_min_steps_, block_max_steps_);
         commit = choose(candidates, count);
     } else {
+        if (block_step_ >= static_cast<int64_t>(transfer_counts_.size()))
+            fail(Status::internal, "block {} still has masks after its {} scheduled steps", block_, transfer_counts_.size());
         commit = choose(candidates, transfer_counts_[size_t(block_step_)]);
     }
     for (int32_t i : commit) canvas_[size_t(outputs_[size_t(i)])] = candidates[size_t(i)].token;

@@ -91,6 +91,7 @@ def llada_generate(config, weights, prompt, p, gaps):
         block_step = 0
         while any(x[i] == mask_id for i in range(begin, end)):
             logits = guided_logits(config, weights, x, fixed, p.get("cfg_scale", 0.0), mask_id)
+            logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
             if p.get("logits_eos_inf") and eos >= 0:
                 logits[:, eos] = -math.inf
             positions = [i for i in range(begin, end) if x[i] == mask_id]
@@ -145,6 +146,7 @@ def dream_generate(config, weights, prompt, p, gaps):
     alg = p["policy"]
     for i in range(steps):
         logits = reference_model.forward(config, weights, torch.tensor(x))
+        logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
         positions = [j for j in range(len(x)) if x[j] == mask_id]
         t, s = ts[i], ts[i + 1]
         if alg == "origin":

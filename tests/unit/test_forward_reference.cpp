@@ -73,7 +73,12 @@ std::unique_ptr<Model> load(const std::string& name, Precision precision) {
 ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& sequences, int threads,
                   const CandidateParams* sampling = nullptr) {
     auto backend = make_cpu_backend(threads);
-    Forward forward(model, *backend);
+    ForwardLimits limits;
+    for (const auto& s : sequences) {
+        limits.tokens += static_cast<int64_t>(s.size());
+        limits.sequence_length = std::max(limits.sequence_length, static_cast<int64_t>(s.size()));
+    }
+    Forward forward(model, *backend, limits);
     std::vector<ForwardSequence> batch;
     for (const auto& s : sequences) batch.push_back({s, {}, sampling, {}, 0.0});
     return forward.run(batch, sampling == nullptr);
@@ -166,7 +171,8 @@ TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the
     const ReferenceCase reference = read_reference(reference_dir("dream"));
     const auto model = load("dream", Precision::fp32);
     auto backend = make_cpu_backend(2);
-    Forward forward(*model, *backend);
+    const auto length = static_cast<int64_t>(reference.tokens[1].size());
+    Forward forward(*model, *backend, {length, length});
     const std::vector<int32_t> positions = {0, 5, 69};
     const std::vector<ForwardSequence> batch = {{reference.tokens[1], positions, nullptr, {}, 0.0}};
     const ForwardOutput out = forward.run(batch, true);
@@ -182,7 +188,7 @@ TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the
 TEST_CASE("bad forward inputs are rejected with a clear status") {
     const auto model = load("llada", Precision::fp32);
     auto backend = make_cpu_backend(1);
-    Forward forward(*model, *backend);
+    Forward forward(*model, *backend, {8, 4});
     const std::vector<int32_t> bad_token = {1, 2, 5000};
     const std::vector<ForwardSequence> batch = {{bad_token, {}, nullptr, {}, 0.0}};
     CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("token id 5000"), Error);
@@ -193,4 +199,10 @@ TEST_CASE("bad forward inputs are rejected with a clear status") {
     CHECK_THROWS_AS(forward.run({}, true), Error);
     const std::vector<ForwardSequence> no_sampling = {{ok, {}, nullptr, {}, 0.0}};
     CHECK_THROWS_WITH_AS(forward.run(no_sampling, false), doctest::Contains("without sampling parameters"), Error);
+    const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+    const std::vector<ForwardSequence> too_long = {{five, {}, nullptr, {}, 0.0}};
+    CHECK_THROWS_WITH_AS(forward.run(too_long, true), doctest::Contains("sized for 4"), Error);
+    const std::vector<ForwardSequence> too_many = {{ok, {}, nullptr, {}, 0.0}, {ok, {}, nullptr, {}, 0.0},
+                                                   {ok, {}, nullptr, {}, 0.0}};
+    CHECK_THROWS_WITH_AS(forward.run(too_many, true), doctest::Contains("9 tokens"), Error);
 }

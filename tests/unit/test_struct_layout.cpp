@@ -19,7 +19,10 @@ static_assert(offsetof(unmask_model_params, log_level) == 32);
 static_assert(offsetof(unmask_model_params, metadata_only) == 36);
 static_assert(offsetof(unmask_model_params, progress_callback) == 40);
 static_assert(offsetof(unmask_model_params, progress_user_data) == 48);
-static_assert(sizeof(unmask_model_params) == 56);
+static_assert(offsetof(unmask_model_params, memory_budget_bytes) == 56);  // ABI 1.1
+static_assert(offsetof(unmask_model_params, memory_fraction) == 64);
+static_assert(offsetof(unmask_model_params, memory_margin) == 72);
+static_assert(sizeof(unmask_model_params) == 80);
 
 static_assert(offsetof(unmask_model_description, struct_size) == 0);
 static_assert(offsetof(unmask_model_description, precision) == 4);
@@ -52,6 +55,52 @@ static_assert(offsetof(unmask_tensor_description, shape) == 32);
 static_assert(offsetof(unmask_tensor_description, bytes) == 96);
 static_assert(sizeof(unmask_tensor_description) == 104);
 
+static_assert(offsetof(unmask_memory_usage, struct_size) == 0);
+static_assert(offsetof(unmask_memory_usage, backend) == 4);
+static_assert(offsetof(unmask_memory_usage, capacity) == 8);
+static_assert(offsetof(unmask_memory_usage, reserved) == 16);
+static_assert(offsetof(unmask_memory_usage, in_use) == 24);
+static_assert(offsetof(unmask_memory_usage, peak_reserved) == 32);
+static_assert(offsetof(unmask_memory_usage, peak_in_use) == 40);
+static_assert(sizeof(unmask_memory_usage) == 48);
+
+static_assert(offsetof(unmask_plan_params, struct_size) == 0);
+static_assert(offsetof(unmask_plan_params, precision) == 4);
+static_assert(offsetof(unmask_plan_params, backend) == 8);
+static_assert(offsetof(unmask_plan_params, devices) == 12);
+static_assert(offsetof(unmask_plan_params, threads) == 16);
+static_assert(offsetof(unmask_plan_params, kv_cache) == 20);
+static_assert(offsetof(unmask_plan_params, cfg) == 24);
+static_assert(offsetof(unmask_plan_params, max_concurrent) == 28);
+static_assert(offsetof(unmask_plan_params, memory_budget_bytes) == 32);
+static_assert(offsetof(unmask_plan_params, memory_fraction) == 40);
+static_assert(offsetof(unmask_plan_params, memory_margin) == 48);
+static_assert(offsetof(unmask_plan_params, device_memory_bytes) == 56);
+static_assert(offsetof(unmask_plan_params, max_sequence_length) == 64);
+static_assert(sizeof(unmask_plan_params) == 72);
+
+static_assert(offsetof(unmask_memory_plan, struct_size) == 0);
+static_assert(offsetof(unmask_memory_plan, fits) == 4);
+static_assert(offsetof(unmask_memory_plan, devices) == 8);
+static_assert(offsetof(unmask_memory_plan, max_concurrent) == 12);
+static_assert(offsetof(unmask_memory_plan, max_sequence_length) == 16);
+static_assert(offsetof(unmask_memory_plan, sequences_per_device) == 24);
+static_assert(offsetof(unmask_memory_plan, device_memory) == 32);
+static_assert(offsetof(unmask_memory_plan, budget) == 40);
+static_assert(offsetof(unmask_memory_plan, margin) == 48);
+static_assert(offsetof(unmask_memory_plan, usable) == 56);
+static_assert(offsetof(unmask_memory_plan, weights) == 64);
+static_assert(offsetof(unmask_memory_plan, weights_by_component) == 72);
+static_assert(offsetof(unmask_memory_plan, sequence_state) == 136);
+static_assert(offsetof(unmask_memory_plan, dynamic) == 144);
+static_assert(offsetof(unmask_memory_plan, scratch) == 152);
+static_assert(offsetof(unmask_memory_plan, required) == 160);
+static_assert(offsetof(unmask_memory_plan, weights_total) == 168);
+static_assert(offsetof(unmask_memory_plan, parameters_total) == 176);
+static_assert(offsetof(unmask_memory_plan, max_concurrent_at_length) == 184);
+static_assert(offsetof(unmask_memory_plan, max_length_at_concurrency) == 192);
+static_assert(sizeof(unmask_memory_plan) == 200);
+
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
               UNMASK_ERR_QUEUE_FULL == 6 && UNMASK_ERR_TIMEOUT == 7 && UNMASK_ERR_CANCELLED == 8 &&
@@ -60,7 +109,10 @@ static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_U
               "status codes are frozen");
 
 TEST_CASE("public struct layouts are frozen (checked at compile time)") {
-    CHECK(sizeof(unmask_model_params) == 56);
+    CHECK(sizeof(unmask_model_params) == 80);
+    CHECK(sizeof(unmask_memory_usage) == 48);
+    CHECK(sizeof(unmask_plan_params) == 72);
+    CHECK(sizeof(unmask_memory_plan) == 200);
     CHECK(sizeof(unmask_model_description) == 104);
     CHECK(sizeof(unmask_tensor_description) == 104);
 }

@@ -1,0 +1,95 @@
+// unmask_plan: the memory planner behind the C API.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "boundary.hpp"
+#include "memory/memory_plan.hpp"
+#include "memory_params.hpp"
+
+using namespace unmask;
+using namespace unmask::capi;
+
+namespace {
+
+// Sizes of the first published versions (ABI 1.1): literal, so appending fields never raises the
+// minimum a caller must pass.
+constexpr size_t plan_params_v1_size = 72;
+constexpr size_t memory_plan_v1_size = 200;
+static_assert(sizeof(unmask_plan_params) >= plan_params_v1_size && sizeof(unmask_memory_plan) >= memory_plan_v1_size);
+
+unmask_plan_params default_plan_params() {
+    unmask_plan_params p{};
+    p.struct_size = sizeof p;
+    p.precision = UNMASK_PRECISION_AUTO;
+    p.backend = UNMASK_BACKEND_CPU;
+    p.devices = 1;
+    p.max_concurrent = 1;
+    p.memory_fraction = 1.0;
+    p.memory_margin = 0.10;
+    return p;
+}
+
+PlanRequest to_plan_request(const unmask_plan_params& p) {
+    PlanRequest r;
+    r.precision = static_cast<Precision>(require_one_of(
+        p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16},
+        "params->precision"));
+    r.backend = static_cast<BackendKind>(
+        require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
+    r.sequence.kv_cache = require_one_of(p.kv_cache, {0, 1}, "params->kv_cache") == 1;
+    r.sequence.cfg = require_one_of(p.cfg, {0, 1}, "params->cfg") == 1;
+    if (p.threads < 0) fail(Status::invalid_argument, "params->threads must not be negative, got {}", p.threads);
+    r.threads = p.threads > 0 ? p.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+    r.devices = p.devices;
+    r.max_concurrent = p.max_concurrent;
+    if (p.max_sequence_length < 0)
+        fail(Status::invalid_argument, "params->max_sequence_length must not be negative, got {}", p.max_sequence_length);
+    r.max_sequence_length = p.max_sequence_length;
+    const BudgetParams budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
+    r.budget_bytes = budget.bytes;
+    r.memory_fraction = budget.fraction;
+    r.margin = budget.margin;
+    r.device_memory_bytes = p.device_memory_bytes;
+    return r;
+}
+
+}  // namespace
+
+extern "C" unmask_status unmask_plan_params_init(unmask_plan_params* params) {
+    return guarded(__func__, [&] {
+        require_not_null(params, "params");
+        *params = default_plan_params();
+    });
+}
+
+extern "C" unmask_status unmask_plan(const char* path, const unmask_plan_params* params, unmask_memory_plan* plan) {
+    return guarded(__func__, [&] {
+        require_not_null(path, "path");
+        const size_t size = writable_size(plan, "plan", memory_plan_v1_size);
+        const auto request = to_plan_request(read_params(params, "params", default_plan_params(), plan_params_v1_size));
+        const MemoryPlan m = plan_memory(path, request);
+        unmask_memory_plan out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.fits = m.fits ? 1 : 0;
+        out.devices = static_cast<int32_t>(m.devices);
+        out.max_concurrent = static_cast<int32_t>(m.max_concurrent);
+        out.max_sequence_length = m.max_sequence_length;
+        out.sequences_per_device = m.sequences_per_device;
+        out.device_memory = m.device_memory;
+        out.budget = m.budget;
+        out.margin = m.margin;
+        out.usable = m.usable;
+        out.weights = m.weights;
+        std::copy(m.weights_by_component.begin(), m.weights_by_component.end(), out.weights_by_component);
+        out.sequence_state = m.sequence_state;
+        out.dynamic = m.dynamic;
+        out.scratch = m.scratch;
+        out.required = m.required;
+        out.weights_total = m.weights_total;
+        out.parameters_total = m.parameters_total;
+        out.max_concurrent_at_length = m.max_concurrent_at_length;
+        out.max_length_at_concurrency = m.max_length_at_concurrency;
+        std::memcpy(plan, &out, size);
+    });
+}
