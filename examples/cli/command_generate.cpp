@@ -134,6 +134,7 @@ int run_generate(const ParsedArgs& args) {
     unmask_model_params model_params;
     check(unmask_model_params_init(&model_params));
     if (auto precision = args.value("precision")) model_params.precision = parse_precision(*precision);
+    apply_memory_options(args, model_params);
     const ModelHandle model = load_model(*model_path, model_params);
     const unmask_tokenizer* tokenizer = nullptr;
     check(unmask_model_tokenizer(model.get(), &tokenizer));
@@ -218,7 +219,7 @@ const Command generate_command{
      "",
      0,
      0,
-     {{"model", "DIR", "the Hugging Face model directory", 'm'},
+     with_memory_options({{"model", "DIR", "the Hugging Face model directory", 'm'},
       {"prompt-ids", "IDS", "comma-separated prompt token ids"},
       {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
       {"chat", "", "format --prompt as a chat user message (ChatML or LLaMA-3 headers)"},
@@ -241,7 +242,7 @@ const Command generate_command{
       {"threads", "N", "CPU threads (default: all)"},
       {"no-eos", "", "never sample EOS (LLaDA's logits_eos_inf)"},
       {"early-stop", "", "stop once the answer has ended with EOS"},
-      {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}}},
+      {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}})},
     run_generate};
 
 }  // namespace unmask_cli

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "model_options.hpp"
+#include "text_format.hpp"
 
 namespace unmask_cli {
 namespace {
@@ -19,16 +20,6 @@ const char* dtype_name(int32_t dtype) {
         case UNMASK_DTYPE_F16: return "F16";
         default: return "F32";
     }
-}
-
-std::string with_thousands(uint64_t value) {
-    const std::string digits = std::to_string(value);
-    std::string out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-        out.push_back(digits[i]);
-    }
-    return out;
 }
 
 // Loads the model's description and tensor table into one JSON object.

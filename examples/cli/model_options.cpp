@@ -1,6 +1,7 @@
 #include "model_options.hpp"
 
 #include "commands.hpp"
+#include "text_format.hpp"
 
 namespace unmask_cli {
 
@@ -20,6 +21,22 @@ const char* precision_name(int32_t precision) {
         default: return "mixed";
     }
 }
+
+std::vector<OptionSpec> with_memory_options(std::vector<OptionSpec> options) {
+    options.push_back({"budget", "BYTES", "memory budget per device (e.g. 80GB, 24GiB); default: the whole device"});
+    options.push_back({"memory-fraction", "F", "use at most this fraction of the device's memory, in (0, 1]"});
+    options.push_back({"margin", "F", "fraction of the budget kept free (default 0.10)"});
+    return options;
+}
+
+template <typename Params>
+void apply_memory_options(const ParsedArgs& args, Params& params) {
+    if (auto v = args.value("budget")) params.memory_budget_bytes = static_cast<int64_t>(parse_bytes(*v, "budget"));
+    if (auto v = args.number("memory-fraction")) params.memory_fraction = *v;
+    if (auto v = args.number("margin")) params.memory_margin = *v;
+}
+template void apply_memory_options(const ParsedArgs&, unmask_model_params&);
+template void apply_memory_options(const ParsedArgs&, unmask_plan_params&);
 
 ModelHandle load_model(const std::string& path, const unmask_model_params& params) {
     unmask_model* model = nullptr;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "args.hpp"
 #include "unmask.h"
@@ -17,6 +18,12 @@ struct ModelDeleter {
     void operator()(unmask_model* model) const noexcept { unmask_model_free(model); }
 };
 using ModelHandle = std::unique_ptr<unmask_model, ModelDeleter>;
+
+// `options` followed by --budget, --memory-fraction and --margin, which set a memory budget;
+// apply_memory_options copies them into unmask_model_params or unmask_plan_params (same fields).
+std::vector<OptionSpec> with_memory_options(std::vector<OptionSpec> options);
+template <typename Params>
+void apply_memory_options(const ParsedArgs& args, Params& params);
 
 // Loads `path`; CommandError with the library's message on failure.
 ModelHandle load_model(const std::string& path, const unmask_model_params& params);

@@ -129,8 +129,32 @@ expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
 expect_one_error_line "tokenize missing file" "IO: .*does not exist"
 expect_run "generate without model" 2 generate --prompt-ids 1
 expect_one_error_line "generate without model" "missing -m/--model"
-expect_run "plan (not built yet)" 1 plan
-expect_one_error_line "plan" "UNSUPPORTED"
+expect_run "plan without model" 2 plan
+expect_one_error_line "plan without model" "missing -m/--model"
+expect_run "plan" 0 plan -m "$fixtures/good/llada-moe" --budget 64MiB --max-seq-len 256 --concurrency 4 --threads 2
+grep -q "^  usable .*100.0%" "$work/out" || fail "plan shows the usable budget: $(cat "$work/out")"
+grep -q "^    experts " "$work/out" || fail "plan lists the experts' bytes"
+grep -q "^fits: " "$work/out" || fail "plan says it fits"
+expect_run "plan --json" 0 plan --json -m "$fixtures/good/moe-35b-a3b" --precision bf16 --devices 2 \
+    --device-memory 80GB --memory-fraction 0.85 --max-seq-len 4096 --concurrency 8
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["per_device"]
+assert d["fits"] and p["budget"] == 68000000000 and p["required"] == p["weights"] + p["dynamic"] + p["scratch"]
+assert abs(d["weights_total"] - 2 * d["parameters_total"]) <= 0.01 * 2 * d["parameters_total"]' "$work/out" \
+    || fail "plan --json of the 35B headers-only model: $(cat "$work/out")"
+expect_run "plan over budget" 0 plan -m "$fixtures/good/llada" --budget 300KB --concurrency 4 --threads 2
+grep -q "^does NOT fit" "$work/out" || fail "plan says what does not fit"
+grep -q "^longest sequence at 4 concurrent: [0-9]* positions" "$work/out" || fail "plan suggests a length"
+expect_run "plan zero budget" 2 plan -m "$fixtures/good/llada" --budget 0
+expect_one_error_line "plan zero budget" "budget must be a positive size"
+expect_run "plan size without a number" 2 plan -m "$fixtures/good/llada" --budget GB
+expect_one_error_line "plan size without a number" "budget must be a size in bytes"
+expect_run "plan fraction above 1" 1 plan -m "$fixtures/good/llada" --memory-fraction 1.5
+expect_one_error_line "plan fraction above 1" "INVALID_ARGUMENT: .*memory_fraction must be in (0, 1\]"
+expect_run "generate over budget" 1 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 200 --steps 2 --budget 600KB --threads 2
+expect_one_error_line "generate over budget" "OUT_OF_BUDGET: .*the longest sequence that fits now has [0-9]* positions"
+longest=$(sed 's/.*fits now has \([0-9]*\) positions.*/\1/' "$work/err")
+expect_run "generate at the suggested length" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 \
+    --gen-length $((longest - 2)) --steps 2 --budget 600KB --threads 2
 
 if [ "$failures" -eq 0 ]; then echo "cli: all checks passed"; fi
 exit $((failures > 0))
