@@ -93,6 +93,7 @@ void BM_attention(benchmark::State& state) {
                v = random_activations(t * heads * hd);
     std::vector<float> out(q.size());
     auto backend = make_cpu_backend(threads);
+    backend->reserve_workspace({t, 0});
     const SequenceRows rows{0, t};
     const AttentionParams params{heads, heads, hd, 0};
     const double flops = 4.0 * double(t) * double(t) * double(hd) * double(heads);  // q kᵀ and p v

@@ -16,7 +16,9 @@ namespace {
 constexpr size_t model_params_v1_size = 56;
 constexpr size_t model_description_v1_size = 104;
 constexpr size_t tensor_description_v1_size = 104;
-static_assert(sizeof(unmask_model_params) >= model_params_v1_size &&
+constexpr size_t memory_usage_v1_size = 48;  // ABI 1.1
+static_assert(sizeof(unmask_memory_usage) >= memory_usage_v1_size &&
+              sizeof(unmask_model_params) >= model_params_v1_size &&
               sizeof(unmask_model_description) >= model_description_v1_size &&
               sizeof(unmask_tensor_description) >= tensor_description_v1_size);
 
@@ -101,7 +103,7 @@ extern "C" void unmask_model_free(unmask_model* model) { delete model; }
 extern "C" unmask_status unmask_model_memory(const unmask_model* model, unmask_memory_usage* usage) {
     return guarded(__func__, [&] {
         require_not_null(model, "model");
-        const size_t size = writable_size(usage, "usage", sizeof(unmask_memory_usage));
+        const size_t size = writable_size(usage, "usage", memory_usage_v1_size);
         const MemoryLedger& memory = *model->memory;
         unmask_memory_usage out{};
         out.struct_size = static_cast<uint32_t>(size);

@@ -148,8 +148,10 @@ typedef struct unmask_model_params {
     void *progress_user_data;
     /* Since ABI 1.1: the device's memory budget. The weights are reserved against it before any is
      * read, and each generation's state and scratch before it runs; what does not fit fails with
-     * UNMASK_ERR_OUT_OF_BUDGET. The budget is min(memory_budget_bytes, memory_fraction x the
-     * device's memory: system RAM for the CPU backend, total memory for CUDA), less the margin. */
+     * UNMASK_ERR_OUT_OF_BUDGET. The budget is memory_budget_bytes when given, capped by
+     * memory_fraction x the device's memory (system RAM for the CPU backend, total memory for
+     * CUDA) when the fraction is below 1; with no byte budget, the fraction of the device's
+     * memory. The margin is kept free of it. */
     int64_t memory_budget_bytes;                /* 0 (default): no byte cap; negative is invalid */
     double memory_fraction;                     /* in (0, 1]; default 1 */
     double memory_margin;                       /* fraction of the budget kept free, in [0, 1); default 0.10 */

@@ -112,9 +112,11 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
 
-// The CPU backend with `threads` threads (>= 1), charging `memory`, which must outlive it.
+// The CPU backend with `threads` threads (>= 1), charging `memory`, which must outlive it and
+// every buffer it allocates.
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
-// The same with a ledger of its own and no limit (tests, benchmarks).
+// The same with a ledger of its own and no limit (tests, benchmarks). Work beyond the workspace
+// needs reserve_workspace first (a Forward does it).
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 // The bytes reserve_workspace charges on a CPU backend of `threads` threads.
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits);

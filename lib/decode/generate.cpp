@@ -22,6 +22,7 @@ ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) n
 
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       const ForwardLimits& limits, const StepObserver& observer) {
+    if (sequences.empty()) return {};
     for (const DecodeSequence& s : sequences)
         if (forward_tokens(s) > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
             fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",

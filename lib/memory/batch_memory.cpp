@@ -23,34 +23,45 @@ BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span
     }
     if (longest_sequence == nullptr) fail(Status::internal, "reserve_batch() without sequences");
     auto scratch_for = [&](int64_t rows) { return scratch_bytes(spec, {rows, longest}, backend, threads); };
-    const uint64_t available = device.available();
-    // Every sequence in one forward if possible, else the most rows per forward that fit.
-    int64_t rows = all_rows;
-    if (state_bytes + scratch_for(rows) > available) {
-        int64_t low = widest_rows, high = all_rows - 1;
-        rows = state_bytes + scratch_for(low) <= available ? low : 0;
-        while (rows != 0 && low < high) {
-            const int64_t middle = low + (high - low + 1) / 2;
-            if (state_bytes + scratch_for(middle) <= available) low = middle;
-            else high = middle - 1;
-            rows = low;
-        }
-    }
-    if (rows == 0) {
-        const int64_t fitting = longest_fitting_sequence(spec, available, longest_sequence->options, backend, threads);
+    auto refuse = [&](uint64_t available) {
+        const auto count = static_cast<int64_t>(sequences.size());
+        const int64_t fitting =
+            longest_fitting_sequence(spec, available, longest_sequence->options, backend, threads, count);
         fail(Status::out_of_budget,
              "{} sequence(s) of up to {} positions need {} bytes of state and at least {} of scratch, but {} has {} of "
              "its {} bytes left; {}",
-             sequences.size(), longest, state_bytes, scratch_for(widest_rows), device.name(), available,
-             device.capacity(),
-             fitting > 0 ? fmt::format("the longest sequence that fits now has {} positions", fitting)
-                         : std::string("no sequence fits now"));
+             count, longest, state_bytes, scratch_for(widest_rows), device.name(), available, device.capacity(),
+             fitting == 0                ? std::string("no sequence fits now")
+             : count == 1                ? fmt::format("the longest sequence that fits now has {} positions", fitting)
+                                         : fmt::format("the longest sequences that fit now, {} of them, have {} positions",
+                                                       count, fitting));
+    };
+    const uint64_t available = device.available();
+    // Every sequence in one forward if possible, else the most rows per forward that fit.
+    int64_t rows = std::min(all_rows, max_forward_rows);
+    if (state_bytes + scratch_for(rows) > available) {
+        int64_t low = widest_rows, high = rows - 1;
+        if (state_bytes + scratch_for(low) > available) refuse(available);
+        while (low < high) {
+            const int64_t middle = low + (high - low + 1) / 2;
+            if (state_bytes + scratch_for(middle) <= available) low = middle;
+            else high = middle - 1;
+        }
+        rows = low;
     }
     BatchMemory memory;
-    for (const SequenceShape& s : sequences)
-        memory.states.push_back(device.reserve(sequence_state_bytes(spec, s.length, s.options, backend), "a sequence's state"));
-    memory.limits = {rows, longest};
-    memory.scratch = device.pool(device.name() + " scratch", scratch_for(rows));
+    try {
+        for (const SequenceShape& s : sequences)
+            memory.states.push_back(
+                device.reserve(sequence_state_bytes(spec, s.length, s.options, backend), "a sequence's state"));
+        memory.limits = {rows, longest};
+        memory.scratch = device.pool(device.name() + " scratch", scratch_for(rows));
+    } catch (const Error& e) {
+        // Another generation took memory since `available` was read.
+        if (e.status() != Status::out_of_budget) throw;
+        memory = BatchMemory();
+        refuse(device.available());
+    }
     return memory;
 }
 

@@ -50,7 +50,8 @@ public:
     Reservation reserve(uint64_t bytes, std::string_view what);
 
     // A child pool that takes `capacity` of this ledger whole (reserved here, not yet in use)
-    // and charges its allocations to itself; its use shows here as it happens.
+    // and charges its allocations to itself; its use shows here as it happens. The pool must
+    // outlive every allocation charged to it, and this ledger the pool.
     std::unique_ptr<MemoryLedger> pool(std::string name, uint64_t capacity);
 
     // The tracking allocator's hooks: count an allocation of `bytes`, and its release.

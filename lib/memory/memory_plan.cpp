@@ -19,8 +19,7 @@ namespace unmask {
 namespace {
 
 constexpr int64_t max_planned_concurrency = int64_t(1) << 30;
-// The forward indexes its rows with int32; beyond that nothing fits (and no size overflows).
-constexpr int64_t max_forward_rows = INT32_MAX;
+constexpr uint64_t max_device_memory = uint64_t(1) << 60;  // 1 EiB: beyond any device, and no size overflows
 
 // The largest n in [1, high] with fits(n), for a predicate true up to some n and false after;
 // 0 when fits(1) is false.
@@ -47,7 +46,8 @@ uint64_t device_memory_of(BackendKind backend) {
 #ifdef UNMASK_WITH_CUDA
     if (cuda::device_count() > 0) return cuda::device_memory(0).total_bytes;
 #endif
-    fail(Status::unsupported, "no CUDA device to take the memory size from; give the device memory to plan for one");
+    fail(Status::unsupported, "there is no CUDA device to size a memory fraction by; give a byte budget "
+                              "(or, when planning, the device's memory)");
 }
 
 // Activations (and so the K/V cache) are fp32 on the CPU backend.
@@ -78,10 +78,11 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
 }
 
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
-                                 BackendKind backend, int threads) {
+                                 BackendKind backend, int threads, int64_t count) {
     return largest_fitting(spec.max_sequence_length, [&](int64_t length) {
         const ForwardLimits limits{forward_rows(length, options), length};
-        return sequence_state_bytes(spec, length, options, backend) + scratch_bytes(spec, limits, backend, threads) <=
+        return uint64_t(count) * sequence_state_bytes(spec, length, options, backend) +
+                   scratch_bytes(spec, limits, backend, threads) <=
                available;
     });
 }
@@ -93,6 +94,9 @@ DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_b
         fail(Status::invalid_argument, "the memory fraction must be in (0, 1], got {}", *memory_fraction);
     if (!(margin >= 0.0 && margin < 1.0))
         fail(Status::invalid_argument, "the memory margin must be in [0, 1), got {}", margin);
+    if (device_memory_bytes > max_device_memory || (budget_bytes && *budget_bytes > max_device_memory))
+        fail(Status::invalid_argument, "memory sizes above {} bytes are not plausible, got {}", max_device_memory,
+             std::max(device_memory_bytes, budget_bytes.value_or(0)));
     DeviceBudget b;
     // The device's size matters only for a fraction, or when no budget caps it.
     if (memory_fraction || !budget_bytes)
@@ -120,6 +124,10 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     if (request.max_concurrent < 1 || request.max_concurrent > max_planned_concurrency)
         fail(Status::invalid_argument, "max_concurrent {} is outside 1..{}", request.max_concurrent,
              max_planned_concurrency);
+    const int64_t sequences_per_device = (request.max_concurrent + request.devices - 1) / request.devices;
+    if (sequences_per_device > max_forward_rows / forward_rows(length, request.sequence))
+        fail(Status::invalid_argument, "{} sequences of {} positions per device exceed one forward's {} rows",
+             sequences_per_device, length, max_forward_rows);
 
     MemoryPlan plan;
     const DeviceBudget budget = device_budget(request.backend, request.budget_bytes, request.memory_fraction,
@@ -155,7 +163,7 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
         uint64_t dynamic = 0, scratch = 0;
         return required(concurrent, sequence_length, &dynamic, &scratch) <= plan.usable;
     };
-    plan.sequences_per_device = (request.max_concurrent + request.devices - 1) / request.devices;
+    plan.sequences_per_device = sequences_per_device;
     plan.sequence_state = sequence_state_bytes(spec, length, request.sequence, request.backend);
     plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
     plan.fits = plan.required <= plan.usable;

@@ -35,10 +35,13 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
 // Rows a sequence of `length` positions feeds to each forward.
 int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept;
 
-// The longest sequence (at most the model's maximum) whose state and own scratch fit in
-// `available` bytes; 0 when none does.
+// The longest length (at most the model's maximum) at which `count` sequences fit in `available`
+// bytes: their states, and scratch for forwards of one at a time; 0 when none does.
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
-                                 BackendKind backend, int threads);
+                                 BackendKind backend, int threads, int64_t count = 1);
+
+// The forward indexes its rows with int32: no forward is planned beyond this many.
+inline constexpr int64_t max_forward_rows = INT32_MAX;
 
 struct PlanRequest {
     Precision precision = Precision::automatic;  // automatic: each tensor's file dtype
@@ -78,7 +81,8 @@ struct MemoryPlan {
 };
 
 // Throws INVALID_ARGUMENT for a bad request (a zero or negative budget, a fraction outside
-// (0, 1], a margin outside [0, 1), lengths or counts out of range).
+// (0, 1], a margin outside [0, 1), lengths or counts out of range, a device's sequences beyond
+// one forward's max_forward_rows).
 MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
                        uint64_t parameters, const PlanRequest& request);
 

@@ -223,7 +223,8 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     const auto outputs = static_cast<int64_t>(output_rows.size());
     if (want_logits) output.logits.resize(size_t(outputs * vocab));
     else output.candidates.resize(size_t(outputs));
-    const int64_t chunk = std::min(outputs, output_chunk_rows);
+    // The output buffers hold 2 x min(limits.tokens, 128) rows (outputs may repeat positions).
+    const int64_t chunk = std::min({outputs, output_chunk_rows, limits_.tokens});
     DeviceBuffer& rows = state_.output_rows;
     const DeviceBuffer &gathered = state_.gathered, &logits = state_.logits;
     for (int64_t begin = 0; begin < outputs; begin += chunk) {

@@ -185,6 +185,21 @@ TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the
     }
 }
 
+TEST_CASE("repeated output positions beyond the token count stay within the run state") {
+    const auto model = load("llada", Precision::fp32);
+    auto backend = make_cpu_backend(1);
+    Forward forward(*model, *backend, {3, 3});
+    const std::vector<int32_t> tokens = {1, 2, 3};
+    const std::vector<int32_t> positions = {0, 1, 2, 2, 1, 0, 0, 2};  // 8 outputs from 3 tokens
+    const std::vector<ForwardSequence> batch = {{tokens, positions, nullptr, {}, 0.0}};
+    const ForwardOutput out = forward.run(batch, true);
+    const size_t vocab = out.logits.size() / positions.size();
+    auto row = [&](size_t i) { return std::vector<float>(out.logits.begin() + long(i * vocab), out.logits.begin() + long((i + 1) * vocab)); };
+    CHECK(row(0) == row(5));
+    CHECK(row(2) == row(7));
+    CHECK(row(1) == row(4));
+}
+
 TEST_CASE("bad forward inputs are rejected with a clear status") {
     const auto model = load("llada", Precision::fp32);
     auto backend = make_cpu_backend(1);

@@ -181,7 +181,9 @@ TEST_CASE("bad budgets are INVALID_ARGUMENT") {
                         +[](unmask_plan_params& p) { p.memory_margin = 1.0; },
                         +[](unmask_plan_params& p) { p.max_concurrent = 0; },
                         +[](unmask_plan_params& p) { p.devices = 0; },
-                        +[](unmask_plan_params& p) { p.max_sequence_length = 4096; }}) {
+                        +[](unmask_plan_params& p) { p.max_sequence_length = 4096; },
+                        +[](unmask_plan_params& p) { p.device_memory_bytes = UINT64_MAX; },
+                        +[](unmask_plan_params& p) { p.max_concurrent = 1 << 30; }}) {  // beyond one forward
         unmask_plan_params bad = params;
         mutate(bad);
         CHECK(unmask_plan(path.c_str(), &bad, &plan) == UNMASK_ERR_INVALID_ARGUMENT);
@@ -342,6 +344,23 @@ TEST_CASE("a generation that does not fit is refused with the longest length tha
     CHECK(unmask_generate(model, &params, prompt.data(), 4, &result) == UNMASK_ERR_OUT_OF_BUDGET);
     REQUIRE(unmask_model_memory(model, &after) == UNMASK_OK);
     CHECK(after.peak_reserved <= after.capacity);
+
+    // A batch of two is told the length at which both fit.
+    const int32_t* prompts[2] = {prompt.data(), prompt.data()};
+    const int64_t lengths[2] = {4, 4};
+    std::vector<int32_t> second(1024);
+    unmask_generation results[2] = {result, result};
+    results[1].tokens = second.data();
+    params.gen_length = 1000;
+    REQUIRE(unmask_generate_batch(model, &params, 2, prompts, lengths, results) == UNMASK_ERR_OUT_OF_BUDGET);
+    const std::string batch_message = unmask_last_error();
+    const std::string batch_marker = "the longest sequences that fit now, 2 of them, have ";
+    const auto batch_at = batch_message.find(batch_marker);
+    REQUIRE_MESSAGE(batch_at != std::string::npos, batch_message);
+    const int64_t both = std::stoll(batch_message.substr(batch_at + batch_marker.size()));
+    CHECK(both < longest);
+    params.gen_length = both - 4;
+    CHECK_MESSAGE(unmask_generate_batch(model, &params, 2, prompts, lengths, results) == UNMASK_OK, unmask_last_error());
     unmask_model_free(model);
 
     // Weights beyond the budget are refused before any is read.

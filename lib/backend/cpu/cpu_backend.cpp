@@ -51,41 +51,50 @@ uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
 
 class CpuBackend final : public Backend {
 public:
-    CpuBackend(int threads, MemoryLedger& memory) : memory_(memory), pool_(threads), scratch_(size_t(pool_.size())) {}
-    CpuBackend(int threads, std::unique_ptr<MemoryLedger> own_memory)
-        : own_memory_(std::move(own_memory)), memory_(*own_memory_), pool_(threads), scratch_(size_t(pool_.size())) {}
-    ~CpuBackend() override { memory_.discharge(workspace_bytes_); }
+    // `memory` must outlive the backend and every buffer it allocates; a ledger of its own (no
+    // deleter) is shared with the buffers, so they may outlive the backend.
+    CpuBackend(int threads, std::shared_ptr<MemoryLedger> memory)
+        : memory_(std::move(memory)), pool_(threads), scratch_(size_t(pool_.size())) {
+        try {
+            reserve_workspace({});  // the matmul panels, which every call needs
+        } catch (...) {
+            memory_->discharge(workspace_bytes_);
+            throw;
+        }
+    }
+    ~CpuBackend() override { memory_->discharge(workspace_bytes_); }
 
     const char* name() const noexcept override { return "cpu"; }
 
     DeviceBuffer allocate(size_t bytes) override {
         const uint64_t size = allocation_bytes(bytes);
-        memory_.charge(size, "an activation buffer");
+        memory_->charge(size, "an activation buffer");
         void* memory = std::aligned_alloc(64, size);
         if (memory == nullptr) {
-            memory_.discharge(size);
+            memory_->discharge(size);
             fail(Status::out_of_budget, "the system refused {} bytes of activations", size);
         }
-        MemoryLedger* ledger = &memory_;
-        return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, size](void* p) {
+        return DeviceBuffer(std::shared_ptr<void>(memory, [ledger = memory_, size](void* p) {
                                 std::free(p);
                                 ledger->discharge(size);
                             }),
                             bytes);
     }
 
+    // Grows to the largest limits asked for so far; never shrinks while the backend lives.
     void reserve_workspace(const WorkspaceLimits& limits) override {
-        const uint64_t wanted = cpu_workspace_bytes(pool_.size(), limits);
-        if (wanted <= workspace_bytes_) return;
-        memory_.charge(wanted - workspace_bytes_, "the CPU backend's workspace");
-        workspace_bytes_ = wanted;
-        limits_ = limits;
+        const WorkspaceLimits wanted_limits{std::max(limits_.sequence_length, limits.sequence_length),
+                                            std::max(limits_.vocab, limits.vocab)};
+        const uint64_t wanted = cpu_workspace_bytes(pool_.size(), wanted_limits);
+        if (wanted > workspace_bytes_) memory_->charge(wanted - workspace_bytes_, "the CPU backend's workspace");
+        workspace_bytes_ = std::max(workspace_bytes_, wanted);
+        limits_ = wanted_limits;
         for (WorkerScratch& s : scratch_) {
-            s.attention.scores.reserve(size_t(attention_tile * limits.sequence_length));
+            s.attention.scores.reserve(size_t(attention_tile * limits_.sequence_length));
             s.attention.panel.reserve(k::matmul_scratch_floats());
             s.panel.resize(k::matmul_scratch_floats());
-            s.candidates.scaled.reserve(size_t(limits.vocab));
-            s.candidates.sorted.reserve(size_t(limits.vocab));
+            s.candidates.scaled.reserve(size_t(limits_.vocab));
+            s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
     }
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
@@ -253,8 +262,7 @@ private:
         pool_.parallel_for(tasks, [&](int64_t t) { body(t * chunk, std::min(rows, (t + 1) * chunk)); });
     }
 
-    std::unique_ptr<MemoryLedger> own_memory_;
-    MemoryLedger& memory_;
+    std::shared_ptr<MemoryLedger> memory_;
     ThreadPool pool_;
     std::vector<WorkerScratch> scratch_;  // one per pool thread
     WorkspaceLimits limits_;
@@ -268,11 +276,11 @@ uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
-    return std::make_unique<CpuBackend>(threads, memory);
+    return std::make_unique<CpuBackend>(threads, std::shared_ptr<MemoryLedger>(&memory, [](MemoryLedger*) {}));
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
-    return std::make_unique<CpuBackend>(threads, std::make_unique<MemoryLedger>("cpu", UINT64_MAX));
+    return std::make_unique<CpuBackend>(threads, std::make_shared<MemoryLedger>("cpu", UINT64_MAX));
 }
 
 }  // namespace unmask
