@@ -1,23 +1,19 @@
 // unmask_generate*, unmask_infill: synchronous generation on the CPU backend.
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "backend/backend.hpp"
 #include "boundary.hpp"
 #include "decode/generate.hpp"
 #include "memory/batch_memory.hpp"
+#include "generate_params.hpp"
 #include "handles.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
 
-namespace {
-
-// Sizes of the first published versions (ABI 1.0): literal, so appending fields never raises the
-// minimum a caller must pass.
-constexpr size_t generate_params_v1_size = 168;
-constexpr size_t generation_v1_size = 48;
-static_assert(sizeof(unmask_generate_params) >= generate_params_v1_size && sizeof(unmask_generation) >= generation_v1_size);
+namespace unmask::capi {
 
 unmask_generate_params default_generate_params() {
     unmask_generate_params p{};
@@ -34,6 +30,10 @@ unmask_generate_params default_generate_params() {
 }
 
 DecodeParams to_decode_params(const unmask_generate_params& p) {
+    if (!(p.timeout_seconds >= 0) || !std::isfinite(p.timeout_seconds))
+        fail(Status::invalid_argument, "params->timeout_seconds must be finite and not negative, got {}",
+             p.timeout_seconds);
+    require_one_of(p.stream_steps, {0, 1}, "params->stream_steps");
     DecodeParams d;
     d.policy = static_cast<CommitPolicy>(require_one_of(
         p.policy, {UNMASK_POLICY_LOW_CONFIDENCE, UNMASK_POLICY_RANDOM, UNMASK_POLICY_ORIGIN, UNMASK_POLICY_MASKGIT_PLUS,
@@ -63,6 +63,32 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     d.eot_token_id = p.eot_token_id;
     return d;
 }
+
+std::vector<int32_t> prompt_canvas(const ModelSpec& spec, const DecodeParams& d, const int32_t* prompt, int64_t length,
+                                   size_t index) {
+    if (length < 0) fail(Status::invalid_argument, "prompt {} has the negative length {}", index, length);
+    if (length > spec.max_sequence_length)
+        fail(Status::too_long, "prompt {} has {} tokens; the model allows {} positions", index, length,
+             spec.max_sequence_length);
+    if (length > 0 && prompt == nullptr) fail(Status::invalid_argument, "prompt {} is NULL", index);
+    if (d.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", d.gen_length);
+    const auto mask = static_cast<int32_t>(spec.mask_token_id);
+    if (std::find(prompt, prompt + length, mask) != prompt + length)
+        fail(Status::invalid_argument, "prompt {} contains the mask token {}; use unmask_infill to fill masks", index, mask);
+    if (d.gen_length > spec.max_sequence_length - length)  // no overflow: both are below the maximum
+        fail(Status::too_long, "prompt {} ({} tokens) plus gen_length {} exceeds the model's {} positions", index, length,
+             d.gen_length, spec.max_sequence_length);
+    std::vector<int32_t> canvas(prompt, prompt + length);
+    canvas.resize(size_t(length + d.gen_length), mask);
+    return canvas;
+}
+
+}  // namespace unmask::capi
+
+namespace {
+
+constexpr size_t generation_v1_size = 48;
+static_assert(sizeof(unmask_generation) >= generation_v1_size);
 
 int threads_for(const unmask_generate_params& p) {
     if (p.threads > 0) return p.threads;
@@ -113,25 +139,6 @@ void check_result(const unmask_generation* result, const char* name, int64_t nee
              result->tokens_capacity, needed);
 }
 
-DecodeSequence prompt_sequence(const Model& model, const DecodeParams& d, const int32_t* prompt, int64_t length,
-                               size_t index) {
-    if (length < 0) fail(Status::invalid_argument, "prompt {} has the negative length {}", index, length);
-    if (length > model.spec().max_sequence_length)
-        fail(Status::too_long, "prompt {} has {} tokens; the model allows {} positions", index, length,
-             model.spec().max_sequence_length);
-    if (length > 0 && prompt == nullptr) fail(Status::invalid_argument, "prompt {} is NULL", index);
-    if (d.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", d.gen_length);
-    const auto mask = static_cast<int32_t>(model.spec().mask_token_id);
-    if (std::find(prompt, prompt + length, mask) != prompt + length)
-        fail(Status::invalid_argument, "prompt {} contains the mask token {}; use unmask_infill to fill masks", index, mask);
-    if (d.gen_length > model.spec().max_sequence_length - length)  // no overflow: both are below the maximum
-        fail(Status::too_long, "prompt {} ({} tokens) plus gen_length {} exceeds the model's {} positions", index, length,
-             d.gen_length, model.spec().max_sequence_length);
-    std::vector<int32_t> canvas(prompt, prompt + length);
-    canvas.resize(size_t(length + d.gen_length), mask);
-    return DecodeSequence(model.spec(), d, std::move(canvas));
-}
-
 }  // namespace
 
 extern "C" unmask_status unmask_generate_params_init(unmask_generate_params* params) {
@@ -156,7 +163,7 @@ extern "C" unmask_status unmask_generate_batch(const unmask_model* model, const 
         std::vector<int64_t> first_output;
         for (int64_t i = 0; i < count; ++i) {
             check_result(&results[i], "results[i]", d.gen_length);
-            sequences.push_back(prompt_sequence(m, d, prompts[i], prompt_lengths[i], size_t(i)));
+            sequences.emplace_back(m.spec(), d, prompt_canvas(m.spec(), d, prompts[i], prompt_lengths[i], size_t(i)));
             first_output.push_back(prompt_lengths[i]);
         }
         run(*model, p, sequences, first_output, results);

@@ -9,23 +9,6 @@
 using namespace unmask;
 using namespace unmask::capi;
 
-namespace {
-
-// A caller's array: a negative length, or NULL with a positive length, is INVALID_ARGUMENT.
-void require_array(const void* data, int64_t length, const char* data_name, const char* length_name) {
-    if (length < 0) fail(Status::invalid_argument, "{} must not be negative, got {}", length_name, length);
-    if (length > 0) require_not_null(data, data_name);
-}
-
-// Writes as much of [source, source + size) as fits into the caller's buffer and reports the
-// full size, so the caller can size a second call.
-template <typename T>
-void write_sized(const T* source, size_t size, T* buffer, int64_t capacity, int64_t* size_out) {
-    *size_out = static_cast<int64_t>(size);
-    if (capacity > 0) std::memcpy(buffer, source, size_t(std::min<int64_t>(capacity, *size_out)) * sizeof(T));
-}
-
-}  // namespace
 
 extern "C" unmask_status unmask_tokenizer_load(const char* path, unmask_tokenizer** out_tokenizer) {
     return guarded(__func__, [&] {

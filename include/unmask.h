@@ -336,7 +336,9 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
 /* Why a generation ended (unmask_generation.finish_reason). */
 #define UNMASK_FINISH_LENGTH 1    /* the whole generation region was filled, no EOS in it */
 #define UNMASK_FINISH_EOS 2       /* the answer contains EOS (or early stop filled the rest with EOS) */
-#define UNMASK_FINISH_CANCELLED 3 /* the step callback asked to stop */
+#define UNMASK_FINISH_CANCELLED 3 /* the step callback asked to stop (engine: cancelled or shut down) */
+#define UNMASK_FINISH_TIMEOUT 4   /* engine: the request's deadline passed (checked between steps) */
+#define UNMASK_FINISH_ERROR 5     /* engine: the request failed; unmask_request_info has the status */
 
 /* Called after each denoising step of each sequence: its index in the batch, the step number
  * (from 0), how many positions this step committed, and the whole canvas (prompt included,
@@ -344,6 +346,25 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
  * that sequence (its result then has finish_reason CANCELLED and the partial canvas). */
 typedef int32_t (*unmask_step_callback)(int64_t sequence, int64_t step, int64_t committed, const int32_t *canvas,
                                         int64_t canvas_length, void *user_data);
+
+/* Engine streaming: what one event reports. `tokens` is the generated region as it stands (masks
+ * as mask_token_id where nothing is committed yet), valid during the call only. */
+#define UNMASK_STREAM_BLOCK 1 /* a block was committed (with early stop: the answer ended) */
+#define UNMASK_STREAM_STEP 2  /* a step ran (only with stream_steps = 1) */
+typedef struct unmask_stream_event {
+    uint32_t struct_size;
+    int32_t kind;              /* UNMASK_STREAM_* */
+    uint64_t request_id;
+    int64_t step;              /* from 0 */
+    int64_t completed_blocks;
+    int64_t committed;         /* positions this step committed */
+    const int32_t *tokens;
+    int64_t token_count;
+} unmask_stream_event;
+
+/* Called on the engine's scheduler thread; keep it short. Return 0 to continue, non-zero to
+ * cancel the request. */
+typedef int32_t (*unmask_stream_callback)(const unmask_stream_event *event, void *user_data);
 
 typedef struct unmask_generate_params {
     uint32_t struct_size;
@@ -371,6 +392,11 @@ typedef struct unmask_generate_params {
     int64_t eot_token_id;    /* -1 = none (default) */
     unmask_step_callback step_callback; /* may be NULL */
     void *step_user_data;
+    /* Since ABI 1.1, for engine requests (unmask_engine_submit); synchronous generation ignores them. */
+    double timeout_seconds;                 /* 0: the engine's default; from submission, queue included */
+    unmask_stream_callback stream_callback; /* may be NULL; per committed block */
+    void *stream_user_data;
+    int32_t stream_steps;                   /* 1: also after every step */
 } unmask_generate_params;
 
 /* Fills *params with the defaults above. Errors: INVALID_ARGUMENT for NULL. */
@@ -411,6 +437,176 @@ UNMASK_API unmask_status unmask_generate_batch(const unmask_model *model, const 
  * result->tokens (tokens_capacity >= canvas_length). */
 UNMASK_API unmask_status unmask_infill(const unmask_model *model, const unmask_generate_params *params,
                                        const int32_t *canvas, int64_t canvas_length, unmask_generation *result);
+
+/* ---------------------------------------------------------------------------------------------
+ * The engine (since ABI 1.1)
+ *
+ * One engine per model serves requests submitted from any number of threads: a bounded queue, a
+ * limit on running requests, admission first come first served within the memory budget, and
+ * continuous batching (every running request takes one step per iteration in shared forwards;
+ * requests join and leave between steps). Deadlines and cancels are checked between steps. Every
+ * submitted request gets exactly one outcome, also at shutdown.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct unmask_engine_params {
+    uint32_t struct_size;             /* sizeof(unmask_engine_params); set by unmask_engine_params_init */
+    int32_t max_concurrent_requests;  /* running at once; default 8 */
+    int32_t max_queued_requests;      /* waiting for admission; default 64 */
+    int32_t threads;                  /* CPU threads; 0 (default): all */
+    int64_t max_sequence_length;      /* prompt + generation admitted; 0 (default): the model's */
+    int64_t max_tokens_per_forward;   /* rows per forward; 0 (default): every running request at the
+                                         longest length, or as many rows as the budget allows */
+    double request_timeout_seconds;   /* default deadline of a request; 0 (default): none */
+    int64_t min_steps;                /* default step bounds of requests that set none; 0: none */
+    int64_t max_steps;
+    unmask_log_callback log_callback; /* may be NULL; called from the scheduler thread too */
+    void *log_user_data;
+    int32_t log_level;                /* default INFO */
+} unmask_engine_params;
+
+UNMASK_API unmask_status unmask_engine_params_init(unmask_engine_params *params);
+
+/* Starts an engine on a loaded model, which must outlive it. Its scratch is reserved in the
+ * model's memory budget now. Errors: INVALID_ARGUMENT, UNSUPPORTED (a metadata-only model),
+ * OUT_OF_BUDGET (not even one request of max_sequence_length fits). */
+UNMASK_API unmask_status unmask_engine_create(const unmask_model *model, const unmask_engine_params *params,
+                                              unmask_engine **out_engine);
+
+/* Loads the model named by a service configuration file (JSON, or YAML by the extension .yaml or
+ * .yml; see the README) and starts an engine that owns it. Errors: IO, INVALID_ARGUMENT (an
+ * unknown key, a wrong type or value, naming the key), and those of unmask_model_load and
+ * unmask_engine_create. */
+UNMASK_API unmask_status unmask_engine_create_from_config(const char *path, unmask_engine **out_engine);
+
+/* A service configuration file as read (see the README); what unmask_engine_create_from_config
+ * uses, for hosts that apply it themselves. */
+#define UNMASK_MAX_PATH 4096
+typedef struct unmask_service_config {
+    uint32_t struct_size;              /* set by the caller to sizeof(unmask_service_config) */
+    int32_t listen_port;               /* 0: not given */
+    int32_t max_concurrent_requests;   /* default 8 */
+    int32_t max_queued_requests;       /* default 64 */
+    double request_timeout_seconds;    /* 0: none */
+    char weights_path[UNMASK_MAX_PATH];/* NUL-terminated; relative paths resolved against the file's folder */
+    int32_t precision;                 /* UNMASK_PRECISION_* */
+    int32_t gpu_device_count;          /* entries of resources.gpu_devices; 0: the CPU */
+    int64_t max_sequence_length;       /* 0: the model's */
+    int64_t min_diffusion_steps;       /* 0: none */
+    int64_t max_diffusion_steps;       /* 0: none */
+    double memory_fraction;            /* default 1 */
+    int32_t log_level;                 /* UNMASK_LOG_* */
+    int32_t log_rotation_size_mb;      /* 0: no rotation */
+} unmask_service_config;
+
+/* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */
+UNMASK_API unmask_status unmask_service_config_read(const char *path, unmask_service_config *config);
+
+/* The model the engine serves (owned by the caller or, from a configuration, by the engine). */
+UNMASK_API unmask_status unmask_engine_model(const unmask_engine *engine, const unmask_model **model);
+
+/* Stops the engine (as UNMASK_SHUTDOWN_IMMEDIATE) and frees it. Requests stay valid until freed.
+ * NULL is a no-op. */
+UNMASK_API void unmask_engine_free(unmask_engine *engine);
+
+#define UNMASK_SHUTDOWN_DRAIN 0     /* take no new requests; finish queued and running ones */
+#define UNMASK_SHUTDOWN_IMMEDIATE 1 /* take no new requests; cancel queued and running ones */
+
+/* Shuts the engine down and returns when its scheduler has stopped. A drain that takes longer
+ * than timeout_seconds (0: no limit) cancels what is left. Later submissions get SHUTTING_DOWN. */
+UNMASK_API unmask_status unmask_engine_shutdown(unmask_engine *engine, int32_t mode, double timeout_seconds);
+
+/* Submits a prompt of token ids with the given decoding parameters (NULL: defaults). With
+ * wait_seconds 0 a full queue is QUEUE_FULL at once; with wait_seconds > 0 the call waits that long
+ * for room. On success *out_request is the caller's handle (free it with unmask_request_free).
+ * Errors: INVALID_ARGUMENT (bad parameters, naming the field), TOO_LONG (beyond the engine's
+ * max_sequence_length), OUT_OF_BUDGET (a request that could never fit, with the longest length
+ * that would), QUEUE_FULL, SHUTTING_DOWN. Thread-safe. */
+UNMASK_API unmask_status unmask_engine_submit(unmask_engine *engine, const unmask_generate_params *params,
+                                              const int32_t *prompt, int64_t prompt_length, double wait_seconds,
+                                              unmask_request **out_request);
+
+/* Waits for the request's outcome: OK once it has one, TIMEOUT when timeout_seconds passed first
+ * (negative: wait without limit). Thread-safe. */
+UNMASK_API unmask_status unmask_request_wait(const unmask_request *request, double timeout_seconds);
+
+/* Asks the engine to stop the request (between steps; a queued one at once). Its outcome is then
+ * CANCELLED unless it had already finished. Thread-safe. */
+UNMASK_API unmask_status unmask_request_cancel(unmask_request *request);
+
+#define UNMASK_REQUEST_QUEUED 0
+#define UNMASK_REQUEST_RUNNING 1
+#define UNMASK_REQUEST_FINISHED 2
+
+typedef struct unmask_request_info {
+    uint32_t struct_size;         /* set by the caller to sizeof(unmask_request_info) */
+    int32_t state;                /* UNMASK_REQUEST_*; the fields below are set once FINISHED */
+    uint64_t request_id;
+    int32_t finish_reason;        /* UNMASK_FINISH_* */
+    int32_t error_status;         /* for UNMASK_FINISH_ERROR: the failure's unmask_status */
+    int64_t token_count;          /* generated ids (unmask_request_tokens) */
+    int64_t steps;
+    int64_t forwards;
+    double queue_seconds;         /* submission to admission */
+    double compute_seconds;       /* admission to the outcome */
+    double first_block_seconds;   /* submission to the first committed block; -1: none */
+    double end_to_end_seconds;    /* submission to the outcome */
+} unmask_request_info;
+
+/* Describes the request (polling: state is FINISHED once the outcome exists). Thread-safe. */
+UNMASK_API unmask_status unmask_request_info_get(const unmask_request *request, unmask_request_info *info);
+
+/* Copies the generated ids (prompt excluded) of a finished request into tokens[0..capacity) and
+ * sets *count to how many there are (call with capacity 0 to size the buffer). Errors:
+ * INVALID_ARGUMENT before the request has finished. */
+UNMASK_API unmask_status unmask_request_tokens(const unmask_request *request, int32_t *tokens, int64_t capacity,
+                                               int64_t *count);
+
+/* The finished request's answer as UTF-8 text (its ids up to the first EOS, special tokens
+ * skipped), as unmask_detokenize writes it: the first min(capacity, *length) bytes, no NUL, and
+ * *length the whole text's size. Errors: UNSUPPORTED without a tokenizer, INVALID_ARGUMENT before
+ * the request has finished. */
+UNMASK_API unmask_status unmask_request_text(const unmask_request *request, char *text, int64_t capacity,
+                                             int64_t *length);
+
+/* Releases the handle; a request still queued or running is cancelled first. NULL is a no-op. */
+UNMASK_API void unmask_request_free(unmask_request *request);
+
+#define UNMASK_HEALTH_LOADING 0
+#define UNMASK_HEALTH_READY 1
+#define UNMASK_HEALTH_DRAINING 2
+#define UNMASK_HEALTH_FAILED 3
+#define UNMASK_HEALTH_STOPPED 4
+
+typedef struct unmask_engine_stats {
+    uint32_t struct_size;                 /* set by the caller to sizeof(unmask_engine_stats) */
+    int32_t health;                       /* UNMASK_HEALTH_* */
+    int64_t requests_running;
+    int64_t requests_waiting;
+    uint64_t requests_submitted;
+    uint64_t requests_rejected;           /* QUEUE_FULL or SHUTTING_DOWN at submission */
+    uint64_t finished[6];                 /* by UNMASK_FINISH_* (index 0 unused) */
+    uint64_t steps_total;                 /* denoising steps, summed over requests */
+    uint64_t forwards_total;              /* model evaluations, summed over requests */
+    uint64_t generation_tokens_total;     /* positions generated by requests that finished */
+    uint64_t prompt_tokens_total;
+    double queue_seconds_p50, queue_seconds_p95, queue_seconds_p99;  /* over the latest 10000 */
+    double first_block_seconds_p50, first_block_seconds_p95, first_block_seconds_p99;
+    double end_to_end_seconds_p50, end_to_end_seconds_p95, end_to_end_seconds_p99;
+    uint64_t memory_capacity;             /* the usable budget */
+    uint64_t memory_planned;              /* weights + scratch + max_concurrent states at max length */
+    uint64_t memory_reserved;
+    uint64_t memory_in_use;
+    uint64_t memory_peak_in_use;
+    int64_t max_tokens_per_forward;       /* as the engine sized its forwards */
+} unmask_engine_stats;
+
+/* A snapshot of the engine's counters, latencies and memory. Thread-safe. */
+UNMASK_API unmask_status unmask_engine_stats_get(const unmask_engine *engine, unmask_engine_stats *stats);
+
+/* The same in the Prometheus text format (metric names as vLLM's, prefixed `unmask:`), written
+ * as unmask_detokenize writes text (no NUL; *length the whole size; capacity 0 to size it). */
+UNMASK_API unmask_status unmask_engine_metrics(const unmask_engine *engine, char *text, int64_t capacity,
+                                               int64_t *length);
 
 /* ---------------------------------------------------------------------------------------------
  * Tokenizers (Hugging Face tokenizer.json)

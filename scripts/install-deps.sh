@@ -8,6 +8,7 @@ build_packages=(
   build-essential cmake pkgconf git ca-certificates
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev   # tokenizer: Unicode regexes and normalisation
+  libyaml-cpp-dev                # engine: service configuration files in YAML
   python3
 )
 test_packages=(

@@ -1,4 +1,4 @@
-// `unmask generate`: diffusion generation from the command line, on the CPU.
+// `unmask generate`: one diffusion generation from the command line, on the engine.
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "decoding_options.hpp"
+#include "engine_session.hpp"
 #include "model_options.hpp"
 
 namespace unmask_cli {
@@ -33,26 +35,6 @@ std::vector<int32_t> parse_ids(const std::string& text) {
         }
     }
     return ids;
-}
-
-int32_t parse_policy(const std::string& text) {
-    static const std::map<std::string, int32_t> policies = {
-        {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
-        {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
-        {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
-    const auto it = policies.find(text);
-    if (it == policies.end())
-        throw UsageError("--policy must be low_confidence, random, origin, maskgit_plus, topk_margin or entropy, got '" +
-                         text + "'");
-    return it->second;
-}
-
-const char* finish_name(int32_t reason) {
-    switch (reason) {
-        case UNMASK_FINISH_EOS: return "eos";
-        case UNMASK_FINISH_CANCELLED: return "cancelled";
-        default: return "length";
-    }
 }
 
 std::string detokenize(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count, bool skip_special) {
@@ -77,22 +59,24 @@ std::vector<int32_t> tokenize_prompt(const unmask_tokenizer* tokenizer, const Pa
     return ids;
 }
 
-// Draws the canvas after each step: redrawn in place on a terminal, one line per step otherwise.
-// With a tokenizer the committed runs show as text, else as ids; masks as a glyph.
+// Draws the generated region after each step: redrawn in place on a terminal, one line per step
+// otherwise. With a tokenizer the committed runs show as text, else as ids; masks as a glyph.
 struct StepView {
     FILE* stream;
     bool terminal;
     int32_t mask;
-    int64_t first;       // first generated position
     const unmask_tokenizer* tokenizer;
     int lines_drawn = 0;
 
-    static int32_t draw(int64_t, int64_t step, int64_t committed, const int32_t* canvas, int64_t length, void* user) {
+    static int32_t draw(const unmask_stream_event* event, void* user) {
         auto* view = static_cast<StepView*>(user);
+        if (event->kind != UNMASK_STREAM_STEP) return 0;
+        const int32_t* canvas = event->tokens;
+        const int64_t length = event->token_count;
         const char* glyph = view->terminal ? "\u2592" : "_";
         std::string line = "step ";
-        line.append(std::to_string(step + 1)).append(" (+").append(std::to_string(committed)).append("): ");
-        for (int64_t i = view->first; i < length;) {
+        line.append(std::to_string(event->step + 1)).append(" (+").append(std::to_string(event->committed)).append("): ");
+        for (int64_t i = 0; i < length;) {
             if (canvas[i] == view->mask) {
                 line.append(glyph);
                 ++i;
@@ -126,78 +110,65 @@ struct StepView {
 };
 
 int run_generate(const ParsedArgs& args) {
-    const auto model_path = args.value("model");
-    if (!model_path) throw UsageError("missing -m/--model DIR");
     if (args.has("prompt") == args.has("prompt-ids")) throw UsageError("give the prompt with either --prompt TEXT or --prompt-ids 1,2,3");
     if (args.has("chat") && !args.has("prompt")) throw UsageError("--chat formats a --prompt TEXT");
+    if (!args.has("model") && !args.has("config")) throw UsageError("missing -m/--model DIR (or --config FILE)");
+    unmask_generate_params params;
+    check(unmask_generate_params_init(&params));
+    apply_decoding_options(args, params);
 
-    unmask_model_params model_params;
-    check(unmask_model_params_init(&model_params));
-    if (auto precision = args.value("precision")) model_params.precision = parse_precision(*precision);
-    apply_memory_options(args, model_params);
-    const ModelHandle model = load_model(*model_path, model_params);
-    const unmask_tokenizer* tokenizer = nullptr;
-    check(unmask_model_tokenizer(model.get(), &tokenizer));
+    EngineSession session = load_session_model(args, 1);
+    const unmask_tokenizer* tokenizer = session.tokenizer;
     if (args.has("prompt") && tokenizer == nullptr)
         throw CommandError(UNMASK_ERR_UNSUPPORTED,
                            "UNSUPPORTED: the model directory has no tokenizer.json; give --prompt-ids instead");
     const std::vector<int32_t> prompt =
         args.has("prompt") ? tokenize_prompt(tokenizer, args) : parse_ids(*args.value("prompt-ids"));
+    // An engine for this one request: sized for its length, unless that is beyond the model.
+    const int64_t positions = static_cast<int64_t>(prompt.size()) + params.gen_length;
+    if (session.engine_params.max_sequence_length == 0 && params.gen_length > 0 &&
+        positions <= session.info.max_sequence_length)
+        session.engine_params.max_sequence_length = positions;
+    start_engine(session);
 
-    unmask_generate_params params;
-    check(unmask_generate_params_init(&params));
-    if (auto v = args.value("policy")) params.policy = parse_policy(*v);
-    if (auto v = args.integer("gen-length")) params.gen_length = *v;
-    if (auto v = args.integer("steps")) params.steps = *v;
-    else params.steps = params.gen_length;
-    if (auto v = args.integer("block-length")) params.block_length = *v;
-    if (auto v = args.integer("min-steps")) params.min_steps = *v;
-    if (auto v = args.integer("max-steps")) params.max_steps = *v;
-    if (auto v = args.number("temperature")) params.temperature = *v;
-    if (auto v = args.integer("top-k")) params.top_k = *v;
-    if (auto v = args.number("top-p")) params.top_p = *v;
-    if (auto v = args.number("threshold")) params.threshold = *v;
-    if (auto v = args.number("factor")) params.factor = *v;
-    if (auto v = args.number("cfg")) params.cfg_scale = *v;
-    if (auto v = args.number("alg-temp")) params.alg_temp = *v;
-    if (auto v = args.integer("seed")) params.seed = static_cast<uint64_t>(*v);
-    if (auto v = args.integer("threads")) params.threads = static_cast<int32_t>(*v);
-    if (args.has("no-eos")) params.logits_eos_inf = 1;
-    if (args.has("early-stop")) params.early_stop = 1;
-
-    unmask_model_description info{};
-    info.struct_size = sizeof info;
-    check(unmask_model_info(model.get(), &info));
-    StepView view{args.has("json") ? stderr : stdout, false, info.mask_token_id, static_cast<int64_t>(prompt.size()),
-                  tokenizer};
+    StepView view{args.has("json") ? stderr : stdout, false, session.info.mask_token_id, tokenizer};
     if (args.has("show-steps")) {
         view.terminal = isatty(fileno(view.stream)) != 0;
-        params.step_callback = StepView::draw;
-        params.step_user_data = &view;
+        params.stream_callback = StepView::draw;
+        params.stream_user_data = &view;
+        params.stream_steps = 1;
     }
-
-    std::vector<int32_t> tokens(static_cast<size_t>(std::max<int64_t>(params.gen_length, 1)));
-    unmask_generation result{};
-    result.struct_size = sizeof result;
-    result.tokens = tokens.data();
-    result.tokens_capacity = static_cast<int64_t>(tokens.size());
-    check(unmask_generate(model.get(), &params, prompt.data(), static_cast<int64_t>(prompt.size()), &result));
+    unmask_request* submitted = nullptr;
+    check(unmask_engine_submit(session.engine.get(), &params, prompt.data(), static_cast<int64_t>(prompt.size()), 0,
+                               &submitted));
+    const std::unique_ptr<unmask_request, void (*)(unmask_request*)> request(submitted, unmask_request_free);
+    check(unmask_request_wait(request.get(), -1));
     if (view.terminal) std::fprintf(view.stream, "\n");
-    tokens.resize(static_cast<size_t>(result.token_count));
-
-    // The answer's text ends at the first EOS (what follows is padding the model wrote).
+    unmask_request_info info{};
+    info.struct_size = sizeof info;
+    check(unmask_request_info_get(request.get(), &info));
+    if (info.finish_reason == UNMASK_FINISH_ERROR || info.finish_reason == UNMASK_FINISH_TIMEOUT)
+        throw CommandError(info.finish_reason == UNMASK_FINISH_TIMEOUT ? UNMASK_ERR_TIMEOUT : info.error_status,
+                           info.finish_reason == UNMASK_FINISH_TIMEOUT
+                               ? "TIMEOUT: the request's deadline passed"
+                               : std::string(unmask_status_string(info.error_status)) +
+                                     ": the generation failed (the log has the details)");
+    int64_t count = 0;
+    check(unmask_request_tokens(request.get(), nullptr, 0, &count));
+    std::vector<int32_t> tokens(static_cast<size_t>(count));
+    check(unmask_request_tokens(request.get(), tokens.data(), count, &count));
     std::string text;
     if (tokenizer != nullptr) {
-        size_t answer = tokens.size();
-        if (info.eos_token_id >= 0)
-            answer = static_cast<size_t>(std::find(tokens.begin(), tokens.end(), info.eos_token_id) - tokens.begin());
-        text = detokenize(tokenizer, tokens.data(), static_cast<int64_t>(answer), true);
+        int64_t length = 0;
+        check(unmask_request_text(request.get(), nullptr, 0, &length));
+        text.resize(static_cast<size_t>(length));
+        check(unmask_request_text(request.get(), text.data(), length, &length));
     }
     if (args.has("json")) {
         nlohmann::json out = {{"tokens", tokens},
-                              {"steps", result.steps},
-                              {"forwards", result.forwards},
-                              {"finish_reason", finish_name(result.finish_reason)}};
+                              {"steps", info.steps},
+                              {"forwards", info.forwards},
+                              {"finish_reason", finish_name(info.finish_reason)}};
         if (tokenizer != nullptr) out["text"] = text;
         std::cout << out.dump() << "\n";
     } else {
@@ -205,8 +176,8 @@ int run_generate(const ParsedArgs& args) {
         else
             for (size_t i = 0; i < tokens.size(); ++i) std::cout << (i ? " " : "") << tokens[i];
         std::cout << std::endl;  // flushed before the summary on stderr
-        std::cerr << "steps " << result.steps << ", forwards " << result.forwards << ", finish "
-                  << finish_name(result.finish_reason) << "\n";
+        std::cerr << "steps " << info.steps << ", forwards " << info.forwards << ", finish "
+                  << finish_name(info.finish_reason) << "\n";
     }
     return 0;
 }
@@ -219,30 +190,12 @@ const Command generate_command{
      "",
      0,
      0,
-     with_memory_options({{"model", "DIR", "the Hugging Face model directory", 'm'},
-      {"prompt-ids", "IDS", "comma-separated prompt token ids"},
-      {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
-      {"chat", "", "format --prompt as a chat user message (ChatML or LLaMA-3 headers)"},
-      {"system", "TEXT", "with --chat: a system message"},
-      {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
-      {"gen-length", "N", "positions to generate (default 128)"},
-      {"steps", "N", "denoising steps (default: gen-length)"},
-      {"block-length", "N", "semi-autoregressive block length (default: gen-length)"},
-      {"min-steps", "N", "lower bound on steps (0: none)"},
-      {"max-steps", "N", "upper bound on steps (0: none)"},
-      {"policy", "P", "low_confidence, random, origin, maskgit_plus, topk_margin, entropy"},
-      {"temperature", "T", "0 = greedy (default)"},
-      {"top-k", "K", "Dream policies: keep the K most likely tokens"},
-      {"top-p", "P", "Dream policies: nucleus sampling"},
-      {"threshold", "TAU", "parallel decoding: commit every position with confidence >= TAU"},
-      {"factor", "F", "parallel decoding with Fast-dLLM's factor rule"},
-      {"cfg", "S", "classifier-free guidance scale (0: off)"},
-      {"alg-temp", "T", "Dream: sample the committed positions at this temperature"},
-      {"seed", "N", "random seed (default 0)"},
-      {"threads", "N", "CPU threads (default: all)"},
-      {"no-eos", "", "never sample EOS (LLaDA's logits_eos_inf)"},
-      {"early-stop", "", "stop once the answer has ended with EOS"},
-      {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}})},
+     with_decoding_options(with_engine_options({
+         {"prompt-ids", "IDS", "comma-separated prompt token ids"},
+         {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
+         {"chat", "", "format --prompt as a chat user message (ChatML or LLaMA-3 headers)"},
+         {"system", "TEXT", "with --chat: a system message"},
+         {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}}))},
     run_generate};
 
 }  // namespace unmask_cli

@@ -3,11 +3,13 @@
 // (and the safetensors headers for automatic precision), never weight data.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "engine_session.hpp"
 #include "model_options.hpp"
 #include "text_format.hpp"
 
@@ -79,12 +81,25 @@ void print_text(const unmask_memory_plan& p, const std::string& backend) {
 }
 
 int run_plan(const ParsedArgs& args) {
-    const auto model_path = args.value("model");
-    if (!model_path) throw UsageError("missing -m/--model DIR");
     unmask_plan_params params;
     check(unmask_plan_params_init(&params));
+    unmask_service_config config{};
+    std::string backend = "cpu";
+    std::optional<std::string> model_path = args.value("model");
+    if (read_config_option(args, config)) {  // flags below override the file
+        if (!model_path) model_path = config.weights_path;
+        params.precision = config.precision;
+        params.memory_fraction = config.memory_fraction;
+        params.max_concurrent = config.max_concurrent_requests;
+        params.max_sequence_length = config.max_sequence_length;
+        if (config.gpu_device_count > 0) {
+            backend = "cuda";
+            params.devices = config.gpu_device_count;
+        }
+    }
+    if (!model_path) throw UsageError("missing -m/--model DIR (or --config FILE)");
     if (auto v = args.value("precision")) params.precision = parse_precision(*v);
-    std::string backend = args.value("backend").value_or("cpu");
+    backend = args.value("backend").value_or(backend);
     if (backend == "cuda") params.backend = UNMASK_BACKEND_CUDA;
     else if (backend != "cpu") throw UsageError("--backend must be cpu or cuda, got '" + backend + "'");
     apply_memory_options(args, params);
@@ -122,6 +137,7 @@ const Command plan_command{
      0,
      0,
      with_memory_options({{"model", "DIR", "the Hugging Face model directory", 'm'},
+                          {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
                           {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},
                           {"concurrency", "N", "sequences running at once (default 1)"},

@@ -30,5 +30,6 @@ extern const Command generate_command;
 extern const Command plan_command;
 extern const Command tokenize_command;
 extern const Command detokenize_command;
+extern const Command serve_stdin_command;
 
 }  // namespace unmask_cli

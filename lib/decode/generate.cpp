@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "model/forward.hpp"
 
 namespace unmask {
 
@@ -20,18 +19,12 @@ ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) n
     return limits;
 }
 
-std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
-                                      const ForwardLimits& limits, const StepObserver& observer) {
-    if (sequences.empty()) return {};
-    for (const DecodeSequence& s : sequences)
-        if (forward_tokens(s) > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
-            fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",
-                 forward_tokens(s), limits.tokens, limits.sequence_length);
-    Forward forward(model, backend, limits);
-    std::vector<GenerationStats> stats(sequences.size());
+void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<GenerationStats> stats,
+          const StepObserver& observer) {
+    const ForwardLimits& limits = forward.limits();
     auto finish_step = [&](size_t i, int64_t committed) {
         ++stats[i].steps;
-        DecodeSequence& s = sequences[i];
+        DecodeSequence& s = *sequences[i];
         if (observer && !observer(i, s, committed) && !s.finished()) s.cancel();
     };
     std::vector<size_t> active;
@@ -42,7 +35,7 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
         const ForwardOutput out = forward.run(batch, false);
         size_t offset = 0;
         for (size_t i : active) {
-            DecodeSequence& s = sequences[i];
+            DecodeSequence& s = *sequences[i];
             const size_t count = s.output_positions().size();
             stats[i].forwards += s.unconditional() != nullptr ? 2 : 1;
             const int64_t committed = s.apply(std::span(out.candidates).subspan(offset, count));
@@ -53,28 +46,40 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
         batch.clear();
         batch_tokens = 0;
     };
-    while (!std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); })) {
-        for (size_t i = 0; i < sequences.size(); ++i) {
-            DecodeSequence& s = sequences[i];
-            if (s.finished()) continue;
-            if (s.output_positions().empty()) {
-                // Nothing masked where this step looks (an origin step that already committed
-                // everything, a block of fixed positions): the step runs without a forward.
-                finish_step(i, s.apply({}));
-                continue;
-            }
-            if (batch_tokens + forward_tokens(s) > limits.tokens) run_batch();
-            active.push_back(i);
-            ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0};
-            if (const auto* unconditional = s.unconditional()) {
-                f.unconditional_tokens = *unconditional;
-                f.cfg_scale = s.cfg_scale();
-            }
-            batch.push_back(f);
-            batch_tokens += forward_tokens(s);
+    for (size_t i = 0; i < sequences.size(); ++i) {
+        DecodeSequence& s = *sequences[i];
+        if (s.finished()) continue;
+        if (forward_tokens(s) > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
+            fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",
+                 forward_tokens(s), limits.tokens, limits.sequence_length);
+        if (s.output_positions().empty()) {
+            // Nothing masked where this step looks (an origin step that already committed
+            // everything, a block of fixed positions): the step runs without a forward.
+            finish_step(i, s.apply({}));
+            continue;
         }
-        run_batch();
+        if (batch_tokens + forward_tokens(s) > limits.tokens) run_batch();
+        active.push_back(i);
+        ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0};
+        if (const auto* unconditional = s.unconditional()) {
+            f.unconditional_tokens = *unconditional;
+            f.cfg_scale = s.cfg_scale();
+        }
+        batch.push_back(f);
+        batch_tokens += forward_tokens(s);
     }
+    run_batch();
+}
+
+std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
+                                      const ForwardLimits& limits, const StepObserver& observer) {
+    if (sequences.empty()) return {};
+    Forward forward(model, backend, limits);
+    std::vector<DecodeSequence*> pointers;
+    for (DecodeSequence& s : sequences) pointers.push_back(&s);
+    std::vector<GenerationStats> stats(sequences.size());
+    while (!std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); }))
+        step(forward, pointers, stats, observer);
     return stats;
 }
 

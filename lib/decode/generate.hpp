@@ -1,7 +1,8 @@
-// Synchronous generation for a batch of sequences: every step, each unfinished sequence gets its
-// candidates from a forward shared with the others (requests join at the start and leave as they
-// finish), then commits. When the sequences' tokens exceed the forward's limit, the step runs as
-// several forwards of at most that many tokens; the results are the same either way.
+// The denoising step loop. One step of a set of sequences: each unfinished sequence gets its
+// candidates from a forward shared with the others, then commits. When the sequences' tokens
+// exceed the forward's limit, the step runs as several forwards of at most that many tokens; the
+// results are the same either way. generate() repeats steps until every sequence has finished;
+// the engine calls step() itself, between admissions, cancels and deadlines.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "decode/sequence.hpp"
+#include "model/forward.hpp"
 #include "model/model.hpp"
 #include "model/run_state.hpp"
 
@@ -21,7 +23,7 @@ struct GenerationStats {
     int64_t forwards = 0;  // model evaluations of this sequence (CFG counts two per step)
 };
 
-// Called after each sequence's step with its index in the batch and the number of positions
+// Called after each sequence's step with its index in the span and the number of positions
 // committed; returning false cancels that sequence.
 using StepObserver = std::function<bool(size_t index, const DecodeSequence& sequence, int64_t committed)>;
 
@@ -31,7 +33,12 @@ int64_t forward_tokens(const DecodeSequence& sequence) noexcept;
 // The limits that run all `sequences` in one forward per step.
 ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept;
 
-// `limits` bounds each forward (the run state is allocated for it); every sequence must fit it.
+// One step of every unfinished sequence in `sequences` (each must fit the forward's limits);
+// `stats[i]` counts sequence i's step and forwards.
+void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<GenerationStats> stats,
+          const StepObserver& observer = {});
+
+// Runs `sequences` to the end with forwards bounded by `limits`.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       const ForwardLimits& limits, const StepObserver& observer = {});
 

@@ -31,6 +31,11 @@ public:
     const std::vector<int32_t>& canvas() const noexcept { return canvas_; }
     int64_t region_begin() const noexcept { return region_begin_; }
     int64_t steps() const noexcept { return steps_; }
+    // Blocks whose every position is committed (Dream's policies have one block: the region).
+    int64_t completed_blocks() const noexcept {
+        return finish_ == FinishReason::length || finish_ == FinishReason::eos ? blocks_ : block_;
+    }
+    int64_t blocks() const noexcept { return blocks_; }
 
     // This step's forward inputs: the canvas, the positions that need candidates, the sampling
     // parameters, and (with CFG) the unconditional canvas.

@@ -48,6 +48,17 @@ void MemoryLedger::take(uint64_t bytes, bool used, std::string_view what) {
     if (used) add_use(bytes);
 }
 
+bool MemoryLedger::try_take(uint64_t bytes) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (bytes > capacity_ - reserved_) return false;
+        reserved_ += bytes;
+        peak_reserved_ = std::max(peak_reserved_, reserved_);
+    }
+    add_use(bytes);
+    return true;
+}
+
 void MemoryLedger::give_back(uint64_t bytes, bool used) noexcept {
     if (used) remove_use(bytes);
     std::lock_guard lock(mutex_);
@@ -72,6 +83,11 @@ void MemoryLedger::remove_use(uint64_t bytes) noexcept {
 
 Reservation MemoryLedger::reserve(uint64_t bytes, std::string_view what) {
     take(bytes, true, what);
+    return Reservation(this, bytes);
+}
+
+std::optional<Reservation> MemoryLedger::try_reserve(uint64_t bytes) {
+    if (!try_take(bytes)) return std::nullopt;
     return Reservation(this, bytes);
 }
 

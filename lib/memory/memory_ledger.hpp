@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,8 @@ public:
     // Holds `bytes` for `what` (weights, a sequence's state); counted as in use.
     // Throws Error(OUT_OF_BUDGET) when they do not fit.
     Reservation reserve(uint64_t bytes, std::string_view what);
+    // The same, or nothing when the bytes do not fit now.
+    std::optional<Reservation> try_reserve(uint64_t bytes);
 
     // A child pool that takes `capacity` of this ledger whole (reserved here, not yet in use)
     // and charges its allocations to itself; its use shows here as it happens. The pool must
@@ -69,6 +72,7 @@ public:
 private:
     MemoryLedger(std::string name, uint64_t capacity, MemoryLedger* parent);
     void take(uint64_t bytes, bool used, std::string_view what);
+    bool try_take(uint64_t bytes) noexcept;
     void give_back(uint64_t bytes, bool used) noexcept;
     void add_use(uint64_t bytes) noexcept;
     void remove_use(uint64_t bytes) noexcept;

@@ -101,6 +101,65 @@ static_assert(offsetof(unmask_memory_plan, max_concurrent_at_length) == 184);
 static_assert(offsetof(unmask_memory_plan, max_length_at_concurrency) == 192);
 static_assert(sizeof(unmask_memory_plan) == 200);
 
+static_assert(offsetof(unmask_generate_params, step_user_data) == 160);
+static_assert(offsetof(unmask_generate_params, timeout_seconds) == 168);  // ABI 1.1
+static_assert(offsetof(unmask_generate_params, stream_callback) == 176);
+static_assert(offsetof(unmask_generate_params, stream_user_data) == 184);
+static_assert(offsetof(unmask_generate_params, stream_steps) == 192);
+static_assert(sizeof(unmask_generate_params) == 200);
+
+static_assert(offsetof(unmask_stream_event, kind) == 4);
+static_assert(offsetof(unmask_stream_event, request_id) == 8);
+static_assert(offsetof(unmask_stream_event, step) == 16);
+static_assert(offsetof(unmask_stream_event, completed_blocks) == 24);
+static_assert(offsetof(unmask_stream_event, committed) == 32);
+static_assert(offsetof(unmask_stream_event, tokens) == 40);
+static_assert(offsetof(unmask_stream_event, token_count) == 48);
+static_assert(sizeof(unmask_stream_event) == 56);
+
+static_assert(offsetof(unmask_engine_params, max_concurrent_requests) == 4);
+static_assert(offsetof(unmask_engine_params, max_queued_requests) == 8);
+static_assert(offsetof(unmask_engine_params, threads) == 12);
+static_assert(offsetof(unmask_engine_params, max_sequence_length) == 16);
+static_assert(offsetof(unmask_engine_params, max_tokens_per_forward) == 24);
+static_assert(offsetof(unmask_engine_params, request_timeout_seconds) == 32);
+static_assert(offsetof(unmask_engine_params, min_steps) == 40);
+static_assert(offsetof(unmask_engine_params, max_steps) == 48);
+static_assert(offsetof(unmask_engine_params, log_callback) == 56);
+static_assert(offsetof(unmask_engine_params, log_user_data) == 64);
+static_assert(offsetof(unmask_engine_params, log_level) == 72);
+static_assert(sizeof(unmask_engine_params) == 80);
+
+static_assert(offsetof(unmask_request_info, state) == 4);
+static_assert(offsetof(unmask_request_info, request_id) == 8);
+static_assert(offsetof(unmask_request_info, finish_reason) == 16);
+static_assert(offsetof(unmask_request_info, error_status) == 20);
+static_assert(offsetof(unmask_request_info, token_count) == 24);
+static_assert(offsetof(unmask_request_info, steps) == 32);
+static_assert(offsetof(unmask_request_info, forwards) == 40);
+static_assert(offsetof(unmask_request_info, queue_seconds) == 48);
+static_assert(offsetof(unmask_request_info, compute_seconds) == 56);
+static_assert(offsetof(unmask_request_info, first_block_seconds) == 64);
+static_assert(offsetof(unmask_request_info, end_to_end_seconds) == 72);
+static_assert(sizeof(unmask_request_info) == 80);
+
+static_assert(offsetof(unmask_engine_stats, health) == 4);
+static_assert(offsetof(unmask_engine_stats, requests_running) == 8);
+static_assert(offsetof(unmask_engine_stats, requests_waiting) == 16);
+static_assert(offsetof(unmask_engine_stats, requests_submitted) == 24);
+static_assert(offsetof(unmask_engine_stats, requests_rejected) == 32);
+static_assert(offsetof(unmask_engine_stats, finished) == 40);
+static_assert(offsetof(unmask_engine_stats, steps_total) == 88);
+static_assert(offsetof(unmask_engine_stats, forwards_total) == 96);
+static_assert(offsetof(unmask_engine_stats, generation_tokens_total) == 104);
+static_assert(offsetof(unmask_engine_stats, prompt_tokens_total) == 112);
+static_assert(offsetof(unmask_engine_stats, queue_seconds_p50) == 120);
+static_assert(offsetof(unmask_engine_stats, end_to_end_seconds_p99) == 184);
+static_assert(offsetof(unmask_engine_stats, memory_capacity) == 192);
+static_assert(offsetof(unmask_engine_stats, memory_peak_in_use) == 224);
+static_assert(offsetof(unmask_engine_stats, max_tokens_per_forward) == 232);
+static_assert(sizeof(unmask_engine_stats) == 240);
+
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
               UNMASK_ERR_QUEUE_FULL == 6 && UNMASK_ERR_TIMEOUT == 7 && UNMASK_ERR_CANCELLED == 8 &&
@@ -113,6 +172,10 @@ TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_memory_usage) == 48);
     CHECK(sizeof(unmask_plan_params) == 72);
     CHECK(sizeof(unmask_memory_plan) == 200);
+    CHECK(sizeof(unmask_generate_params) == 200);
+    CHECK(sizeof(unmask_engine_params) == 80);
+    CHECK(sizeof(unmask_request_info) == 80);
+    CHECK(sizeof(unmask_engine_stats) == 240);
     CHECK(sizeof(unmask_model_description) == 104);
     CHECK(sizeof(unmask_tensor_description) == 104);
 }

@@ -1,0 +1,340 @@
+// unmask_engine_*, unmask_request_*: the engine behind the C API.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "boundary.hpp"
+#include "engine/metrics.hpp"
+#include "engine/service_config.hpp"
+#include "generate_params.hpp"
+#include "handles.hpp"
+
+using namespace unmask;
+using namespace unmask::capi;
+
+namespace {
+
+// Sizes of the first published versions (ABI 1.1): literal, so appending fields never raises the
+// minimum a caller must pass.
+constexpr size_t engine_params_v1_size = 80;
+constexpr size_t request_info_v1_size = 80;
+constexpr size_t engine_stats_v1_size = 240;
+constexpr size_t service_config_v1_size = sizeof(unmask_service_config);  // ABI 1.1: the first version
+static_assert(sizeof(unmask_engine_params) >= engine_params_v1_size &&
+              sizeof(unmask_request_info) >= request_info_v1_size && sizeof(unmask_engine_stats) >= engine_stats_v1_size);
+
+unmask_engine_params default_engine_params() {
+    unmask_engine_params p{};
+    p.struct_size = sizeof p;
+    p.max_concurrent_requests = 8;
+    p.max_queued_requests = 64;
+    p.log_level = UNMASK_LOG_INFO;
+    return p;
+}
+
+EngineOptions to_engine_options(const unmask_engine_params& p) {
+    EngineOptions o;
+    o.max_concurrent_requests = p.max_concurrent_requests;
+    o.max_queued_requests = p.max_queued_requests;
+    if (p.threads < 0 || p.threads > 1024) fail(Status::invalid_argument, "params->threads {} is outside 0..1024", p.threads);
+    o.threads = p.threads;
+    if (p.max_sequence_length < 0)
+        fail(Status::invalid_argument, "params->max_sequence_length must not be negative, got {}", p.max_sequence_length);
+    o.max_sequence_length = p.max_sequence_length;
+    o.max_tokens_per_forward = p.max_tokens_per_forward;
+    o.request_timeout_seconds = p.request_timeout_seconds;
+    o.min_steps = p.min_steps;
+    o.max_steps = p.max_steps;
+    const auto level = require_one_of(
+        p.log_level, {UNMASK_LOG_DEBUG, UNMASK_LOG_INFO, UNMASK_LOG_WARN, UNMASK_LOG_ERROR}, "params->log_level");
+    o.logger = Logger(p.log_callback, p.log_user_data, static_cast<LogLevel>(level));
+    return o;
+}
+
+unmask_engine* start_engine(std::shared_ptr<const unmask_model> model, EngineOptions options) {
+    require_not_null(model.get(), "model");
+    if (!model->model->has_data())
+        fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
+    if (model->backend != BackendKind::cpu)
+        fail(Status::unsupported, "the CUDA backend does not run models yet; load the model for the CPU");
+    auto engine = std::make_unique<Engine>(*model->model, *model->memory, std::move(options));
+    return new unmask_engine{std::move(model), std::move(engine)};
+}
+
+const Request& request_of(const unmask_request* request) {
+    require_not_null(request, "request");
+    return *request->request;
+}
+
+RequestResult finished_result(const unmask_request* request) {
+    const Request& r = request_of(request);
+    if (!r.finished()) fail(Status::invalid_argument, "request {} has not finished yet", r.id());
+    return r.result();
+}
+
+}  // namespace
+
+extern "C" unmask_status unmask_engine_params_init(unmask_engine_params* params) {
+    return guarded(__func__, [&] {
+        require_not_null(params, "params");
+        *params = default_engine_params();
+    });
+}
+
+extern "C" unmask_status unmask_engine_create(const unmask_model* model, const unmask_engine_params* params,
+                                              unmask_engine** out_engine) {
+    return guarded(__func__, [&] {
+        require_not_null(out_engine, "out_engine");
+        *out_engine = nullptr;
+        require_not_null(model, "model");
+        const auto p = read_params(params, "params", default_engine_params(), engine_params_v1_size);
+        // The caller owns the model: a handle that never deletes it.
+        *out_engine = start_engine(std::shared_ptr<const unmask_model>(model, [](const unmask_model*) {}),
+                                   to_engine_options(p));
+    });
+}
+
+extern "C" unmask_status unmask_engine_create_from_config(const char* path, unmask_engine** out_engine) {
+    return guarded(__func__, [&] {
+        require_not_null(out_engine, "out_engine");
+        *out_engine = nullptr;
+        require_not_null(path, "path");
+        const ServiceConfig config = read_service_config(path);
+        unmask_model_params load;
+        unmask_model_params_init(&load);
+        load.precision = static_cast<int32_t>(config.precision);
+        load.backend = config.gpu_devices.empty() ? UNMASK_BACKEND_CPU : UNMASK_BACKEND_CUDA;
+        load.memory_fraction = config.memory_fraction;
+        load.log_level = static_cast<int32_t>(config.log_level);
+        unmask_model* model = nullptr;
+        if (const unmask_status status = unmask_model_load(config.weights_path.c_str(), &load, &model); status != UNMASK_OK)
+            throw Error(static_cast<Status>(status), unmask_last_error());
+        std::shared_ptr<const unmask_model> owned(model, [](const unmask_model* m) { unmask_model_free(const_cast<unmask_model*>(m)); });
+        EngineOptions options;
+        options.max_concurrent_requests = config.max_concurrent_requests;
+        options.max_queued_requests = config.max_queued_requests;
+        options.request_timeout_seconds = config.request_timeout_seconds;
+        options.max_sequence_length = config.max_sequence_length;
+        options.min_steps = config.min_diffusion_steps;
+        options.max_steps = config.max_diffusion_steps;
+        *out_engine = start_engine(std::move(owned), std::move(options));
+    });
+}
+
+extern "C" unmask_status unmask_service_config_read(const char* path, unmask_service_config* config) {
+    return guarded(__func__, [&] {
+        require_not_null(path, "path");
+        const size_t size = writable_size(config, "config", service_config_v1_size);
+        const ServiceConfig c = read_service_config(path);
+        unmask_service_config out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.listen_port = static_cast<int32_t>(c.listen_port);
+        out.max_concurrent_requests = static_cast<int32_t>(c.max_concurrent_requests);
+        out.max_queued_requests = static_cast<int32_t>(c.max_queued_requests);
+        out.request_timeout_seconds = c.request_timeout_seconds;
+        const std::string weights = c.weights_path.string();
+        if (weights.size() >= sizeof out.weights_path)
+            fail(Status::invalid_argument, "'model.weights_path' is longer than {} bytes", sizeof out.weights_path - 1);
+        std::memcpy(out.weights_path, weights.c_str(), weights.size() + 1);
+        out.precision = static_cast<int32_t>(c.precision);
+        out.gpu_device_count = static_cast<int32_t>(c.gpu_devices.size());
+        out.max_sequence_length = c.max_sequence_length;
+        out.min_diffusion_steps = c.min_diffusion_steps;
+        out.max_diffusion_steps = c.max_diffusion_steps;
+        out.memory_fraction = c.memory_fraction;
+        out.log_level = static_cast<int32_t>(c.log_level);
+        out.log_rotation_size_mb = static_cast<int32_t>(c.log_rotation_size_mb);
+        std::memcpy(config, &out, size);
+    });
+}
+
+extern "C" unmask_status unmask_engine_model(const unmask_engine* engine, const unmask_model** model) {
+    return guarded(__func__, [&] {
+        require_not_null(engine, "engine");
+        require_not_null(model, "model");
+        *model = engine->model.get();
+    });
+}
+
+extern "C" void unmask_engine_free(unmask_engine* engine) { delete engine; }
+
+extern "C" unmask_status unmask_engine_shutdown(unmask_engine* engine, int32_t mode, double timeout_seconds) {
+    return guarded(__func__, [&] {
+        require_not_null(engine, "engine");
+        require_one_of(mode, {UNMASK_SHUTDOWN_DRAIN, UNMASK_SHUTDOWN_IMMEDIATE}, "mode");
+        if (!(timeout_seconds >= 0) || !std::isfinite(timeout_seconds))
+            fail(Status::invalid_argument, "timeout_seconds must be finite and not negative, got {}", timeout_seconds);
+        const auto timeout = timeout_seconds > 0 ? std::chrono::duration<double>(timeout_seconds)
+                                                 : std::chrono::duration<double>(std::chrono::hours(24 * 365));
+        engine->engine->shutdown(mode == UNMASK_SHUTDOWN_DRAIN ? Engine::ShutdownMode::drain
+                                                              : Engine::ShutdownMode::immediate,
+                                 timeout);
+    });
+}
+
+extern "C" unmask_status unmask_engine_submit(unmask_engine* engine, const unmask_generate_params* params,
+                                              const int32_t* prompt, int64_t prompt_length, double wait_seconds,
+                                              unmask_request** out_request) {
+    return guarded(__func__, [&] {
+        require_not_null(out_request, "out_request");
+        *out_request = nullptr;
+        require_not_null(engine, "engine");
+        if (!(wait_seconds >= 0) || !std::isfinite(wait_seconds))
+            fail(Status::invalid_argument, "wait_seconds must be finite and not negative, got {}", wait_seconds);
+        const auto p = read_params(params, "params", default_generate_params(), generate_params_v1_size);
+        RequestInput input;
+        input.params = to_decode_params(p);
+        input.canvas = prompt_canvas(engine->model->model->spec(), input.params, prompt, prompt_length, 0);
+        input.first_output = prompt_length;
+        input.timeout_seconds = p.timeout_seconds;
+        input.stream_steps = p.stream_steps == 1;
+        auto handle = std::make_unique<unmask_request>();
+        handle->model = engine->model;
+        if (p.stream_callback != nullptr) {
+            // The request's id is known only after submission; the event reads it from the handle.
+            input.stream = [callback = p.stream_callback, user_data = p.stream_user_data,
+                            handle = handle.get()](const StreamEvent& e) {
+                unmask_stream_event event{};
+                event.struct_size = sizeof event;
+                event.kind = e.block_completed ? UNMASK_STREAM_BLOCK : UNMASK_STREAM_STEP;
+                event.request_id = handle->request ? handle->request->id() : 0;
+                event.step = e.step;
+                event.completed_blocks = e.completed_blocks;
+                event.committed = e.committed;
+                event.tokens = e.tokens.data();
+                event.token_count = static_cast<int64_t>(e.tokens.size());
+                return callback(&event, user_data) == 0;
+            };
+        }
+        const auto wait = wait_seconds > 0 ? std::optional(std::chrono::duration<double>(wait_seconds)) : std::nullopt;
+        handle->request = engine->engine->submit(std::move(input), wait);
+        *out_request = handle.release();
+    });
+}
+
+extern "C" unmask_status unmask_request_wait(const unmask_request* request, double timeout_seconds) {
+    return guarded(__func__, [&] {
+        const Request& r = request_of(request);
+        if (std::isnan(timeout_seconds)) fail(Status::invalid_argument, "timeout_seconds is NaN");
+        const auto timeout = timeout_seconds < 0 || std::isinf(timeout_seconds)
+                                 ? std::nullopt
+                                 : std::optional(std::chrono::duration<double>(timeout_seconds));
+        if (!r.wait(timeout))
+            fail(Status::timeout, "request {} has no outcome yet after {} s", r.id(), timeout_seconds);
+    });
+}
+
+extern "C" unmask_status unmask_request_cancel(unmask_request* request) {
+    return guarded(__func__, [&] {
+        require_not_null(request, "request");
+        request->request->cancel();
+    });
+}
+
+extern "C" unmask_status unmask_request_info_get(const unmask_request* request, unmask_request_info* info) {
+    return guarded(__func__, [&] {
+        const Request& r = request_of(request);
+        const size_t size = writable_size(info, "info", request_info_v1_size);
+        unmask_request_info out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.request_id = r.id();
+        if (r.finished()) {
+            const RequestResult result = r.result();
+            out.state = UNMASK_REQUEST_FINISHED;
+            out.finish_reason = static_cast<int32_t>(result.finish);
+            out.error_status = static_cast<int32_t>(result.error_status);
+            out.token_count = static_cast<int64_t>(result.tokens.size());
+            out.steps = result.steps;
+            out.forwards = result.forwards;
+            out.queue_seconds = result.timings.queue;
+            out.compute_seconds = result.timings.compute;
+            out.first_block_seconds = result.timings.first_block;
+            out.end_to_end_seconds = result.timings.end_to_end;
+        } else {
+            out.state = r.admitted() ? UNMASK_REQUEST_RUNNING : UNMASK_REQUEST_QUEUED;
+        }
+        std::memcpy(info, &out, size);
+    });
+}
+
+extern "C" unmask_status unmask_request_tokens(const unmask_request* request, int32_t* tokens, int64_t capacity,
+                                               int64_t* count) {
+    return guarded(__func__, [&] {
+        require_not_null(count, "count");
+        require_array(tokens, capacity, "tokens", "capacity");
+        const RequestResult result = finished_result(request);
+        write_sized(result.tokens.data(), result.tokens.size(), tokens, capacity, count);
+    });
+}
+
+extern "C" unmask_status unmask_request_text(const unmask_request* request, char* text, int64_t capacity,
+                                             int64_t* length) {
+    return guarded(__func__, [&] {
+        require_not_null(length, "length");
+        require_array(text, capacity, "text", "capacity");
+        const RequestResult result = finished_result(request);
+        const Tokenizer* tokenizer = request->model->tokenizer.tokenizer.get();
+        if (tokenizer == nullptr) fail(Status::unsupported, "the model directory has no tokenizer.json");
+        // The answer ends at the first EOS (what follows is padding the model wrote).
+        const int64_t eos = request->model->model->spec().eos_token_id;
+        const auto end = eos >= 0 ? std::find(result.tokens.begin(), result.tokens.end(), static_cast<int32_t>(eos))
+                                  : result.tokens.end();
+        const std::string decoded =
+            tokenizer->decode(std::span(result.tokens.data(), size_t(end - result.tokens.begin())), true);
+        write_sized(decoded.data(), decoded.size(), text, capacity, length);
+    });
+}
+
+extern "C" void unmask_request_free(unmask_request* request) {
+    if (request == nullptr) return;
+    request->request->cancel();
+    delete request;
+}
+
+extern "C" unmask_status unmask_engine_stats_get(const unmask_engine* engine, unmask_engine_stats* stats) {
+    return guarded(__func__, [&] {
+        require_not_null(engine, "engine");
+        const size_t size = writable_size(stats, "stats", engine_stats_v1_size);
+        const EngineStats s = engine->engine->stats();
+        unmask_engine_stats out{};
+        out.struct_size = static_cast<uint32_t>(size);
+        out.health = static_cast<int32_t>(s.health);
+        out.requests_running = s.running;
+        out.requests_waiting = s.waiting;
+        out.requests_submitted = s.submitted;
+        out.requests_rejected = s.rejected;
+        std::copy(std::begin(s.finished), std::end(s.finished), out.finished);
+        out.steps_total = s.steps;
+        out.forwards_total = s.forwards;
+        out.generation_tokens_total = s.generated_tokens;
+        out.prompt_tokens_total = s.prompt_tokens;
+        out.queue_seconds_p50 = s.queue_time.quantile(0.50);
+        out.queue_seconds_p95 = s.queue_time.quantile(0.95);
+        out.queue_seconds_p99 = s.queue_time.quantile(0.99);
+        out.first_block_seconds_p50 = s.first_block_time.quantile(0.50);
+        out.first_block_seconds_p95 = s.first_block_time.quantile(0.95);
+        out.first_block_seconds_p99 = s.first_block_time.quantile(0.99);
+        out.end_to_end_seconds_p50 = s.end_to_end_time.quantile(0.50);
+        out.end_to_end_seconds_p95 = s.end_to_end_time.quantile(0.95);
+        out.end_to_end_seconds_p99 = s.end_to_end_time.quantile(0.99);
+        out.memory_capacity = s.memory_capacity;
+        out.memory_planned = s.memory_planned;
+        out.memory_reserved = s.memory_reserved;
+        out.memory_in_use = s.memory_in_use;
+        out.memory_peak_in_use = s.memory_peak_in_use;
+        out.max_tokens_per_forward = s.max_tokens_per_forward;
+        std::memcpy(stats, &out, size);
+    });
+}
+
+extern "C" unmask_status unmask_engine_metrics(const unmask_engine* engine, char* text, int64_t capacity,
+                                               int64_t* length) {
+    return guarded(__func__, [&] {
+        require_not_null(engine, "engine");
+        require_not_null(length, "length");
+        require_array(text, capacity, "text", "capacity");
+        const std::string rendered = prometheus_text(engine->engine->stats());
+        write_sized(rendered.data(), rendered.size(), text, capacity, length);
+    });
+}

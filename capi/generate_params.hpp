@@ -1,0 +1,26 @@
+// unmask_generate_params <-> DecodeParams, shared by synchronous generation and the engine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "decode/decode_params.hpp"
+#include "unmask.h"
+
+namespace unmask::capi {
+
+// The size of the first published version (ABI 1.0): literal, so appending fields never raises
+// the minimum a caller must pass.
+inline constexpr size_t generate_params_v1_size = 168;
+static_assert(sizeof(unmask_generate_params) >= generate_params_v1_size);
+
+unmask_generate_params default_generate_params();
+// INVALID_ARGUMENT naming the field for unknown enum values and out-of-range numbers.
+DecodeParams to_decode_params(const unmask_generate_params& params);
+// The canvas of prompt `index`: its ids followed by gen_length masks. INVALID_ARGUMENT for a
+// NULL or negative prompt or one holding the mask; TOO_LONG beyond the model's positions.
+std::vector<int32_t> prompt_canvas(const ModelSpec& spec, const DecodeParams& params, const int32_t* prompt,
+                                   int64_t length, size_t index);
+
+}  // namespace unmask::capi

@@ -1,0 +1,134 @@
+#include "engine_session.hpp"
+
+#include <sys/stat.h>
+
+#include <ctime>
+
+#include "commands.hpp"
+
+namespace unmask_cli {
+
+LogFile::LogFile(std::string path, uint64_t rotate_bytes) : path_(std::move(path)), rotate_bytes_(rotate_bytes) {
+    file_ = std::fopen(path_.c_str(), "a");
+    if (file_ == nullptr) throw CommandError(UNMASK_ERR_IO, "IO: cannot open the log file '" + path_ + "'");
+    struct stat info{};
+    if (stat(path_.c_str(), &info) == 0) size_ = static_cast<uint64_t>(info.st_size);
+}
+
+LogFile::~LogFile() {
+    if (file_ != nullptr) std::fclose(file_);
+}
+
+void LogFile::sink(int32_t level, const char* message, void* user_data) {
+    static_cast<LogFile*>(user_data)->write(level, message);
+}
+
+void LogFile::write(int32_t level, const char* message) {
+    static const char* const names[] = {"debug", "info", "warn", "error"};
+    std::lock_guard lock(mutex_);
+    if (file_ == nullptr) return;
+    if (rotate_bytes_ > 0 && size_ >= rotate_bytes_) {
+        std::fclose(file_);
+        std::rename(path_.c_str(), (path_ + ".1").c_str());
+        file_ = std::fopen(path_.c_str(), "w");
+        size_ = 0;
+        if (file_ == nullptr) return;
+    }
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    const int written = std::fprintf(file_, "%s %s %s\n", stamp, names[level >= 0 && level <= 3 ? level : 3], message);
+    if (written > 0) size_ += static_cast<uint64_t>(written);
+    std::fflush(file_);
+}
+
+std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
+    const std::vector<OptionSpec> engine = {
+        {"model", "DIR", "the Hugging Face model directory", 'm'},
+        {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
+        {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
+        {"threads", "N", "CPU threads (default: all)"},
+        {"max-concurrent", "N", "requests running at once"},
+        {"max-queued", "N", "requests waiting for admission (default 64)"},
+        {"timeout", "SECONDS", "default deadline per request (0: none)"},
+        {"log-file", "PATH", "write the library's log there"},
+        {"log-rotation-mb", "N", "move the log file to PATH.1 when it passes N MB"}};
+    options.insert(options.end(), engine.begin(), engine.end());
+    return with_memory_options(std::move(options));
+}
+
+bool read_config_option(const ParsedArgs& args, unmask_service_config& config) {
+    const auto path = args.value("config");
+    if (!path) return false;
+    config = {};
+    config.struct_size = sizeof config;
+    check(unmask_service_config_read(path->c_str(), &config));
+    return true;
+}
+
+EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurrency) {
+    unmask_service_config config{};
+    const bool configured = read_config_option(args, config);
+    unmask_model_params model_params;
+    check(unmask_model_params_init(&model_params));
+    unmask_engine_params engine_params;
+    check(unmask_engine_params_init(&engine_params));
+    engine_params.max_concurrent_requests = default_concurrency;
+    std::string path;
+    int64_t rotation_mb = 0;
+    if (configured) {
+        path = config.weights_path;
+        model_params.precision = config.precision;
+        model_params.memory_fraction = config.memory_fraction;
+        model_params.log_level = config.log_level;
+        if (config.gpu_device_count > 0) model_params.backend = UNMASK_BACKEND_CUDA;
+        engine_params.max_concurrent_requests = config.max_concurrent_requests;
+        engine_params.max_queued_requests = config.max_queued_requests;
+        engine_params.request_timeout_seconds = config.request_timeout_seconds;
+        engine_params.max_sequence_length = config.max_sequence_length;
+        engine_params.min_steps = config.min_diffusion_steps;
+        engine_params.max_steps = config.max_diffusion_steps;
+        engine_params.log_level = config.log_level;
+        rotation_mb = config.log_rotation_size_mb;
+    }
+    if (auto v = args.value("model")) path = *v;
+    if (path.empty()) throw UsageError("missing -m/--model DIR (or --config FILE)");
+    if (auto v = args.value("precision")) model_params.precision = parse_precision(*v);
+    apply_memory_options(args, model_params);
+    auto int32 = [&](const char* name, int32_t& field, int64_t min) {
+        if (auto v = args.integer(name)) {
+            if (*v < min || *v > INT32_MAX) throw UsageError(std::string("--") + name + " is out of range");
+            field = static_cast<int32_t>(*v);
+        }
+    };
+    int32("threads", engine_params.threads, 0);
+    int32("max-concurrent", engine_params.max_concurrent_requests, 1);
+    int32("max-queued", engine_params.max_queued_requests, 1);
+    if (auto v = args.number("timeout")) engine_params.request_timeout_seconds = *v;
+    if (auto v = args.integer("log-rotation-mb")) rotation_mb = *v;
+
+    EngineSession session;
+    if (auto log_path = args.value("log-file")) {
+        session.log = std::make_unique<LogFile>(*log_path, uint64_t(std::max<int64_t>(rotation_mb, 0)) << 20);
+        model_params.log_callback = &LogFile::sink;
+        model_params.log_user_data = session.log.get();
+        engine_params.log_callback = &LogFile::sink;
+        engine_params.log_user_data = session.log.get();
+    }
+    session.model = load_model(path, model_params);
+    session.engine_params = engine_params;
+    check(unmask_model_tokenizer(session.model.get(), &session.tokenizer));
+    session.info.struct_size = sizeof session.info;
+    check(unmask_model_info(session.model.get(), &session.info));
+    return session;
+}
+
+void start_engine(EngineSession& session) {
+    unmask_engine* engine = nullptr;
+    check(unmask_engine_create(session.model.get(), &session.engine_params, &engine));
+    session.engine.reset(engine);
+}
+
+}  // namespace unmask_cli

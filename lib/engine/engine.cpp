@@ -1,0 +1,366 @@
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "memory/memory_plan.hpp"
+
+namespace unmask {
+namespace {
+
+constexpr auto idle_poll = std::chrono::milliseconds(20);  // queued but blocked on memory: recheck
+
+RequestFinish finish_of(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::length: return RequestFinish::length;
+        case FinishReason::eos: return RequestFinish::eos;
+        case FinishReason::cancelled: return RequestFinish::cancelled;
+        case FinishReason::none: break;
+    }
+    return RequestFinish::error;
+}
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+}
+
+SequenceOptions options_of(const DecodeSequence& sequence) { return {false, sequence.unconditional() != nullptr}; }
+
+}  // namespace
+
+const char* health_name(Health health) noexcept {
+    switch (health) {
+        case Health::loading: return "loading";
+        case Health::ready: return "ready";
+        case Health::draining: return "draining";
+        case Health::failed: return "failed";
+        case Health::stopped: return "stopped";
+    }
+    return "unknown";
+}
+
+Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
+    : model_(model), memory_(memory), options_(std::move(options)) {
+    const ModelSpec& spec = model.spec();
+    if (options_.max_concurrent_requests < 1 || options_.max_concurrent_requests > 65536)
+        fail(Status::invalid_argument, "max_concurrent_requests {} is outside 1..65536", options_.max_concurrent_requests);
+    if (options_.max_queued_requests < 1 || options_.max_queued_requests > 10'000'000)
+        fail(Status::invalid_argument, "max_queued_requests {} is outside 1..10000000", options_.max_queued_requests);
+    if (options_.max_sequence_length == 0) options_.max_sequence_length = spec.max_sequence_length;
+    if (options_.max_sequence_length < 1 || options_.max_sequence_length > spec.max_sequence_length)
+        fail(Status::invalid_argument, "max_sequence_length {} is outside 1..{} (the model's maximum)",
+             options_.max_sequence_length, spec.max_sequence_length);
+    if (options_.max_tokens_per_forward < 0 || options_.max_tokens_per_forward > max_forward_rows)
+        fail(Status::invalid_argument, "max_tokens_per_forward {} is outside 0..{}", options_.max_tokens_per_forward,
+             max_forward_rows);
+    if (!(options_.request_timeout_seconds >= 0) || !std::isfinite(options_.request_timeout_seconds))
+        fail(Status::invalid_argument, "request_timeout_seconds must be finite and not negative, got {}",
+             options_.request_timeout_seconds);
+    if (options_.min_steps < 0 || options_.max_steps < 0 || (options_.max_steps > 0 && options_.min_steps > options_.max_steps))
+        fail(Status::invalid_argument, "min_steps {} and max_steps {} do not form a range", options_.min_steps,
+             options_.max_steps);
+    if (options_.threads == 0) options_.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+    if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
+
+    // Scratch for forwards of `rows` rows: every running request at the longest length when the
+    // budget allows, else as many rows as fit beside max_concurrent_requests such states.
+    const int64_t length = options_.max_sequence_length;
+    const uint64_t states = uint64_t(options_.max_concurrent_requests) *
+                            sequence_state_bytes(spec, length, {}, BackendKind::cpu);
+    auto scratch_for = [&](int64_t rows) {
+        return scratch_bytes(spec, {rows, length}, BackendKind::cpu, options_.threads);
+    };
+    const uint64_t available = memory.available();
+    int64_t rows = options_.max_tokens_per_forward;
+    if (rows == 0) {
+        rows = std::min(options_.max_concurrent_requests * length, max_forward_rows);
+        if (states + scratch_for(rows) > available) {
+            int64_t low = length, high = rows - 1;
+            if (states + scratch_for(low) > available) {
+                const int64_t fitting = longest_fitting_sequence(spec, available, {}, BackendKind::cpu, options_.threads,
+                                                                 options_.max_concurrent_requests);
+                fail(Status::out_of_budget,
+                     "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
+                     "but {} has {} bytes left; lower max_concurrent_requests or max_sequence_length ({})",
+                     options_.max_concurrent_requests, length, states, scratch_for(low), memory.name(), available,
+                     fitting > 0 ? fmt::format("the longest sequence that fits now has {} positions", fitting)
+                                 : std::string("no sequence fits now"));
+            }
+            while (low < high) {
+                const int64_t middle = low + (high - low + 1) / 2;
+                if (states + scratch_for(middle) <= available) low = middle;
+                else high = middle - 1;
+            }
+            rows = low;
+        }
+    }
+    scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
+    backend_ = make_cpu_backend(options_.threads, *scratch_);
+    forward_ = std::make_unique<Forward>(model, *backend_, ForwardLimits{rows, length});
+    memory_base_ = memory.reserved();
+    stats_.memory_planned = memory_base_ + states;
+    stats_.max_tokens_per_forward = rows;
+    stats_.max_sequence_length = length;
+    options_.logger.info("engine ready: {} concurrent requests of up to {} positions, forwards of {} rows, {} threads",
+                         options_.max_concurrent_requests, length, rows, options_.threads);
+    health_ = Health::ready;
+    scheduler_ = std::thread([this] { schedule(); });
+}
+
+Engine::~Engine() { shutdown(ShutdownMode::immediate); }
+
+std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::chrono::duration<double>> wait_for_room) {
+    if (!(input.timeout_seconds >= 0) || !std::isfinite(input.timeout_seconds))
+        fail(Status::invalid_argument, "timeout_seconds must be finite and not negative, got {}", input.timeout_seconds);
+    if (input.params.min_steps == 0 && input.params.max_steps == 0) {
+        input.params.min_steps = options_.min_steps;
+        input.params.max_steps = options_.max_steps;
+    }
+    const ModelSpec& spec = model_.spec();
+    const auto length = static_cast<int64_t>(input.canvas.size());
+    if (length > options_.max_sequence_length)
+        fail(Status::too_long, "the request takes {} positions; the engine admits {}", length,
+             options_.max_sequence_length);
+    DecodeSequence sequence(spec, input.params, input.canvas);
+    if (forward_tokens(sequence) > forward_->limits().tokens)
+        fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
+             forward_tokens(sequence), forward_->limits().tokens);
+    const uint64_t state = sequence_state_bytes(spec, length, options_of(sequence), BackendKind::cpu);
+    const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
+    if (state > for_requests) {
+        const int64_t longest = std::min(options_.max_sequence_length, [&] {
+            int64_t fitting = 0;
+            for (int64_t step = int64_t(1) << 40; step > 0; step /= 2)
+                if (fitting + step <= spec.max_sequence_length &&
+                    sequence_state_bytes(spec, fitting + step, options_of(sequence), BackendKind::cpu) <= for_requests)
+                    fitting += step;
+            return fitting;
+        }());
+        fail(Status::out_of_budget, "the request's state needs {} bytes but the engine has {} for requests; the longest "
+             "sequence that fits has {} positions", state, for_requests, longest);
+    }
+    const double timeout = input.timeout_seconds > 0 ? input.timeout_seconds : options_.request_timeout_seconds;
+    const Clock::time_point deadline =
+        timeout > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout))
+                    : Clock::time_point::max();
+    const int64_t prompt_tokens = sequence.region_begin();
+
+    std::unique_lock lock(mutex_);
+    auto shutting_down = [&] { return draining_ || stopping_ || health_ == Health::failed; };
+    auto full = [&] { return static_cast<int64_t>(queue_.size()) >= options_.max_queued_requests; };
+    if (!shutting_down() && full() && wait_for_room)
+        room_.wait_for(lock, *wait_for_room, [&] { return shutting_down() || !full(); });
+    if (shutting_down()) {
+        ++stats_.rejected;
+        fail(Status::shutting_down, "the engine is {} and takes no new requests", health_name(health_));
+    }
+    if (full()) {
+        ++stats_.rejected;
+        fail(Status::queue_full, "the queue holds its maximum of {} requests{}", options_.max_queued_requests,
+             wait_for_room ? fmt::format(" (still after {} s)", wait_for_room->count()) : std::string());
+    }
+    auto request = std::make_shared<Request>(next_id_++, std::move(input), std::move(sequence), deadline);
+    queue_.push_back(request);
+    ++stats_.submitted;
+    stats_.prompt_tokens += uint64_t(prompt_tokens);
+    lock.unlock();
+    wake_.notify_one();
+    return request;
+}
+
+void Engine::admit(std::unique_lock<std::mutex>&) {
+    const ModelSpec& spec = model_.spec();
+    while (!queue_.empty() && static_cast<int64_t>(running_.size()) < options_.max_concurrent_requests) {
+        const std::shared_ptr<Request>& head = queue_.front();
+        const auto length = static_cast<int64_t>(head->sequence_.canvas().size());
+        auto memory = memory_.try_reserve(sequence_state_bytes(spec, length, options_of(head->sequence_), BackendKind::cpu));
+        if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
+        head->memory_ = std::move(*memory);
+        head->admitted_ = Clock::now();
+        head->admitted_flag_ = true;
+        stats_.queue_time.record(seconds_between(head->submitted_, head->admitted_));
+        running_.push_back(head);
+        ++stats_.running;
+        queue_.pop_front();
+        room_.notify_one();
+    }
+}
+
+void Engine::schedule() {
+    std::unique_lock lock(mutex_);
+    try {
+        for (;;) {
+            std::vector<std::pair<std::shared_ptr<Request>, RequestFinish>> ended;
+            const auto now = Clock::now();
+            for (auto it = queue_.begin(); it != queue_.end();) {
+                const auto& r = *it;
+                if (stopping_ || r->cancel_requested() || now >= r->deadline_) {
+                    ended.emplace_back(r, now >= r->deadline_ && !stopping_ && !r->cancel_requested() ? RequestFinish::timeout
+                                                                                                      : RequestFinish::cancelled);
+                    it = queue_.erase(it);
+                    room_.notify_one();
+                } else {
+                    ++it;
+                }
+            }
+            if (stopping_) {
+                for (auto& r : running_) ended.emplace_back(r, RequestFinish::cancelled);
+                running_.clear();
+            } else {
+                admit(lock);
+            }
+            if (!ended.empty()) {
+                lock.unlock();
+                for (auto& [r, finish] : ended) end(r, finish);
+                lock.lock();
+                continue;
+            }
+            if ((stopping_ || draining_) && running_.empty() && queue_.empty()) break;
+            if (running_.empty()) {
+                if (queue_.empty()) wake_.wait(lock);
+                else wake_.wait_for(lock, idle_poll);
+                continue;
+            }
+            lock.unlock();
+            run_step();
+            lock.lock();
+            std::erase_if(running_, [](const std::shared_ptr<Request>& r) { return r->finished(); });
+        }
+        health_ = Health::stopped;
+    } catch (const std::exception& e) {
+        // Nothing below should throw past run_step; if it does, fail every request rather than hang.
+        health_ = Health::failed;
+        std::vector<std::shared_ptr<Request>> all(queue_.begin(), queue_.end());
+        all.insert(all.end(), running_.begin(), running_.end());
+        queue_.clear();
+        running_.clear();
+        lock.unlock();
+        options_.logger.error("the engine's scheduler failed: {}", e.what());
+        for (auto& r : all) end(r, RequestFinish::error, Status::internal, e.what());
+        lock.lock();
+    }
+    lock.unlock();
+    room_.notify_all();
+    stopped_.notify_all();
+}
+
+void Engine::run_step() {
+    const auto now = Clock::now();
+    std::vector<std::shared_ptr<Request>> active;
+    std::vector<DecodeSequence*> sequences;
+    for (const auto& r : running_) {
+        if (r->cancel_requested()) end(r, RequestFinish::cancelled);
+        else if (now >= r->deadline_) end(r, RequestFinish::timeout);
+        else {
+            active.push_back(r);
+            sequences.push_back(&r->sequence_);
+        }
+    }
+    if (active.empty()) return;
+    std::vector<GenerationStats> step_stats(active.size());
+    auto observe = [&](size_t i, const DecodeSequence& s, int64_t committed) {
+        Request& r = *active[i];
+        const bool block_completed = s.completed_blocks() > r.blocks_seen_;
+        r.blocks_seen_ = s.completed_blocks();
+        if (block_completed && !r.first_block_) r.first_block_ = Clock::now();
+        if (!r.input_.stream) return true;
+        const auto tokens = std::span(s.canvas()).subspan(size_t(r.input_.first_output));
+        // A step event for every step when asked, then a block event when the step completed one.
+        if (r.input_.stream_steps && !r.input_.stream({false, s.steps() - 1, s.completed_blocks(), committed, tokens}))
+            return false;
+        return !block_completed || r.input_.stream({true, s.steps() - 1, s.completed_blocks(), committed, tokens});
+    };
+    try {
+        step(*forward_, sequences, step_stats, observe);
+    } catch (const Error& e) {
+        options_.logger.error("a step of {} requests failed: {}", active.size(), e.what());
+        for (auto& r : active) end(r, RequestFinish::error, e.status(), e.what());
+        return;
+    } catch (const std::exception& e) {
+        options_.logger.error("a step of {} requests failed: {}", active.size(), e.what());
+        for (auto& r : active) end(r, RequestFinish::error, Status::internal, e.what());
+        return;
+    }
+    uint64_t steps = 0, forwards = 0;
+    for (size_t i = 0; i < active.size(); ++i) {
+        Request& r = *active[i];
+        r.stats_.steps += step_stats[i].steps;
+        r.stats_.forwards += step_stats[i].forwards;
+        steps += uint64_t(step_stats[i].steps);
+        forwards += uint64_t(step_stats[i].forwards);
+        if (r.sequence_.finished()) end(active[i], finish_of(r.sequence_.finish_reason()));
+    }
+    std::lock_guard lock(mutex_);
+    stats_.steps += steps;
+    stats_.forwards += forwards;
+}
+
+void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, Status status, std::string error) {
+    Request& r = *request;
+    const auto now = Clock::now();
+    RequestResult result;
+    result.finish = finish;
+    result.error_status = status;
+    result.error = std::move(error);
+    const auto& canvas = r.sequence_.canvas();
+    result.tokens.assign(canvas.begin() + r.input_.first_output, canvas.end());
+    result.steps = r.stats_.steps;
+    result.forwards = r.stats_.forwards;
+    const bool admitted = r.admitted_ != Clock::time_point{};
+    result.timings.queue = seconds_between(r.submitted_, admitted ? r.admitted_ : now);
+    result.timings.compute = admitted ? seconds_between(r.admitted_, now) : 0.0;
+    result.timings.first_block = r.first_block_ ? seconds_between(r.submitted_, *r.first_block_) : -1.0;
+    result.timings.end_to_end = seconds_between(r.submitted_, now);
+    r.memory_ = Reservation();
+    {
+        std::lock_guard lock(mutex_);
+        if (admitted) --stats_.running;
+        ++stats_.finished[static_cast<int>(finish)];
+        stats_.end_to_end_time.record(result.timings.end_to_end);
+        if (result.timings.first_block >= 0) stats_.first_block_time.record(result.timings.first_block);
+        if (finish == RequestFinish::length || finish == RequestFinish::eos)
+            stats_.generated_tokens += uint64_t(canvas.size()) - uint64_t(r.sequence_.region_begin());
+    }
+    r.finish(std::move(result));
+}
+
+void Engine::shutdown(ShutdownMode mode, std::chrono::duration<double> timeout) {
+    std::lock_guard serial(shutdown_mutex_);
+    {
+        std::lock_guard lock(mutex_);
+        if (mode == ShutdownMode::immediate) stopping_ = true;
+        draining_ = true;
+        if (health_ == Health::ready) health_ = Health::draining;
+    }
+    wake_.notify_all();
+    room_.notify_all();
+    if (!scheduler_.joinable()) return;
+    if (mode == ShutdownMode::drain) {
+        std::unique_lock lock(mutex_);
+        if (!stopped_.wait_for(lock, timeout, [&] { return health_ == Health::stopped || health_ == Health::failed; })) {
+            options_.logger.warn("draining took longer than {} s; cancelling what is left", timeout.count());
+            stopping_ = true;
+        }
+    }
+    wake_.notify_all();
+    scheduler_.join();
+}
+
+EngineStats Engine::stats() const {
+    std::lock_guard lock(mutex_);
+    EngineStats s = stats_;
+    s.health = health_;
+    s.waiting = static_cast<int64_t>(queue_.size());
+    s.memory_capacity = memory_.capacity();
+    s.memory_reserved = memory_.reserved();
+    s.memory_in_use = memory_.in_use();
+    s.memory_peak_in_use = memory_.peak_in_use();
+    return s;
+}
+
+Health Engine::health() const {
+    std::lock_guard lock(mutex_);
+    return health_;
+}
+
+}  // namespace unmask

@@ -1,0 +1,13 @@
+// The engine's stats in the Prometheus text exposition format, named after vLLM's metrics
+// (`unmask:` in place of `vllm:`) where one exists.
+#pragma once
+
+#include <string>
+
+#include "engine/engine.hpp"
+
+namespace unmask {
+
+std::string prometheus_text(const EngineStats& stats);
+
+}  // namespace unmask

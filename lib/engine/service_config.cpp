@@ -1,0 +1,198 @@
+#include "engine/service_config.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "core/error.hpp"
+#include "format/strict_json.hpp"
+
+namespace unmask {
+namespace {
+
+using nlohmann::json;
+
+// YAML -> the JSON value model, so both syntaxes go through one validator. Scalars keep their
+// YAML meaning: integers, floats and booleans become numbers and booleans, the rest strings.
+json from_yaml(const YAML::Node& node, const std::string& where) {
+    switch (node.Type()) {
+        case YAML::NodeType::Null:
+        case YAML::NodeType::Undefined: return nullptr;
+        case YAML::NodeType::Sequence: {
+            json out = json::array();
+            for (const auto& item : node) out.push_back(from_yaml(item, where));
+            return out;
+        }
+        case YAML::NodeType::Map: {
+            json out = json::object();
+            for (const auto& item : node) {
+                const std::string key = item.first.as<std::string>();
+                if (out.contains(key)) fail(Status::invalid_argument, "{}: the key '{}' appears twice", where, key);
+                out[key] = from_yaml(item.second, where.empty() ? key : where + "." + key);
+            }
+            return out;
+        }
+        case YAML::NodeType::Scalar: {
+            const std::string text = node.Scalar();
+            if (node.Tag() == "!") return text;  // quoted: a string
+            int64_t integer = 0;
+            double number = 0;
+            bool boolean = false;
+            if (YAML::convert<int64_t>::decode(node, integer)) return integer;
+            if (YAML::convert<double>::decode(node, number)) return number;
+            if (YAML::convert<bool>::decode(node, boolean)) return boolean;
+            return text;
+        }
+    }
+    return nullptr;
+}
+
+class Section {
+public:
+    Section(const json& root, const char* name) : name_(name) {
+        if (!root.contains(name)) return;
+        value_ = &root.at(name);
+        if (!value_->is_object()) fail(Status::invalid_argument, "'{}' must be a mapping of keys", name);
+    }
+    // Throws for keys this section does not know.
+    void allow_only(std::initializer_list<const char*> keys) const {
+        if (value_ == nullptr) return;
+        for (const auto& [key, value] : value_->items())
+            if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
+                fail(Status::invalid_argument, "'{}.{}' is not a known key (known: {})", name_, key,
+                     fmt::join(keys.begin(), keys.end(), ", "));
+    }
+    const json* find(const char* key) const {
+        if (value_ == nullptr || !value_->contains(key)) return nullptr;
+        return &value_->at(key);
+    }
+    void integer(const char* key, int64_t& out, int64_t min, int64_t max) const {
+        const json* v = find(key);
+        if (v == nullptr) return;
+        if (!v->is_number_integer())
+            fail(Status::invalid_argument, "'{}.{}' must be an integer, got {}", name_, key, v->dump());
+        const auto value = v->get<int64_t>();
+        if (value < min || value > max)
+            fail(Status::invalid_argument, "'{}.{}' must be within {}..{}, got {}", name_, key, min, max, value);
+        out = value;
+    }
+    void number(const char* key, double& out, double min, double max, bool min_exclusive) const {
+        const json* v = find(key);
+        if (v == nullptr) return;
+        if (!v->is_number()) fail(Status::invalid_argument, "'{}.{}' must be a number, got {}", name_, key, v->dump());
+        const auto value = v->get<double>();
+        if (!std::isfinite(value) || value < min || (min_exclusive && value == min) || value > max)
+            fail(Status::invalid_argument, "'{}.{}' must be within {}{}, {}], got {}", name_, key, min_exclusive ? "(" : "[",
+                 min, max, value);
+        out = value;
+    }
+    std::optional<std::string> string(const char* key) const {
+        const json* v = find(key);
+        if (v == nullptr) return std::nullopt;
+        if (!v->is_string()) fail(Status::invalid_argument, "'{}.{}' must be a string, got {}", name_, key, v->dump());
+        return v->get<std::string>();
+    }
+    template <typename T>
+    void choice(const char* key, T& out, const std::map<std::string, T>& choices) const {
+        const auto text = string(key);
+        if (!text) return;
+        const auto it = choices.find(*text);
+        if (it == choices.end()) {
+            std::vector<std::string> names;
+            for (const auto& [k, v] : choices) names.push_back(k);
+            fail(Status::invalid_argument, "'{}.{}' must be one of {}, got '{}'", name_, key, fmt::join(names, ", "), *text);
+        }
+        out = it->second;
+    }
+
+private:
+    const char* name_;
+    const json* value_ = nullptr;
+};
+
+}  // namespace
+
+ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::filesystem::path& directory) {
+    json root;
+    if (yaml) {
+        try {
+            root = from_yaml(YAML::Load(std::string(text)), "");
+        } catch (const YAML::Exception& e) {
+            fail(Status::invalid_argument, "the configuration is not valid YAML: {}", e.what());
+        }
+    } else {
+        try {
+            root = parse_json_rejecting_duplicates(text, "the configuration");
+        } catch (const Error& e) {
+            throw Error(Status::invalid_argument, e.what());
+        }
+    }
+    if (!root.is_object()) fail(Status::invalid_argument, "the configuration must be a mapping of sections");
+    for (const auto& [key, value] : root.items())
+        if (key != "service" && key != "model" && key != "resources")
+            fail(Status::invalid_argument, "'{}' is not a known section (known: service, model, resources)", key);
+
+    ServiceConfig config;
+    const Section service(root, "service");
+    service.allow_only({"listen_port", "max_concurrent_requests", "max_queued_requests", "request_timeout_seconds"});
+    service.integer("listen_port", config.listen_port, 1, 65535);
+    service.integer("max_concurrent_requests", config.max_concurrent_requests, 1, 65536);
+    service.integer("max_queued_requests", config.max_queued_requests, 1, 10'000'000);
+    service.number("request_timeout_seconds", config.request_timeout_seconds, 0, 1e9, false);
+
+    const Section model(root, "model");
+    model.allow_only({"weights_path", "precision", "max_sequence_length", "min_diffusion_steps", "max_diffusion_steps"});
+    const auto weights = model.string("weights_path");
+    if (!weights || weights->empty()) fail(Status::invalid_argument, "'model.weights_path' is required");
+    config.weights_path = std::filesystem::path(*weights).is_absolute() ? std::filesystem::path(*weights)
+                                                                        : directory / *weights;
+    model.choice<Precision>("precision", config.precision,
+                            {{"auto", Precision::automatic}, {"fp32", Precision::fp32}, {"bf16", Precision::bf16},
+                             {"fp16", Precision::fp16}});
+    model.integer("max_sequence_length", config.max_sequence_length, 1, int64_t(1) << 30);
+    model.integer("min_diffusion_steps", config.min_diffusion_steps, 1, int64_t(1) << 20);
+    model.integer("max_diffusion_steps", config.max_diffusion_steps, 1, int64_t(1) << 20);
+    if (config.max_diffusion_steps > 0 && config.min_diffusion_steps > config.max_diffusion_steps)
+        fail(Status::invalid_argument, "'model.min_diffusion_steps' ({}) exceeds 'model.max_diffusion_steps' ({})",
+             config.min_diffusion_steps, config.max_diffusion_steps);
+
+    const Section resources(root, "resources");
+    resources.allow_only({"gpu_devices", "memory_fraction", "log_level", "log_rotation_size_mb"});
+    if (const json* devices = resources.find("gpu_devices")) {
+        if (!devices->is_array())
+            fail(Status::invalid_argument, "'resources.gpu_devices' must be a list of device indexes, got {}", devices->dump());
+        for (const json& d : *devices) {
+            if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > 1023)
+                fail(Status::invalid_argument, "'resources.gpu_devices' entries must be device indexes 0..1023, got {}",
+                     d.dump());
+            config.gpu_devices.push_back(d.get<int64_t>());
+        }
+    }
+    resources.number("memory_fraction", config.memory_fraction, 0, 1, true);
+    resources.choice<LogLevel>("log_level", config.log_level,
+                               {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn},
+                                {"warning", LogLevel::warn}, {"error", LogLevel::error}});
+    resources.integer("log_rotation_size_mb", config.log_rotation_size_mb, 0, 1 << 20);
+    return config;
+}
+
+ServiceConfig read_service_config(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(Status::io, "cannot open the configuration file '{}'", path.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) fail(Status::io, "cannot read the configuration file '{}'", path.string());
+    const auto extension = path.extension().string();
+    try {
+        return parse_service_config(text.str(), extension == ".yaml" || extension == ".yml",
+                                    path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
+    } catch (const Error& e) {
+        throw Error(e.status(), fmt::format("{}: {}", path.string(), e.what()));
+    }
+}
+
+}  // namespace unmask

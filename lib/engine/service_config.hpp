@@ -1,0 +1,43 @@
+// The service configuration file of a deployment (the deployment guide's layout), in JSON or
+// YAML:
+//
+//   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds
+//   model:     weights_path, precision, max_sequence_length, min_diffusion_steps, max_diffusion_steps
+//   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
+//
+// Every key is optional except model.weights_path; an unknown key, a wrong type or an impossible
+// value is INVALID_ARGUMENT naming the key (`service.max_concurrent_requests`).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/logging.hpp"
+#include "model/load_options.hpp"
+
+namespace unmask {
+
+struct ServiceConfig {
+    int64_t listen_port = 0;  // 0: none (the HTTP server reads it)
+    int64_t max_concurrent_requests = 8;
+    int64_t max_queued_requests = 64;
+    double request_timeout_seconds = 0;  // 0: none
+    std::filesystem::path weights_path;  // relative paths are relative to the file's directory
+    Precision precision = Precision::automatic;
+    int64_t max_sequence_length = 0;  // 0: the model's
+    int64_t min_diffusion_steps = 0, max_diffusion_steps = 0;
+    std::vector<int64_t> gpu_devices;  // empty: the CPU
+    double memory_fraction = 1.0;
+    LogLevel log_level = LogLevel::info;
+    int64_t log_rotation_size_mb = 0;  // 0: no rotation
+};
+
+// Reads a file: YAML for the extensions .yaml and .yml, JSON otherwise. Throws IO or INVALID_ARGUMENT.
+ServiceConfig read_service_config(const std::filesystem::path& path);
+// Parses text already read; `yaml` selects the syntax, `directory` anchors relative paths.
+ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::filesystem::path& directory);
+
+}  // namespace unmask

@@ -1,0 +1,477 @@
+// The engine: continuous batching without cross-talk, backpressure, deadlines, cancel, shutdown
+// outcomes, stats and metrics, memory admission, service configuration files, and a stress run
+// from many threads (also run under TSan and ASan in CI).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "engine/service_config.hpp"
+#include "fixtures.hpp"
+#include "unmask.h"
+
+using namespace unmask;
+
+namespace {
+
+struct Model {
+    unmask_model* model = nullptr;
+    explicit Model(const std::string& name, int64_t budget = 0) {
+        unmask_model_params params;
+        REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+        params.precision = UNMASK_PRECISION_FP32;
+        params.memory_budget_bytes = budget;
+        if (budget > 0) params.memory_margin = 0.0;
+        const std::string path = fixture_path(name);
+        REQUIRE_MESSAGE(unmask_model_load(path.c_str(), &params, &model) == UNMASK_OK, unmask_last_error());
+    }
+    ~Model() { unmask_model_free(model); }
+};
+
+struct Engine {
+    unmask_engine* engine = nullptr;
+    Engine(const unmask_model* model, int32_t concurrent, int32_t queued, double timeout = 0) {
+        unmask_engine_params params;
+        REQUIRE(unmask_engine_params_init(&params) == UNMASK_OK);
+        params.max_concurrent_requests = concurrent;
+        params.max_queued_requests = queued;
+        params.threads = 2;
+        params.request_timeout_seconds = timeout;
+        REQUIRE_MESSAGE(unmask_engine_create(model, &params, &engine) == UNMASK_OK, unmask_last_error());
+    }
+    ~Engine() { unmask_engine_free(engine); }
+};
+
+unmask_generate_params defaults(int64_t gen_length, int64_t steps) {
+    unmask_generate_params p;
+    REQUIRE(unmask_generate_params_init(&p) == UNMASK_OK);
+    p.gen_length = gen_length;
+    p.steps = steps;
+    p.threads = 2;
+    return p;
+}
+
+struct Outcome {
+    unmask_request_info info{};
+    std::vector<int32_t> tokens;
+};
+
+Outcome outcome_of(unmask_request* request) {
+    Outcome o;
+    REQUIRE(unmask_request_wait(request, -1) == UNMASK_OK);
+    o.info.struct_size = sizeof o.info;
+    REQUIRE(unmask_request_info_get(request, &o.info) == UNMASK_OK);
+    REQUIRE(o.info.state == UNMASK_REQUEST_FINISHED);
+    int64_t count = 0;
+    REQUIRE(unmask_request_tokens(request, nullptr, 0, &count) == UNMASK_OK);
+    o.tokens.resize(size_t(count));
+    REQUIRE(unmask_request_tokens(request, o.tokens.data(), count, &count) == UNMASK_OK);
+    return o;
+}
+
+unmask_engine_stats stats_of(const unmask_engine* engine) {
+    unmask_engine_stats s{};
+    s.struct_size = sizeof s;
+    REQUIRE(unmask_engine_stats_get(engine, &s) == UNMASK_OK);
+    return s;
+}
+
+// Holds the scheduler inside a stream callback until released, so tests can fill the queue.
+struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool entered = false, open = false;
+    static int32_t callback(const unmask_stream_event*, void* user_data) {
+        auto* gate = static_cast<Gate*>(user_data);
+        std::unique_lock lock(gate->mutex);
+        gate->entered = true;
+        gate->changed.notify_all();
+        gate->changed.wait(lock, [&] { return gate->open; });
+        return 0;
+    }
+    void wait_entered() {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return entered; });
+    }
+    void release() {
+        std::lock_guard lock(mutex);
+        open = true;
+        changed.notify_all();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("requests batched in the engine give the same tokens as alone (no cross-talk)") {
+    Model model("good/llada-long");
+    struct Case {
+        std::vector<int32_t> prompt;
+        unmask_generate_params params;
+    };
+    std::vector<Case> cases;
+    for (int i = 0; i < 8; ++i) {
+        unmask_generate_params p = defaults(8 * (i + 1), 8);
+        p.seed = 1000 + uint64_t(i);
+        p.temperature = i % 2 == 0 ? 0.0 : 0.8;
+        if (i % 4 == 1) p.policy = UNMASK_POLICY_RANDOM;
+        if (i % 4 == 2) {
+            p.block_length = 4 * (i + 1);
+            p.threshold = 0.3;
+        }
+        if (i == 3) p.cfg_scale = 0.5;
+        if (i == 5) p.policy = UNMASK_POLICY_ENTROPY;
+        if (i == 7) p.policy = UNMASK_POLICY_ORIGIN;
+        std::vector<int32_t> prompt;
+        for (int j = 0; j <= i; ++j) prompt.push_back(1 + (7 * i + j) % 50);
+        cases.push_back({prompt, p});
+    }
+    std::vector<std::vector<int32_t>> alone;
+    for (const Case& c : cases) {
+        std::vector<int32_t> out(size_t(c.params.gen_length));
+        unmask_generation result{sizeof result, 0, out.data(), c.params.gen_length, 0, 0, 0};
+        REQUIRE_MESSAGE(unmask_generate(model.model, &c.params, c.prompt.data(), int64_t(c.prompt.size()), &result) == UNMASK_OK,
+                        unmask_last_error());
+        alone.push_back(out);
+    }
+    Engine engine(model.model, 8, 16);
+    std::vector<unmask_request*> requests;
+    for (const Case& c : cases) {
+        unmask_request* r = nullptr;
+        REQUIRE(unmask_engine_submit(engine.engine, &c.params, c.prompt.data(), int64_t(c.prompt.size()), 0, &r) == UNMASK_OK);
+        requests.push_back(r);
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {
+        CAPTURE(i);
+        const Outcome o = outcome_of(requests[i]);
+        CHECK(o.info.finish_reason != UNMASK_FINISH_ERROR);
+        CHECK(o.tokens == alone[i]);
+        CHECK(o.info.steps > 0);
+        CHECK(o.info.end_to_end_seconds >= o.info.compute_seconds);
+        unmask_request_free(requests[i]);
+    }
+    const unmask_engine_stats s = stats_of(engine.engine);
+    CHECK(s.requests_submitted == 8);
+    CHECK(s.finished[UNMASK_FINISH_LENGTH] + s.finished[UNMASK_FINISH_EOS] == 8);
+    CHECK(s.requests_running == 0);
+}
+
+TEST_CASE("a full queue is QUEUE_FULL at exactly its bound, and a blocking submit waits for room") {
+    Model model("good/llada-long");
+    Engine engine(model.model, 1, 3);
+    Gate gate;
+    unmask_generate_params held = defaults(16, 4);
+    held.stream_callback = &Gate::callback;
+    held.stream_user_data = &gate;
+    held.stream_steps = 1;
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    unmask_request* running = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &held, prompt.data(), 3, 0, &running) == UNMASK_OK);
+    gate.wait_entered();  // admitted and inside its first step: the queue is empty
+    const unmask_generate_params p = defaults(16, 4);
+    std::vector<unmask_request*> queued(3);
+    for (auto& r : queued) REQUIRE(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &r) == UNMASK_OK);
+    unmask_request* refused = nullptr;
+    CHECK(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &refused) == UNMASK_ERR_QUEUE_FULL);
+    CHECK(refused == nullptr);
+    CHECK(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0.05, &refused) == UNMASK_ERR_QUEUE_FULL);
+    // A blocking submit gets in once the gate opens and the queue moves.
+    std::thread opener([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        gate.release();
+    });
+    unmask_request* waited = nullptr;
+    CHECK_MESSAGE(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 30.0, &waited) == UNMASK_OK, unmask_last_error());
+    opener.join();
+    for (unmask_request* r : {running, queued[0], queued[1], queued[2], waited}) {
+        CHECK(outcome_of(r).info.finish_reason == UNMASK_FINISH_LENGTH);
+        unmask_request_free(r);
+    }
+    CHECK(stats_of(engine.engine).requests_rejected == 2);
+}
+
+TEST_CASE("a deadline ends a request within one step, and cancel works from another thread") {
+    Model model("good/llada-long");
+    Engine engine(model.model, 4, 8);
+    struct Steps {
+        std::mutex mutex;
+        std::vector<std::chrono::steady_clock::time_point> times;
+        static int32_t callback(const unmask_stream_event* e, void* user_data) {
+            auto* steps = static_cast<Steps*>(user_data);
+            if (e->kind == UNMASK_STREAM_STEP) {
+                std::lock_guard lock(steps->mutex);
+                steps->times.push_back(std::chrono::steady_clock::now());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // steps of at least 5 ms
+            return 0;
+        }
+    } steps;
+    unmask_generate_params p = defaults(512, 512);
+    p.timeout_seconds = 0.2;
+    p.stream_callback = &Steps::callback;
+    p.stream_user_data = &steps;
+    p.stream_steps = 1;
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    const auto submitted = std::chrono::steady_clock::now();
+    unmask_request* timed = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &timed) == UNMASK_OK);
+    const Outcome o = outcome_of(timed);
+    CHECK(o.info.finish_reason == UNMASK_FINISH_TIMEOUT);
+    CHECK(o.info.end_to_end_seconds >= 0.2);
+    {
+        std::lock_guard lock(steps.mutex);
+        const auto deadline = submitted + std::chrono::milliseconds(200);
+        const auto late = std::count_if(steps.times.begin(), steps.times.end(), [&](auto t) { return t > deadline; });
+        CHECK(late <= 1);  // at most the step that was running when the deadline passed
+        CHECK(steps.times.size() < 512);
+    }
+    unmask_request_free(timed);
+
+    unmask_generate_params long_run = defaults(512, 512);
+    unmask_request* cancelled = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &long_run, prompt.data(), 3, 0, &cancelled) == UNMASK_OK);
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        CHECK(unmask_request_cancel(cancelled) == UNMASK_OK);
+    });
+    const Outcome c = outcome_of(cancelled);
+    canceller.join();
+    CHECK(c.info.finish_reason == UNMASK_FINISH_CANCELLED);
+    CHECK(c.info.steps < 512);
+    unmask_request_free(cancelled);
+    CHECK(unmask_request_wait(nullptr, 0) == UNMASK_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("shutdown gives every queued and running request exactly one outcome") {
+    Model model("good/llada-long");
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    for (const int32_t mode : {UNMASK_SHUTDOWN_IMMEDIATE, UNMASK_SHUTDOWN_DRAIN}) {
+        CAPTURE(mode);
+        Engine engine(model.model, 2, 16);
+        std::vector<unmask_request*> requests(12);
+        const unmask_generate_params p = defaults(64, 32);
+        for (auto& r : requests) REQUIRE(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &r) == UNMASK_OK);
+        REQUIRE(unmask_engine_shutdown(engine.engine, mode, 0) == UNMASK_OK);
+        unmask_request* late = nullptr;
+        CHECK(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &late) == UNMASK_ERR_SHUTTING_DOWN);
+        int cancelled = 0, finished = 0;
+        for (unmask_request* r : requests) {
+            const Outcome o = outcome_of(r);  // waits: every request has its outcome
+            cancelled += o.info.finish_reason == UNMASK_FINISH_CANCELLED;
+            finished += o.info.finish_reason == UNMASK_FINISH_LENGTH || o.info.finish_reason == UNMASK_FINISH_EOS;
+            unmask_request_free(r);
+        }
+        CHECK(cancelled + finished == 12);
+        if (mode == UNMASK_SHUTDOWN_DRAIN) CHECK(finished == 12);
+        const unmask_engine_stats s = stats_of(engine.engine);
+        CHECK(s.health == UNMASK_HEALTH_STOPPED);
+        uint64_t outcomes = 0;
+        for (uint64_t f : s.finished) outcomes += f;
+        CHECK(outcomes == s.requests_submitted);
+        CHECK(s.requests_running + s.requests_waiting == 0);
+    }
+}
+
+TEST_CASE("stress: 8 threads x 200 requests with random cancels and deadlines all get one outcome") {
+    Model model("good/llada-long");
+    Engine engine(model.model, 6, 32);
+    std::atomic<int> outcomes{0}, rejected{0}, failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(static_cast<uint32_t>(t));
+            for (int i = 0; i < 200; ++i) {
+                unmask_generate_params p;
+                unmask_generate_params_init(&p);
+                p.gen_length = 4 + int64_t(rng() % 29);
+                p.steps = 1 + int64_t(rng() % 4);
+                p.temperature = rng() % 2 ? 0.9 : 0.0;
+                p.seed = rng();
+                p.cfg_scale = rng() % 5 == 0 ? 1.0 : 0.0;
+                p.timeout_seconds = rng() % 4 == 0 ? 0.001 * double(rng() % 20) : 0.0;
+                const std::vector<int32_t> prompt = {int32_t(1 + rng() % 50), int32_t(1 + rng() % 50)};
+                unmask_request* r = nullptr;
+                const unmask_status status =
+                    unmask_engine_submit(engine.engine, &p, prompt.data(), 2, rng() % 2 ? 0.0 : 0.01, &r);
+                if (status == UNMASK_ERR_QUEUE_FULL) {
+                    ++rejected;
+                    continue;
+                }
+                if (status != UNMASK_OK) {
+                    ++failures;
+                    continue;
+                }
+                if (rng() % 5 == 0) unmask_request_cancel(r);
+                if (unmask_request_wait(r, 60.0) != UNMASK_OK) ++failures;
+                unmask_request_info info{};
+                info.struct_size = sizeof info;
+                if (unmask_request_info_get(r, &info) != UNMASK_OK || info.state != UNMASK_REQUEST_FINISHED ||
+                    info.finish_reason < UNMASK_FINISH_LENGTH || info.finish_reason > UNMASK_FINISH_TIMEOUT)
+                    ++failures;
+                ++outcomes;
+                unmask_request_free(r);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(failures == 0);
+    CHECK(outcomes + rejected == 1600);
+    const unmask_engine_stats s = stats_of(engine.engine);
+    CHECK(s.requests_submitted == uint64_t(outcomes.load()));
+    CHECK(s.requests_rejected == uint64_t(rejected.load()));
+    uint64_t finished = 0;
+    for (uint64_t f : s.finished) finished += f;
+    CHECK(finished == s.requests_submitted);
+    CHECK(s.finished[UNMASK_FINISH_ERROR] == 0);
+    CHECK(s.memory_reserved <= s.memory_capacity);
+    CHECK(s.requests_running + s.requests_waiting == 0);
+}
+
+TEST_CASE("stats and Prometheus metrics describe the outcomes") {
+    Model model("good/tiny-chat");
+    Engine engine(model.model, 2, 4);
+    const std::vector<int32_t> prompt = {104, 105};
+    unmask_generate_params p = defaults(8, 4);
+    unmask_request* r = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &p, prompt.data(), 2, 0, &r) == UNMASK_OK);
+    const Outcome o = outcome_of(r);
+    CHECK(o.info.first_block_seconds >= 0);
+    int64_t length = 0;
+    CHECK(unmask_request_text(r, nullptr, 0, &length) == UNMASK_OK);
+    unmask_request_free(r);
+    const unmask_engine_stats s = stats_of(engine.engine);
+    CHECK(s.health == UNMASK_HEALTH_READY);
+    CHECK(s.steps_total == uint64_t(o.info.steps));
+    CHECK(s.end_to_end_seconds_p50 > 0);
+    CHECK(s.memory_reserved <= s.memory_planned);
+    int64_t size = 0;
+    REQUIRE(unmask_engine_metrics(engine.engine, nullptr, 0, &size) == UNMASK_OK);
+    std::string text(size_t(size), '\0');
+    REQUIRE(unmask_engine_metrics(engine.engine, text.data(), size, &size) == UNMASK_OK);
+    CHECK(text.find("unmask:num_requests_running 0\n") != std::string::npos);
+    CHECK(text.find("unmask:request_success_total{finished_reason=\"" +
+                    std::string(o.info.finish_reason == UNMASK_FINISH_EOS ? "eos" : "length") + "\"} 1\n") != std::string::npos);
+    CHECK(text.find("unmask:e2e_request_latency_seconds_count 1\n") != std::string::npos);
+    CHECK(text.find("# TYPE unmask:time_to_first_block_seconds histogram") != std::string::npos);
+}
+
+TEST_CASE("admission waits for memory, and a request that could never fit is refused at once") {
+    // Room for the engine's forwards and about two requests' state.
+    Model big("good/llada-long", 6 << 20);
+    unmask_engine_params params;
+    REQUIRE(unmask_engine_params_init(&params) == UNMASK_OK);
+    params.threads = 2;
+    params.max_concurrent_requests = 2;
+    params.max_sequence_length = 512;
+    unmask_engine* engine = nullptr;
+    REQUIRE_MESSAGE(unmask_engine_create(big.model, &params, &engine) == UNMASK_OK, unmask_last_error());
+    const unmask_engine_stats s = stats_of(engine);
+    CHECK(s.max_tokens_per_forward >= 512);
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    unmask_generate_params p = defaults(600, 8);
+    unmask_request* r = nullptr;
+    CHECK(unmask_engine_submit(engine, &p, prompt.data(), 3, 0, &r) == UNMASK_ERR_TOO_LONG);
+    p.gen_length = 200;
+    std::vector<unmask_request*> requests(6);
+    for (auto& q : requests) REQUIRE(unmask_engine_submit(engine, &p, prompt.data(), 3, 0, &q) == UNMASK_OK);
+    for (auto* q : requests) {
+        CHECK(outcome_of(q).info.finish_reason == UNMASK_FINISH_LENGTH);
+        unmask_request_free(q);
+    }
+    CHECK(stats_of(engine).memory_peak_in_use <= stats_of(engine).memory_capacity);
+    unmask_engine_free(engine);
+
+    params.max_concurrent_requests = 60000;  // far beyond the budget: the engine says so
+    CHECK(unmask_engine_create(big.model, &params, &engine) == UNMASK_ERR_OUT_OF_BUDGET);
+    CHECK(std::string(unmask_last_error()).find("lower max_concurrent_requests") != std::string::npos);
+}
+
+TEST_CASE("the deployment guide's service configuration parses, in YAML and in JSON") {
+    for (const char* name : {"service_config.yaml", "service_config.json"}) {
+        CAPTURE(name);
+        const ServiceConfig c = read_service_config(std::string(UNMASK_SOURCE_DIR) + "/tests/data/" + name);
+        CHECK(c.listen_port == 8080);
+        CHECK(c.max_concurrent_requests == 16);
+        CHECK(c.request_timeout_seconds == 30.0);
+        CHECK(c.weights_path == "/models/llada-8b-instruct");
+        CHECK(c.precision == Precision::bf16);
+        CHECK(c.max_sequence_length == 4096);
+        CHECK(c.min_diffusion_steps == 8);
+        CHECK(c.max_diffusion_steps == 32);
+        CHECK(c.gpu_devices == std::vector<int64_t>{0, 1});
+        CHECK(c.memory_fraction == 0.85);
+        CHECK(c.log_level == LogLevel::info);
+        CHECK(c.log_rotation_size_mb == 100);
+    }
+}
+
+TEST_CASE("each wrong key, type or value in a service configuration is named") {
+    const std::string base = "model:\n  weights_path: m\n";
+    const std::pair<std::string, std::string> cases[] = {
+        {base + "service:\n  max_concurent_requests: 4\n", "'service.max_concurent_requests' is not a known key"},
+        {base + "servise:\n  listen_port: 80\n", "'servise' is not a known section"},
+        {base + "service:\n  max_concurrent_requests: four\n", "'service.max_concurrent_requests' must be an integer"},
+        {base + "service:\n  max_concurrent_requests: 0\n", "'service.max_concurrent_requests' must be within 1..65536"},
+        {base + "service:\n  listen_port: 70000\n", "'service.listen_port' must be within 1..65535"},
+        {base + "service:\n  request_timeout_seconds: -1\n", "'service.request_timeout_seconds' must be within"},
+        {base + "  precision: fp8\n", "'model.precision' must be one of"},
+        {base + "  min_diffusion_steps: 40\n  max_diffusion_steps: 8\n", "exceeds 'model.max_diffusion_steps'"},
+        {base + "resources:\n  memory_fraction: 1.5\n", "'resources.memory_fraction' must be within (0, 1]"},
+        {base + "resources:\n  memory_fraction: 0\n", "'resources.memory_fraction' must be within (0, 1]"},
+        {base + "resources:\n  gpu_devices: 0\n", "'resources.gpu_devices' must be a list"},
+        {base + "resources:\n  log_level: loud\n", "'resources.log_level' must be one of"},
+        {"service:\n  listen_port: 80\n", "'model.weights_path' is required"},
+        {base + "service: [1, 2]\n", "'service' must be a mapping"},
+        {"model: {weights_path: m\n", "not valid YAML"},
+    };
+    for (const auto& [text, message] : cases) {
+        CAPTURE(text);
+        CHECK_THROWS_WITH_AS(parse_service_config(text, true, "."), doctest::Contains(message.c_str()), Error);
+    }
+    CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": "m", "weights_path": "n"}})", false, "."),
+                         doctest::Contains("duplicate"), Error);
+    CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": 5}})", false, "."),
+                         doctest::Contains("'model.weights_path' must be a string"), Error);
+}
+
+TEST_CASE("an engine starts from a configuration file and serves its model") {
+    const std::string directory = test_data_path("engine-config");
+    std::filesystem::create_directories(directory);
+    const std::string path = directory + "/service.yaml";
+    std::ofstream(path) << "service:\n  max_concurrent_requests: 2\n  request_timeout_seconds: 60\n"
+                        << "model:\n  weights_path: " << fixture_path("good/tiny-chat")
+                        << "\n  precision: fp32\n  max_sequence_length: 128\n"
+                        << "resources:\n  gpu_devices: []\n  memory_fraction: 0.5\n";
+    unmask_engine* engine = nullptr;
+    REQUIRE_MESSAGE(unmask_engine_create_from_config(path.c_str(), &engine) == UNMASK_OK, unmask_last_error());
+    const unmask_model* model = nullptr;
+    REQUIRE(unmask_engine_model(engine, &model) == UNMASK_OK);
+    const unmask_tokenizer* tokenizer = nullptr;
+    REQUIRE(unmask_model_tokenizer(model, &tokenizer) == UNMASK_OK);
+    CHECK(tokenizer != nullptr);
+    const std::vector<int32_t> prompt = {104, 105};
+    unmask_generate_params p = defaults(16, 8);
+    unmask_request* r = nullptr;
+    REQUIRE(unmask_engine_submit(engine, &p, prompt.data(), 2, 0, &r) == UNMASK_OK);
+    CHECK(outcome_of(r).tokens.size() == 16);
+    p.gen_length = 200;
+    unmask_request* too_long = nullptr;
+    CHECK(unmask_engine_submit(engine, &p, prompt.data(), 2, 0, &too_long) == UNMASK_ERR_TOO_LONG);
+    unmask_engine_free(engine);  // the request outlives the engine that owned the model
+    int64_t length = 0;
+    CHECK(unmask_request_text(r, nullptr, 0, &length) == UNMASK_OK);
+    unmask_request_free(r);
+
+    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  gpu_devices: [0]\n";
+    CHECK(unmask_engine_create_from_config(path.c_str(), &engine) != UNMASK_OK);
+    CHECK(engine == nullptr);
+    CHECK(unmask_engine_create_from_config((directory + "/missing.yaml").c_str(), &engine) == UNMASK_ERR_IO);
+}
