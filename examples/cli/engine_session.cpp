@@ -54,7 +54,7 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         {"max-queued", "N", "requests waiting for admission (default 64)"},
         {"timeout", "SECONDS", "default deadline per request (0: none)"},
         {"log-file", "PATH", "write the library's log there"},
-        {"log-rotation-mb", "N", "move the log file to PATH.1 when it passes N MB"}};
+        {"log-rotation-mb", "MB", "move the log file to PATH.1 when it passes this size"}};
     options.insert(options.end(), engine.begin(), engine.end());
     return with_memory_options(std::move(options));
 }
@@ -77,7 +77,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     check(unmask_engine_params_init(&engine_params));
     engine_params.max_concurrent_requests = default_concurrency;
     std::string path;
-    int64_t rotation_mb = 0;
+    double rotation_mb = 0;
     if (configured) {
         path = config.weights_path;
         model_params.precision = config.precision;
@@ -91,7 +91,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
         engine_params.min_steps = config.min_diffusion_steps;
         engine_params.max_steps = config.max_diffusion_steps;
         engine_params.log_level = config.log_level;
-        rotation_mb = config.log_rotation_size_mb;
+        rotation_mb = double(config.log_rotation_size_mb);
     }
     if (auto v = args.value("model")) path = *v;
     if (path.empty()) throw UsageError("missing -m/--model DIR (or --config FILE)");
@@ -107,11 +107,14 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     int32("max-concurrent", engine_params.max_concurrent_requests, 1);
     int32("max-queued", engine_params.max_queued_requests, 1);
     if (auto v = args.number("timeout")) engine_params.request_timeout_seconds = *v;
-    if (auto v = args.integer("log-rotation-mb")) rotation_mb = *v;
+    if (auto v = args.number("log-rotation-mb")) {
+        if (!(*v >= 0 && *v < 1e9)) throw UsageError("--log-rotation-mb must be a size in MB, at least 0");
+        rotation_mb = *v;
+    }
 
     EngineSession session;
     if (auto log_path = args.value("log-file")) {
-        session.log = std::make_unique<LogFile>(*log_path, uint64_t(std::max<int64_t>(rotation_mb, 0)) << 20);
+        session.log = std::make_unique<LogFile>(*log_path, static_cast<uint64_t>(rotation_mb * 1048576.0));
         model_params.log_callback = &LogFile::sink;
         model_params.log_user_data = session.log.get();
         engine_params.log_callback = &LogFile::sink;

@@ -30,7 +30,7 @@ expect_one_error_line() {
 
 expect_run "help" 0 --help
 grep -q "inspect" "$work/out" || fail "help lists inspect"
-for command in version inspect generate plan tokenize detokenize; do
+for command in version inspect generate plan tokenize detokenize serve-stdin; do
     expect_run "$command --help" 0 "$command" --help
     grep -q "usage: unmask $command" "$work/out" || fail "$command --help shows its usage"
     grep -q -- "--json" "$work/out" || fail "$command --help lists --json"
@@ -155,6 +155,48 @@ expect_one_error_line "generate over budget" "OUT_OF_BUDGET: .*the longest seque
 longest=$(sed 's/.*fits now has \([0-9]*\) positions.*/\1/' "$work/err")
 expect_run "generate at the suggested length" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 \
     --gen-length $((longest - 2)) --steps 2 --budget 600KB --threads 2
+
+# serve-stdin: one JSON result per request line, in completion order, errors per line.
+chat="$fixtures/good/tiny-chat"
+printf '%s\n' '{"id": "a", "prompt_ids": [1, 2, 3], "gen_length": 8, "steps": 4}' \
+    'not json' \
+    '{"id": 7, "prompt": "hello", "gen_length": 6, "policy": "maskgit_plus", "temperature": 0.5, "seed": 3}' \
+    '{"id": "bad", "prompt_ids": [1], "gen_lenght": 8}' \
+    '{"id": "long", "prompt_ids": [1], "gen_length": 100000}' \
+    | "$unmask" serve-stdin -m "$chat" --threads 2 >"$work/served" 2>"$work/err" || fail "serve-stdin: $(cat "$work/err")"
+/usr/bin/python3 - "$work/served" <<'PY' || fail "serve-stdin results: $(cat "$work/served")"
+import json, sys
+results = [json.loads(line) for line in open(sys.argv[1])]
+by_id = {str(r["id"]): r for r in results}
+assert len(results) == 5 and len(by_id) == 5, results
+assert by_id["a"]["finish_reason"] in ("length", "eos") and len(by_id["a"]["tokens"]) == 8 and "text" in by_id["a"]
+assert by_id["a"]["steps"] == 4 and by_id["a"]["timings"]["end_to_end_seconds"] > 0
+assert len(by_id["7"]["tokens"]) == 6
+assert "not JSON" in by_id["2"]["error"]
+assert "gen_lenght" in by_id["bad"]["error"] and by_id["bad"]["status"] == "INVALID_ARGUMENT"
+assert by_id["long"]["status"] == "TOO_LONG"
+PY
+
+# --config: the model, its precision and the engine's limits from a service configuration file.
+cat >"$work/service.yaml" <<YAML
+service:
+  max_concurrent_requests: 2
+model:
+  weights_path: $chat
+  precision: fp32
+resources:
+  log_level: debug
+YAML
+expect_run "generate --config" 0 generate --config "$work/service.yaml" --prompt-ids 104,105 --gen-length 8 --steps 4 \
+    --json --log-file "$work/unmask.log" --log-rotation-mb 0.00005
+grep -q '"finish_reason"' "$work/out" || fail "generate --config prints a result"
+grep -q "engine ready" "$work/unmask.log" "$work/unmask.log.1" 2>/dev/null || fail "--log-file receives the log"
+[ -f "$work/unmask.log.1" ] || fail "--log-rotation-mb rotates the log file"
+expect_run "plan --config" 0 plan --config "$work/service.yaml" --threads 2 --json
+grep -q '"max_concurrent":2' "$work/out" || fail "plan --config takes the concurrency from the file: $(cat "$work/out")"
+printf 'service:\n  max_concurent_requests: 2\nmodel:\n  weights_path: x\n' >"$work/bad.yaml"
+expect_run "generate --config with a typo" 1 generate --config "$work/bad.yaml" --prompt-ids 1
+expect_one_error_line "generate --config with a typo" "INVALID_ARGUMENT: .*'service.max_concurent_requests' is not a known key"
 
 if [ "$failures" -eq 0 ]; then echo "cli: all checks passed"; fi
 exit $((failures > 0))
