@@ -20,8 +20,9 @@ namespace {
 constexpr size_t engine_params_v1_size = 80;
 constexpr size_t request_info_v1_size = 80;
 constexpr size_t engine_stats_v1_size = 240;
-constexpr size_t service_config_v1_size = sizeof(unmask_service_config);  // ABI 1.1: the first version
-static_assert(sizeof(unmask_engine_params) >= engine_params_v1_size &&
+constexpr size_t service_config_v1_size = 4168;
+static_assert(sizeof(unmask_service_config) >= service_config_v1_size &&
+              sizeof(unmask_engine_params) >= engine_params_v1_size &&
               sizeof(unmask_request_info) >= request_info_v1_size && sizeof(unmask_engine_stats) >= engine_stats_v1_size);
 
 unmask_engine_params default_engine_params() {
@@ -165,8 +166,7 @@ extern "C" unmask_status unmask_engine_shutdown(unmask_engine* engine, int32_t m
         require_one_of(mode, {UNMASK_SHUTDOWN_DRAIN, UNMASK_SHUTDOWN_IMMEDIATE}, "mode");
         if (!(timeout_seconds >= 0) || !std::isfinite(timeout_seconds))
             fail(Status::invalid_argument, "timeout_seconds must be finite and not negative, got {}", timeout_seconds);
-        const auto timeout = timeout_seconds > 0 ? std::chrono::duration<double>(timeout_seconds)
-                                                 : std::chrono::duration<double>(std::chrono::hours(24 * 365));
+        const auto timeout = std::chrono::duration<double>(timeout_seconds > 0 ? std::min(timeout_seconds, 1e9) : 1e9);
         engine->engine->shutdown(mode == UNMASK_SHUTDOWN_DRAIN ? Engine::ShutdownMode::drain
                                                               : Engine::ShutdownMode::immediate,
                                  timeout);
@@ -192,22 +192,26 @@ extern "C" unmask_status unmask_engine_submit(unmask_engine* engine, const unmas
         auto handle = std::make_unique<unmask_request>();
         handle->model = engine->model;
         if (p.stream_callback != nullptr) {
-            // The request's id is known only after submission; the event reads it from the handle.
-            input.stream = [callback = p.stream_callback, user_data = p.stream_user_data,
-                            handle = handle.get()](const StreamEvent& e) {
+            handle->stream = std::make_shared<unmask_stream_target>();
+            handle->stream->callback = p.stream_callback;
+            handle->stream->user_data = p.stream_user_data;
+            input.stream = [target = handle->stream](const StreamEvent& e) {
+                std::lock_guard lock(target->mutex);
+                if (target->detached) return false;  // the handle was freed: stop the request
                 unmask_stream_event event{};
                 event.struct_size = sizeof event;
                 event.kind = e.block_completed ? UNMASK_STREAM_BLOCK : UNMASK_STREAM_STEP;
-                event.request_id = handle->request ? handle->request->id() : 0;
+                event.request_id = e.request_id;
                 event.step = e.step;
                 event.completed_blocks = e.completed_blocks;
                 event.committed = e.committed;
                 event.tokens = e.tokens.data();
                 event.token_count = static_cast<int64_t>(e.tokens.size());
-                return callback(&event, user_data) == 0;
+                return target->callback(&event, target->user_data) == 0;
             };
         }
-        const auto wait = wait_seconds > 0 ? std::optional(std::chrono::duration<double>(wait_seconds)) : std::nullopt;
+        const auto wait = wait_seconds > 0 ? std::optional(std::chrono::duration<double>(std::min(wait_seconds, 1e9)))
+                                           : std::nullopt;
         handle->request = engine->engine->submit(std::move(input), wait);
         *out_request = handle.release();
     });
@@ -217,7 +221,8 @@ extern "C" unmask_status unmask_request_wait(const unmask_request* request, doub
     return guarded(__func__, [&] {
         const Request& r = request_of(request);
         if (std::isnan(timeout_seconds)) fail(Status::invalid_argument, "timeout_seconds is NaN");
-        const auto timeout = timeout_seconds < 0 || std::isinf(timeout_seconds)
+        // Beyond about 31 years is no limit (longer waits would overflow the clock).
+        const auto timeout = timeout_seconds < 0 || timeout_seconds > 1e9
                                  ? std::nullopt
                                  : std::optional(std::chrono::duration<double>(timeout_seconds));
         if (!r.wait(timeout))
@@ -289,6 +294,11 @@ extern "C" unmask_status unmask_request_text(const unmask_request* request, char
 extern "C" void unmask_request_free(unmask_request* request) {
     if (request == nullptr) return;
     request->request->cancel();
+    if (request->stream) {
+        // Waits for a callback in progress; none starts afterwards.
+        std::lock_guard lock(request->stream->mutex);
+        request->stream->detached = true;
+    }
     delete request;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "engine/engine.hpp"
 #include "memory/memory_ledger.hpp"
@@ -26,8 +27,18 @@ struct unmask_engine {
     std::unique_ptr<unmask::Engine> engine;
 };
 
-// The caller's handle on a request; it keeps the model alive for the answer's text.
+// Where a request's stream events go: the caller's callback until the handle is freed (then the
+// engine, which may still run the request for a moment, finds it detached).
+struct unmask_stream_target {
+    std::mutex mutex;
+    unmask_stream_callback callback = nullptr;
+    void* user_data = nullptr;
+    bool detached = false;
+};
+
+// The caller's handle on a request; it keeps an engine-owned model alive for the answer's text.
 struct unmask_request {
     std::shared_ptr<unmask::Request> request;
     std::shared_ptr<const unmask_model> model;
+    std::shared_ptr<unmask_stream_target> stream;  // null without a stream callback
 };

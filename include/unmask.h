@@ -362,8 +362,8 @@ typedef struct unmask_stream_event {
     int64_t token_count;
 } unmask_stream_event;
 
-/* Called on the engine's scheduler thread; keep it short. Return 0 to continue, non-zero to
- * cancel the request. */
+/* Called on the engine's scheduler thread; keep it short, and do not free the request from it.
+ * Return 0 to continue, non-zero to cancel the request. */
 typedef int32_t (*unmask_stream_callback)(const unmask_stream_event *event, void *user_data);
 
 typedef struct unmask_generate_params {
@@ -393,7 +393,8 @@ typedef struct unmask_generate_params {
     unmask_step_callback step_callback; /* may be NULL */
     void *step_user_data;
     /* Since ABI 1.1, for engine requests (unmask_engine_submit); synchronous generation ignores them. */
-    double timeout_seconds;                 /* 0: the engine's default; from submission, queue included */
+    double timeout_seconds;                 /* 0: the engine's default; from submission, queue
+                                               included; above 1e9: none */
     unmask_stream_callback stream_callback; /* may be NULL; per committed block */
     void *stream_user_data;
     int32_t stream_steps;                   /* 1: also after every step */
@@ -526,7 +527,7 @@ UNMASK_API unmask_status unmask_engine_submit(unmask_engine *engine, const unmas
                                               unmask_request **out_request);
 
 /* Waits for the request's outcome: OK once it has one, TIMEOUT when timeout_seconds passed first
- * (negative: wait without limit). Thread-safe. */
+ * (negative, or above 1e9: wait without limit). Thread-safe. */
 UNMASK_API unmask_status unmask_request_wait(const unmask_request *request, double timeout_seconds);
 
 /* Asks the engine to stop the request (between steps; a queued one at once). Its outcome is then
@@ -563,12 +564,13 @@ UNMASK_API unmask_status unmask_request_tokens(const unmask_request *request, in
 
 /* The finished request's answer as UTF-8 text (its ids up to the first EOS, special tokens
  * skipped), as unmask_detokenize writes it: the first min(capacity, *length) bytes, no NUL, and
- * *length the whole text's size. Errors: UNSUPPORTED without a tokenizer, INVALID_ARGUMENT before
- * the request has finished. */
+ * *length the whole text's size. A caller-owned model must still be loaded. Errors: UNSUPPORTED
+ * without a tokenizer, INVALID_ARGUMENT before the request has finished. */
 UNMASK_API unmask_status unmask_request_text(const unmask_request *request, char *text, int64_t capacity,
                                              int64_t *length);
 
-/* Releases the handle; a request still queued or running is cancelled first. NULL is a no-op. */
+/* Releases the handle; a request still queued or running is cancelled first, and its stream
+ * callback is not called again once this returns. NULL is a no-op. */
 UNMASK_API void unmask_request_free(unmask_request *request);
 
 #define UNMASK_HEALTH_LOADING 0

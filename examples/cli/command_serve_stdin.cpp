@@ -106,25 +106,34 @@ int run_serve_stdin(const ParsedArgs& args) {
     std::list<InFlight> in_flight;
     bool input_done = false;
 
-    // The writer: reports each request as it finishes (polled every millisecond).
+    // The writer: reports each request as it finishes (polled every millisecond), formatting and
+    // writing outside the lock so the reader keeps submitting.
     std::thread writer([&] {
-        std::unique_lock lock(mutex);
         for (;;) {
-            for (auto it = in_flight.begin(); it != in_flight.end();) {
-                if (unmask_request_wait(it->request, 0) == UNMASK_OK) {
-                    try {
-                        output.line(result_of(*it, session.tokenizer));
-                    } catch (const CommandError& e) {
-                        output.line(error_result(it->id, e.status, e.what()));
+            std::vector<InFlight> finished;
+            bool done = false;
+            {
+                std::unique_lock lock(mutex);
+                for (auto it = in_flight.begin(); it != in_flight.end();) {
+                    if (unmask_request_wait(it->request, 0) == UNMASK_OK) {
+                        finished.push_back(*it);
+                        it = in_flight.erase(it);
+                    } else {
+                        ++it;
                     }
-                    unmask_request_free(it->request);
-                    it = in_flight.erase(it);
-                } else {
-                    ++it;
                 }
+                done = input_done && in_flight.empty();
+                if (finished.empty() && !done) changed.wait_for(lock, std::chrono::milliseconds(1));
             }
-            if (input_done && in_flight.empty()) return;
-            changed.wait_for(lock, std::chrono::milliseconds(1));
+            for (const InFlight& f : finished) {
+                try {
+                    output.line(result_of(f, session.tokenizer));
+                } catch (const CommandError& e) {
+                    output.line(error_result(f.id, e.status, e.what()));
+                }
+                unmask_request_free(f.request);
+            }
+            if (done) return;
         }
     });
 

@@ -91,11 +91,16 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
         };
         auto flag = [&, &key = key, &value = value]() -> int32_t {
             if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
-            if (value.is_number_integer()) return static_cast<int32_t>(value.get<int64_t>());
             throw UsageError("'" + key + "' must be true or false");
         };
-        if (key == "policy") p.policy = value.is_string() ? named(policies, value.get<std::string>(), "'policy'") : static_cast<int32_t>(integer());
-        else if (key == "eos_confidence") p.eos_confidence = value.is_string() ? named(eos_modes, value.get<std::string>(), "'eos_confidence'") : static_cast<int32_t>(integer());
+        auto int32 = [&, &key = key]() -> int32_t {
+            const int64_t v = integer();
+            if (v < INT32_MIN || v > INT32_MAX) throw UsageError("'" + key + "' is out of range");
+            return static_cast<int32_t>(v);
+        };
+        if (key == "policy") p.policy = value.is_string() ? named(policies, value.get<std::string>(), "'policy'") : int32();
+        else if (key == "eos_confidence")
+            p.eos_confidence = value.is_string() ? named(eos_modes, value.get<std::string>(), "'eos_confidence'") : int32();
         else if (key == "gen_length") p.gen_length = integer();
         else if (key == "steps") p.steps = integer(), steps_given = true;
         else if (key == "block_length") p.block_length = integer();

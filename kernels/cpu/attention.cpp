@@ -11,7 +11,7 @@ namespace unmask::kernels::cpu {
 namespace {
 
 // row[0, visible) = softmax(row * scale); row[visible, n) = 0.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void scaled_softmax(float* row, int64_t visible,
+UNMASK_VECTOR_CLONES void scaled_softmax(float* row, int64_t visible,
                                                                                  int64_t n, float scale) {
     float max = row[0] * scale;
     for (int64_t j = 0; j < visible; ++j) {

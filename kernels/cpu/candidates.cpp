@@ -47,7 +47,7 @@ struct Moments {
 
 // One vectorised pass for the softmax normaliser and the entropy: with e_i = e^(z_i - max) and
 // T = sum e_i, sum p log p = (sum e_i (z_i - max)) / T - log T.
-__attribute__((target_clones("avx512f", "avx2", "default"))) Moments softmax_moments(const float* z, int64_t n,
+UNMASK_VECTOR_CLONES Moments softmax_moments(const float* z, int64_t n,
                                                                                      float max) {
     float total = 0, weighted = 0;
     for (int64_t i = 0; i < n; ++i) {

@@ -44,7 +44,7 @@ void add_bias(float* x, int64_t rows, int64_t dim, int64_t stride, const WeightV
         for (int64_t i = 0; i < dim; ++i) x[r * stride + i] += bias.at(i);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void swiglu(float* gate, const float* up, int64_t n) {
+UNMASK_VECTOR_CLONES void swiglu(float* gate, const float* up, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float g = gate[i];
         gate[i] = g / (1.0f + fast_exp(-g)) * up[i];

@@ -6,6 +6,14 @@
 #include <cstdint>
 #include <cstring>
 
+// Row loops compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time. Not under
+// ThreadSanitizer: its instrumented ifunc resolver runs before the runtime is up and crashes.
+#if defined(__SANITIZE_THREAD__)
+#define UNMASK_VECTOR_CLONES
+#else
+#define UNMASK_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
 namespace unmask::kernels::cpu {
 
 // e^x for x <= 88.7, relative error below 2e-7 (x below -87.3 gives 0): x = n ln2 + r with

@@ -8,6 +8,9 @@
 namespace unmask {
 namespace {
 
+// Waits and deadlines beyond this many seconds (about 31 years) mean "no limit": longer ones would
+// overflow the clocks' nanosecond counts.
+constexpr double max_wait_seconds = 1e9;
 constexpr auto idle_poll = std::chrono::milliseconds(20);  // queued but blocked on memory: recheck
 
 RequestFinish finish_of(FinishReason reason) {
@@ -73,7 +76,8 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     const uint64_t available = memory.available();
     int64_t rows = options_.max_tokens_per_forward;
     if (rows == 0) {
-        rows = std::min(options_.max_concurrent_requests * length, max_forward_rows);
+        // At least two canvases, so a CFG request of the longest length fits one forward.
+        rows = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
         if (states + scratch_for(rows) > available) {
             int64_t low = length, high = rows - 1;
             if (states + scratch_for(low) > available) {
@@ -141,15 +145,17 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     }
     const double timeout = input.timeout_seconds > 0 ? input.timeout_seconds : options_.request_timeout_seconds;
     const Clock::time_point deadline =
-        timeout > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout))
-                    : Clock::time_point::max();
+        timeout > 0 && timeout <= max_wait_seconds
+            ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout))
+            : Clock::time_point::max();
     const int64_t prompt_tokens = sequence.region_begin();
 
     std::unique_lock lock(mutex_);
     auto shutting_down = [&] { return draining_ || stopping_ || health_ == Health::failed; };
     auto full = [&] { return static_cast<int64_t>(queue_.size()) >= options_.max_queued_requests; };
     if (!shutting_down() && full() && wait_for_room)
-        room_.wait_for(lock, *wait_for_room, [&] { return shutting_down() || !full(); });
+        room_.wait_for(lock, std::min(*wait_for_room, std::chrono::duration<double>(max_wait_seconds)),
+                       [&] { return shutting_down() || !full(); });
     if (shutting_down()) {
         ++stats_.rejected;
         fail(Status::shutting_down, "the engine is {} and takes no new requests", health_name(health_));
@@ -229,6 +235,7 @@ void Engine::schedule() {
         health_ = Health::stopped;
     } catch (const std::exception& e) {
         // Nothing below should throw past run_step; if it does, fail every request rather than hang.
+        if (!lock.owns_lock()) lock.lock();
         health_ = Health::failed;
         std::vector<std::shared_ptr<Request>> all(queue_.begin(), queue_.end());
         all.insert(all.end(), running_.begin(), running_.end());
@@ -266,9 +273,17 @@ void Engine::run_step() {
         if (!r.input_.stream) return true;
         const auto tokens = std::span(s.canvas()).subspan(size_t(r.input_.first_output));
         // A step event for every step when asked, then a block event when the step completed one.
-        if (r.input_.stream_steps && !r.input_.stream({false, s.steps() - 1, s.completed_blocks(), committed, tokens}))
+        // A callback that throws cancels its own request, not the batch.
+        try {
+            if (r.input_.stream_steps &&
+                !r.input_.stream({r.id(), false, s.steps() - 1, s.completed_blocks(), committed, tokens}))
+                return false;
+            return !block_completed ||
+                   r.input_.stream({r.id(), true, s.steps() - 1, s.completed_blocks(), committed, tokens});
+        } catch (const std::exception& e) {
+            options_.logger.warn("the stream callback of request {} threw ({}); the request is cancelled", r.id(), e.what());
             return false;
-        return !block_completed || r.input_.stream({true, s.steps() - 1, s.completed_blocks(), committed, tokens});
+        }
     };
     try {
         step(*forward_, sequences, step_stats, observe);
@@ -297,6 +312,7 @@ void Engine::run_step() {
 
 void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, Status status, std::string error) {
     Request& r = *request;
+    if (r.finished()) return;  // only the scheduler ends requests: this check cannot race
     const auto now = Clock::now();
     RequestResult result;
     result.finish = finish;
@@ -325,8 +341,8 @@ void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, 
 }
 
 void Engine::shutdown(ShutdownMode mode, std::chrono::duration<double> timeout) {
-    std::lock_guard serial(shutdown_mutex_);
     {
+        // Set before waiting for another shutdown, so an immediate one overrides a drain in progress.
         std::lock_guard lock(mutex_);
         if (mode == ShutdownMode::immediate) stopping_ = true;
         draining_ = true;
@@ -334,13 +350,18 @@ void Engine::shutdown(ShutdownMode mode, std::chrono::duration<double> timeout) 
     }
     wake_.notify_all();
     room_.notify_all();
+    std::lock_guard serial(shutdown_mutex_);
     if (!scheduler_.joinable()) return;
     if (mode == ShutdownMode::drain) {
-        std::unique_lock lock(mutex_);
-        if (!stopped_.wait_for(lock, timeout, [&] { return health_ == Health::stopped || health_ == Health::failed; })) {
-            options_.logger.warn("draining took longer than {} s; cancelling what is left", timeout.count());
-            stopping_ = true;
+        bool drained = false;
+        {
+            std::unique_lock lock(mutex_);
+            drained = stopped_.wait_for(lock, std::min(timeout, std::chrono::duration<double>(max_wait_seconds)), [&] {
+                return health_ == Health::stopped || health_ == Health::failed;
+            });
+            if (!drained) stopping_ = true;
         }
+        if (!drained) options_.logger.warn("draining took longer than {} s; cancelling what is left", timeout.count());
     }
     wake_.notify_all();
     scheduler_.join();

@@ -31,6 +31,7 @@ const char* finish_name(RequestFinish finish) noexcept;
 // A streaming event: a block was committed (or, when asked for, a step ran). `tokens` is the
 // generated region as it stands (masks where nothing is committed yet).
 struct StreamEvent {
+    uint64_t request_id = 0;
     bool block_completed = false;
     int64_t step = 0;
     int64_t completed_blocks = 0;

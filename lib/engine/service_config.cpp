@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,8 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-// YAML -> the JSON value model, so both syntaxes go through one validator. Scalars keep their
-// YAML meaning: integers, floats and booleans become numbers and booleans, the rest strings.
+// YAML -> the JSON value model, so both syntaxes go through one validator.
 json from_yaml(const YAML::Node& node, const std::string& where) {
     switch (node.Type()) {
         case YAML::NodeType::Null:
@@ -37,14 +37,23 @@ json from_yaml(const YAML::Node& node, const std::string& where) {
             return out;
         }
         case YAML::NodeType::Scalar: {
+            // YAML 1.2's core schema: decimal integers (no octal or hex surprises), floats, true and
+            // false; quoted scalars and everything else are strings.
             const std::string text = node.Scalar();
-            if (node.Tag() == "!") return text;  // quoted: a string
-            int64_t integer = 0;
-            double number = 0;
-            bool boolean = false;
-            if (YAML::convert<int64_t>::decode(node, integer)) return integer;
-            if (YAML::convert<double>::decode(node, number)) return number;
-            if (YAML::convert<bool>::decode(node, boolean)) return boolean;
+            if (node.Tag() == "!") return text;
+            static const std::regex integer(R"([-+]?[0-9]+)");
+            static const std::regex number(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+            if (std::regex_match(text, integer)) {
+                try {
+                    return std::stoll(text, nullptr, 10);
+                } catch (const std::out_of_range&) {
+                    fail(Status::invalid_argument, "'{}' is out of range: {}", where, text);
+                }
+            }
+            if (std::regex_match(text, number)) return std::stod(text);
+            if (text == "true" || text == "True" || text == "TRUE") return true;
+            if (text == "false" || text == "False" || text == "FALSE") return false;
+            if (text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
             return text;
         }
     }
@@ -54,7 +63,7 @@ json from_yaml(const YAML::Node& node, const std::string& where) {
 class Section {
 public:
     Section(const json& root, const char* name) : name_(name) {
-        if (!root.contains(name)) return;
+        if (!root.contains(name) || root.at(name).is_null()) return;  // absent or empty: defaults
         value_ = &root.at(name);
         if (!value_->is_object()) fail(Status::invalid_argument, "'{}' must be a mapping of keys", name);
     }
@@ -139,7 +148,7 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
     ServiceConfig config;
     const Section service(root, "service");
     service.allow_only({"listen_port", "max_concurrent_requests", "max_queued_requests", "request_timeout_seconds"});
-    service.integer("listen_port", config.listen_port, 1, 65535);
+    service.integer("listen_port", config.listen_port, 0, 65535);
     service.integer("max_concurrent_requests", config.max_concurrent_requests, 1, 65536);
     service.integer("max_queued_requests", config.max_queued_requests, 1, 10'000'000);
     service.number("request_timeout_seconds", config.request_timeout_seconds, 0, 1e9, false);
@@ -154,8 +163,8 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
                             {{"auto", Precision::automatic}, {"fp32", Precision::fp32}, {"bf16", Precision::bf16},
                              {"fp16", Precision::fp16}});
     model.integer("max_sequence_length", config.max_sequence_length, 1, int64_t(1) << 30);
-    model.integer("min_diffusion_steps", config.min_diffusion_steps, 1, int64_t(1) << 20);
-    model.integer("max_diffusion_steps", config.max_diffusion_steps, 1, int64_t(1) << 20);
+    model.integer("min_diffusion_steps", config.min_diffusion_steps, 0, int64_t(1) << 20);
+    model.integer("max_diffusion_steps", config.max_diffusion_steps, 0, int64_t(1) << 20);
     if (config.max_diffusion_steps > 0 && config.min_diffusion_steps > config.max_diffusion_steps)
         fail(Status::invalid_argument, "'model.min_diffusion_steps' ({}) exceeds 'model.max_diffusion_steps' ({})",
              config.min_diffusion_steps, config.max_diffusion_steps);

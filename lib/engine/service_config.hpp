@@ -5,8 +5,9 @@
 //   model:     weights_path, precision, max_sequence_length, min_diffusion_steps, max_diffusion_steps
 //   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
 //
-// Every key is optional except model.weights_path; an unknown key, a wrong type or an impossible
-// value is INVALID_ARGUMENT naming the key (`service.max_concurrent_requests`).
+// Every key is optional except model.weights_path (an empty section is all defaults; 0 means
+// "none" for listen_port and the step bounds); an unknown key, a wrong type or an impossible value
+// is INVALID_ARGUMENT naming the key (`service.max_concurrent_requests`).
 #pragma once
 
 #include <cstdint>

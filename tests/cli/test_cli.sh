@@ -153,6 +153,7 @@ expect_one_error_line "plan fraction above 1" "INVALID_ARGUMENT: .*memory_fracti
 expect_run "generate over budget" 1 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 200 --steps 2 --budget 600KB --threads 2
 expect_one_error_line "generate over budget" "OUT_OF_BUDGET: .*the longest sequence that fits now has [0-9]* positions"
 longest=$(sed 's/.*fits now has \([0-9]*\) positions.*/\1/' "$work/err")
+expect_run "generate with CFG" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 16 --steps 4 --cfg 1.5 --threads 2
 expect_run "generate at the suggested length" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 \
     --gen-length $((longest - 2)) --steps 2 --budget 600KB --threads 2
 

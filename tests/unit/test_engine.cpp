@@ -216,7 +216,7 @@ TEST_CASE("a deadline ends a request within one step, and cancel works from anot
     } steps;
     unmask_generate_params p = defaults(512, 512);
     p.timeout_seconds = 0.2;
-    p.stream_callback = &Steps::callback;
+    p.stream_callback = &Steps::callback;  // (a timeout of 1e300 s would mean none, not overflow)
     p.stream_user_data = &steps;
     p.stream_steps = 1;
     const std::vector<int32_t> prompt = {1, 2, 3};
@@ -248,6 +248,30 @@ TEST_CASE("a deadline ends a request within one step, and cancel works from anot
     CHECK(c.info.steps < 512);
     unmask_request_free(cancelled);
     CHECK(unmask_request_wait(nullptr, 0) == UNMASK_ERR_INVALID_ARGUMENT);
+
+    // Freeing a running request's handle cancels it, and its callback is not called again.
+    struct Counter {
+        std::atomic<int> calls{0};
+        static int32_t callback(const unmask_stream_event*, void* user_data) {
+            ++static_cast<Counter*>(user_data)->calls;
+            return 0;
+        }
+    };
+    auto counter = std::make_unique<Counter>();
+    unmask_generate_params streamed = defaults(512, 512);
+    streamed.stream_callback = &Counter::callback;
+    streamed.stream_user_data = counter.get();
+    streamed.stream_steps = 1;
+    unmask_request* freed = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &streamed, prompt.data(), 3, 0, &freed) == UNMASK_OK);
+    while (counter->calls < 2) std::this_thread::yield();
+    unmask_request_free(freed);
+    const int calls = counter->calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(counter->calls == calls);
+    counter.reset();  // under ASan, a later callback would touch freed memory
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(unmask_request_wait(nullptr, 1e300) == UNMASK_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("shutdown gives every queued and running request exactly one outcome") {
@@ -420,7 +444,8 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "servise:\n  listen_port: 80\n", "'servise' is not a known section"},
         {base + "service:\n  max_concurrent_requests: four\n", "'service.max_concurrent_requests' must be an integer"},
         {base + "service:\n  max_concurrent_requests: 0\n", "'service.max_concurrent_requests' must be within 1..65536"},
-        {base + "service:\n  listen_port: 70000\n", "'service.listen_port' must be within 1..65535"},
+        {base + "service:\n  listen_port: 70000\n", "'service.listen_port' must be within 0..65535"},
+        {base + "service:\n  max_queued_requests: 0x40\n", "'service.max_queued_requests' must be an integer"},
         {base + "service:\n  request_timeout_seconds: -1\n", "'service.request_timeout_seconds' must be within"},
         {base + "  precision: fp8\n", "'model.precision' must be one of"},
         {base + "  min_diffusion_steps: 40\n  max_diffusion_steps: 8\n", "exceeds 'model.max_diffusion_steps'"},
@@ -440,6 +465,14 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
                          doctest::Contains("duplicate"), Error);
     CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": 5}})", false, "."),
                          doctest::Contains("'model.weights_path' must be a string"), Error);
+    CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": "m"}, "service": {"listen_port": "80"}})",
+                                              false, "."),
+                         doctest::Contains("'service.listen_port' must be an integer"), Error);
+    // YAML integers are decimal (no octal), empty sections are defaults, 0 means none.
+    const ServiceConfig c = parse_service_config(
+        base + "service:\n  max_queued_requests: 0100\n  listen_port: 0\nresources:\n", true, ".");
+    CHECK(c.max_queued_requests == 100);
+    CHECK(c.listen_port == 0);
 }
 
 TEST_CASE("an engine starts from a configuration file and serves its model") {

@@ -160,6 +160,14 @@ static_assert(offsetof(unmask_engine_stats, memory_peak_in_use) == 224);
 static_assert(offsetof(unmask_engine_stats, max_tokens_per_forward) == 232);
 static_assert(sizeof(unmask_engine_stats) == 240);
 
+static_assert(offsetof(unmask_service_config, request_timeout_seconds) == 16);
+static_assert(offsetof(unmask_service_config, weights_path) == 24);
+static_assert(offsetof(unmask_service_config, precision) == 4120);
+static_assert(offsetof(unmask_service_config, max_sequence_length) == 4128);
+static_assert(offsetof(unmask_service_config, memory_fraction) == 4152);
+static_assert(offsetof(unmask_service_config, log_rotation_size_mb) == 4164);
+static_assert(sizeof(unmask_service_config) == 4168);
+
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
               UNMASK_ERR_QUEUE_FULL == 6 && UNMASK_ERR_TIMEOUT == 7 && UNMASK_ERR_CANCELLED == 8 &&
