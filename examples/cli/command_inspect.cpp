@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "engine_session.hpp"
 #include "model_options.hpp"
 #include "text_format.hpp"
 
@@ -100,7 +101,11 @@ int run_inspect(const ParsedArgs& args) {
     params.checksum_mode = args.has("verify") ? UNMASK_CHECKSUM_REQUIRE : UNMASK_CHECKSUM_SKIP;
     params.metadata_only = 1;
     if (auto precision = args.value("precision")) params.precision = parse_precision(*precision);
-    const ModelHandle model = load_model(args.positional.at(0), params);
+    unmask_service_config config{};
+    std::string path = args.positional.empty() ? std::string() : args.positional.front();
+    if (path.empty() && read_config_option(args, config)) path = config.weights_path;
+    if (path.empty()) throw UsageError("missing argument DIR (or --config FILE)");
+    const ModelHandle model = load_model(path, params);
     const nlohmann::json description = describe(model.get());
     if (args.has("json"))
         std::cout << description.dump() << "\n";
@@ -116,9 +121,10 @@ const Command inspect_command{
      "Describe a Hugging Face model directory from its headers: architecture, parameter counts, bytes by\n"
      "component, every tensor with its dtype and shape. No weight data is read unless --verify is given.",
      "DIR",
-     1,
+     0,
      1,
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
+      {"config", "FILE", "a service configuration: inspect its model"},
       {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16 or fp16"}}},
     run_inspect};
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "engine_session.hpp"
 
 namespace unmask_cli {
 namespace {
@@ -17,8 +18,10 @@ struct TokenizerDeleter {
 };
 
 std::unique_ptr<unmask_tokenizer, TokenizerDeleter> load_tokenizer(const ParsedArgs& args) {
-    const auto path = args.value("tokenizer");
-    if (!path) throw UsageError("missing --tokenizer PATH (a tokenizer.json or its directory)");
+    auto path = args.value("tokenizer");
+    unmask_service_config config{};
+    if (!path && read_config_option(args, config)) path = config.weights_path;  // the model's tokenizer
+    if (!path) throw UsageError("missing --tokenizer PATH (a tokenizer.json or its directory) or --config FILE");
     unmask_tokenizer* tokenizer = nullptr;
     check(unmask_tokenizer_load(path->c_str(), &tokenizer));
     return std::unique_ptr<unmask_tokenizer, TokenizerDeleter>(tokenizer);
@@ -62,6 +65,7 @@ const Command tokenize_command{{"tokenize",
                                 0,
                                 0,
                                 {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                 {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                  {"add-special", "", "apply the tokenizer's template (e.g. BOS)"}}},
                                run_tokenize};
 
@@ -71,6 +75,8 @@ const Command detokenize_command{{"detokenize",
                                   0,
                                   0,
                                   {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                   {"config", "FILE", "a service configuration: the tokenizer of its model"},
+                                 {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                    {"skip-special", "", "leave special tokens out"}}},
                                  run_detokenize};
 

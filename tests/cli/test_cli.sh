@@ -193,6 +193,10 @@ expect_run "generate --config" 0 generate --config "$work/service.yaml" --prompt
 grep -q '"finish_reason"' "$work/out" || fail "generate --config prints a result"
 grep -q "engine ready" "$work/unmask.log" "$work/unmask.log.1" 2>/dev/null || fail "--log-file receives the log"
 [ -f "$work/unmask.log.1" ] || fail "--log-rotation-mb rotates the log file"
+expect_run "inspect --config" 0 inspect --config "$work/service.yaml"
+grep -q "^architecture  *dream" "$work/out" || fail "inspect --config inspects the file's model"
+echo -n "the" | "$unmask" tokenize --config "$work/service.yaml" >"$work/out" 2>"$work/err" || fail "tokenize --config: $(cat "$work/err")"
+grep -q '^\[116,257\]' "$work/out" || fail "tokenize --config uses the model's tokenizer: $(cat "$work/out")"
 expect_run "plan --config" 0 plan --config "$work/service.yaml" --threads 2 --json
 grep -q '"max_concurrent":2' "$work/out" || fail "plan --config takes the concurrency from the file: $(cat "$work/out")"
 printf 'service:\n  max_concurent_requests: 2\nmodel:\n  weights_path: x\n' >"$work/bad.yaml"
