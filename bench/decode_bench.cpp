@@ -21,14 +21,7 @@ struct Case {
 };
 
 void BM_generate(benchmark::State& state, Case c) {
-    static unmask_model* model = [] {
-        unmask_model_params params;
-        unmask_model_params_init(&params);
-        params.precision = UNMASK_PRECISION_BF16;
-        unmask_model* m = nullptr;
-        unmask_model_load(unmask_bench::synthetic_llada({}).c_str(), &params, &m);
-        return m;
-    }();
+    unmask_model* model = unmask_bench::synthetic_llada_model();
     if (model == nullptr) {
         state.SkipWithError(unmask_last_error());
         return;

@@ -15,16 +15,12 @@
 
 namespace {
 
-unmask_model* synthetic_model() {
-    static unmask_model* model = [] {
-        unmask_model_params params;
-        unmask_model_params_init(&params);
-        params.precision = UNMASK_PRECISION_BF16;
-        unmask_model* m = nullptr;
-        unmask_model_load(unmask_bench::synthetic_llada({}).c_str(), &params, &m);
-        return m;
-    }();
-    return model;
+// Waits for every request's outcome and frees it.
+void finish_all(const std::vector<unmask_request*>& requests) {
+    for (auto* r : requests) {
+        unmask_request_wait(r, -1);
+        unmask_request_free(r);
+    }
 }
 
 unmask_engine* start(unmask_model* model, int32_t concurrency) {
@@ -57,16 +53,13 @@ double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps
         unmask_request* r = nullptr;
         if (unmask_engine_submit(engine, &params, prompt.data(), 16, 60.0, &r) == UNMASK_OK) requests.push_back(r);
     }
-    for (auto* r : requests) {
-        unmask_request_wait(r, -1);
-        unmask_request_free(r);
-    }
+    finish_all(requests);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // args: gen_length, steps. 16 requests at each concurrency level.
 void BM_engine_concurrency(benchmark::State& state) {
-    unmask_model* model = synthetic_model();
+    unmask_model* model = unmask_bench::synthetic_llada_model();
     if (model == nullptr) {
         state.SkipWithError(unmask_last_error());
         return;
@@ -93,7 +86,7 @@ void BM_engine_concurrency(benchmark::State& state) {
 
 // args: requests per second offered, requests.
 void BM_engine_latency(benchmark::State& state) {
-    unmask_model* model = synthetic_model();
+    unmask_model* model = unmask_bench::synthetic_llada_model();
     if (model == nullptr) {
         state.SkipWithError(unmask_last_error());
         return;
@@ -115,10 +108,7 @@ void BM_engine_latency(benchmark::State& state) {
             unmask_request* r = nullptr;
             if (unmask_engine_submit(engine, &params, prompt.data(), 16, 60.0, &r) == UNMASK_OK) requests.push_back(r);
         }
-        for (auto* r : requests) {
-            unmask_request_wait(r, -1);
-            unmask_request_free(r);
-        }
+        finish_all(requests);
         unmask_engine_stats stats{};
         stats.struct_size = sizeof stats;
         unmask_engine_stats_get(engine, &stats);

@@ -74,4 +74,16 @@ std::filesystem::path synthetic_llada(const LladaShape& s) {
     return dir;
 }
 
+unmask_model* synthetic_llada_model() {
+    static unmask_model* model = [] {
+        unmask_model_params params;
+        unmask_model_params_init(&params);
+        params.precision = UNMASK_PRECISION_BF16;
+        unmask_model* m = nullptr;
+        unmask_model_load(synthetic_llada({}).c_str(), &params, &m);
+        return m;
+    }();
+    return model;
+}
+
 }  // namespace unmask_bench

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "unmask.h"
+
 namespace unmask_bench {
 
 struct LladaShape {
@@ -19,5 +21,9 @@ struct LladaShape {
 // Writes (once; reused when already present) a bf16 LLaDA model of `shape` under the system's
 // temporary directory and returns its path.
 std::filesystem::path synthetic_llada(const LladaShape& shape);
+
+// The default-shaped model loaded once through the C API in bf16 (null on failure, with
+// unmask_last_error() saying why); shared by the generation and engine benchmarks.
+unmask_model* synthetic_llada_model();
 
 }  // namespace unmask_bench
