@@ -303,11 +303,15 @@ void Engine::run_step() {
         r.stats_.forwards += step_stats[i].forwards;
         steps += uint64_t(step_stats[i].steps);
         forwards += uint64_t(step_stats[i].forwards);
-        if (r.sequence_.finished()) end(active[i], finish_of(r.sequence_.finish_reason()));
     }
-    std::lock_guard lock(mutex_);
-    stats_.steps += steps;
-    stats_.forwards += forwards;
+    {
+        // Counted before any outcome is published, so the stats never lag a finished request.
+        std::lock_guard lock(mutex_);
+        stats_.steps += steps;
+        stats_.forwards += forwards;
+    }
+    for (auto& r : active)
+        if (r->sequence_.finished()) end(r, finish_of(r->sequence_.finish_reason()));
 }
 
 void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, Status status, std::string error) {
