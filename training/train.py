@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Trains the bundled masked-diffusion model (LLaDA architecture) on the tool-call data, on the
+CPU, deterministically from --seed, and writes it in Hugging Face layout.
+
+Objective (LLaDA's SFT variant): the prompt stays, every answer position (the EOS padding
+included) is masked with probability t ~ U(eps, 1) per sequence, and the loss is the
+cross-entropy on masked positions weighted by 1/t, normalised by the answer's length.
+
+usage: train.py DATA_DIR TOKENIZER_JSON OUT_DIR [--minutes M] [--seed N] [--d 256] [--layers 6] ...
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import struct
+import time
+
+import torch
+
+from bpe import Tokenizer
+from model import Llada
+
+
+def load(path, tokenizer, length):
+    rows = []
+    eos, user, assistant = (tokenizer.special[t] for t in ("<|endoftext|>", "<|user|>", "<|assistant|>"))
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            prompt = [user] + tokenizer.encode(row["prompt"]) + [assistant]
+            answer = tokenizer.encode(row["answer"]) + [eos]
+            if len(prompt) + len(answer) > length:
+                raise SystemExit("an example needs %d positions; raise --length" % (len(prompt) + len(answer)))
+            rows.append((prompt, answer + [eos] * (length - len(prompt) - len(answer))))
+    return rows
+
+
+def batch_tensors(rows):
+    tokens = torch.tensor([p + a for p, a in rows])
+    answer = torch.tensor([[0] * len(p) + [1] * len(a) for p, a in rows], dtype=torch.bool)
+    return tokens, answer
+
+
+def diffusion_loss(model, tokens, answer, mask_id, generator, eps=1e-3):
+    t = eps + (1 - eps) * torch.rand(tokens.shape[0], 1, generator=generator)
+    masked = (torch.rand(tokens.shape, generator=generator) < t) & answer
+    noisy = torch.where(masked, torch.full_like(tokens, mask_id), tokens)
+    logits = model(noisy)
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens, reduction="none")
+    weighted = (ce * masked / t).sum(1) / answer.sum(1)
+    return weighted.mean()
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name in sorted(tensors):
+        data = tensors[name].detach().to(torch.bfloat16).contiguous().view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": "BF16", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("tokenizer")
+    parser.add_argument("out")
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--d", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--mlp", type=int, default=768)
+    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    generator = torch.Generator().manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    tokenizer = Tokenizer(args.tokenizer)
+    vocab = len(tokenizer.vocab) + len(tokenizer.special)
+    mask_id = tokenizer.special["<|mask|>"]
+    train = load(os.path.join(args.data, "train.jsonl"), tokenizer, args.length)
+    model = Llada(vocab, args.d, args.layers, args.heads, args.mlp)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    deadline = time.monotonic() + args.minutes * 60
+    started, step, average = time.monotonic(), 0, None
+    while time.monotonic() < deadline:
+        # Cosine decay over the time budget, after a short warm-up.
+        progress = (time.monotonic() - started) / (deadline - started)
+        lr = args.lr * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * progress))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        tokens, answer = batch_tensors(rng.sample(train, args.batch))
+        loss = diffusion_loss(model, tokens, answer, mask_id, generator)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        average = loss.item() if average is None else 0.98 * average + 0.02 * loss.item()
+        step += 1
+        if step % 50 == 0:
+            print("step %d  loss %.4f  lr %.2e  %.0f s" % (step, average, lr, time.monotonic() - started), flush=True)
+
+    os.makedirs(args.out, exist_ok=True)
+    config = {
+        "architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": args.d, "n_layers": args.layers,
+        "n_heads": args.heads, "n_kv_heads": args.heads, "mlp_hidden_size": args.mlp, "vocab_size": vocab,
+        "embedding_size": vocab, "max_sequence_length": 4 * args.length, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+        "mask_token_id": mask_id, "eos_token_id": tokenizer.special["<|endoftext|>"],
+        "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": False,
+        "layer_norm_type": "rms", "activation_type": "silu", "rope": True, "alibi": False,
+    }
+    files = {"config.json": json.dumps(config, indent=1).encode()}
+    with open(args.tokenizer, "rb") as f:
+        files["tokenizer.json"] = f.read()
+    files["tokenizer_config.json"] = json.dumps({"eos_token": "<|endoftext|>", "bos_token": None,
+                                                 "chat_template": "<|user|>{prompt}<|assistant|>"}, indent=1).encode()
+    for name, data in files.items():
+        with open(os.path.join(args.out, name), "wb") as f:
+            f.write(data)
+    write_safetensors(os.path.join(args.out, "model.safetensors"), model.hf_state_dict())
+    with open(os.path.join(args.out, "SHA256SUMS"), "w") as f:
+        for name in sorted(list(files) + ["model.safetensors"]):
+            with open(os.path.join(args.out, name), "rb") as g:
+                f.write("%s  %s\n" % (hashlib.sha256(g.read()).hexdigest(), name))
+    print("trained %d steps; wrote %s" % (step, args.out))
+
+
+if __name__ == "__main__":
+    main()
