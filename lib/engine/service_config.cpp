@@ -70,10 +70,12 @@ public:
     // Throws for keys this section does not know.
     void allow_only(std::initializer_list<const char*> keys) const {
         if (value_ == nullptr) return;
-        for (const auto& [key, value] : value_->items())
+        for (const auto& item : value_->items()) {
+            const std::string& key = item.key();
             if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
                 fail(Status::invalid_argument, "'{}.{}' is not a known key (known: {})", name_, key,
                      fmt::join(keys.begin(), keys.end(), ", "));
+        }
     }
     const json* find(const char* key) const {
         if (value_ == nullptr || !value_->contains(key)) return nullptr;

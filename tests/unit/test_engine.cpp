@@ -458,7 +458,9 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "service: [1, 2]\n", "'service' must be a mapping"},
         {"model: {weights_path: m\n", "not valid YAML"},
     };
-    for (const auto& [text, message] : cases) {
+    for (const auto& item : cases) {
+        const std::string& text = item.first;
+        const std::string& message = item.second;
         CAPTURE(text);
         CHECK_THROWS_WITH_AS(parse_service_config(text, true, "."), doctest::Contains(message.c_str()), Error);
     }
