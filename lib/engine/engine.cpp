@@ -77,25 +77,17 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     int64_t rows = options_.max_tokens_per_forward;
     if (rows == 0) {
         // At least two canvases, so a CFG request of the longest length fits one forward.
-        rows = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
-        if (states + scratch_for(rows) > available) {
-            int64_t low = length, high = rows - 1;
-            if (states + scratch_for(low) > available) {
-                const int64_t fitting = longest_fitting_sequence(spec, available, {}, BackendKind::cpu, options_.threads,
-                                                                 options_.max_concurrent_requests);
-                fail(Status::out_of_budget,
-                     "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
-                     "but {} has {} bytes left; lower max_concurrent_requests or max_sequence_length ({})",
-                     options_.max_concurrent_requests, length, states, scratch_for(low), memory.name(), available,
-                     fitting > 0 ? fmt::format("the longest sequence that fits now has {} positions", fitting)
-                                 : std::string("no sequence fits now"));
-            }
-            while (low < high) {
-                const int64_t middle = low + (high - low + 1) / 2;
-                if (states + scratch_for(middle) <= available) low = middle;
-                else high = middle - 1;
-            }
-            rows = low;
+        const int64_t wanted = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
+        rows = largest_fitting(length, wanted, [&](int64_t r) { return states + scratch_for(r) <= available; });
+        if (rows < length) {
+            const int64_t fitting = longest_fitting_sequence(spec, available, {}, BackendKind::cpu, options_.threads,
+                                                             options_.max_concurrent_requests);
+            fail(Status::out_of_budget,
+                 "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
+                 "but {} has {} bytes left; lower max_concurrent_requests or max_sequence_length ({})",
+                 options_.max_concurrent_requests, length, states, scratch_for(length), memory.name(), available,
+                 fitting > 0 ? fmt::format("the longest sequence that fits now has {} positions", fitting)
+                             : std::string("no sequence fits now"));
         }
     }
     scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
@@ -132,14 +124,9 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     const uint64_t state = sequence_state_bytes(spec, length, options_of(sequence), BackendKind::cpu);
     const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
     if (state > for_requests) {
-        const int64_t longest = std::min(options_.max_sequence_length, [&] {
-            int64_t fitting = 0;
-            for (int64_t step = int64_t(1) << 40; step > 0; step /= 2)
-                if (fitting + step <= spec.max_sequence_length &&
-                    sequence_state_bytes(spec, fitting + step, options_of(sequence), BackendKind::cpu) <= for_requests)
-                    fitting += step;
-            return fitting;
-        }());
+        const int64_t longest = largest_fitting(1, options_.max_sequence_length, [&](int64_t n) {
+            return sequence_state_bytes(spec, n, options_of(sequence), BackendKind::cpu) <= for_requests;
+        });
         fail(Status::out_of_budget, "the request's state needs {} bytes but the engine has {} for requests; the longest "
              "sequence that fits has {} positions", state, for_requests, longest);
     }

@@ -38,17 +38,10 @@ BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span
     };
     const uint64_t available = device.available();
     // Every sequence in one forward if possible, else the most rows per forward that fit.
-    int64_t rows = std::min(all_rows, max_forward_rows);
-    if (state_bytes + scratch_for(rows) > available) {
-        int64_t low = widest_rows, high = rows - 1;
-        if (state_bytes + scratch_for(low) > available) refuse(available);
-        while (low < high) {
-            const int64_t middle = low + (high - low + 1) / 2;
-            if (state_bytes + scratch_for(middle) <= available) low = middle;
-            else high = middle - 1;
-        }
-        rows = low;
-    }
+    const int64_t rows = largest_fitting(widest_rows, std::min(all_rows, max_forward_rows), [&](int64_t r) {
+        return state_bytes + scratch_for(r) <= available;
+    });
+    if (rows < widest_rows) refuse(available);
     BatchMemory memory;
     try {
         for (const SequenceShape& s : sequences)

@@ -21,20 +21,6 @@ namespace {
 constexpr int64_t max_planned_concurrency = int64_t(1) << 30;
 constexpr uint64_t max_device_memory = uint64_t(1) << 60;  // 1 EiB: beyond any device, and no size overflows
 
-// The largest n in [1, high] with fits(n), for a predicate true up to some n and false after;
-// 0 when fits(1) is false.
-template <typename Fits>
-int64_t largest_fitting(int64_t high, const Fits& fits) {
-    if (high < 1 || !fits(1)) return 0;
-    int64_t low = 1;  // fits(low) holds
-    while (low < high) {
-        const int64_t middle = low + (high - low + 1) / 2;
-        if (fits(middle)) low = middle;
-        else high = middle - 1;
-    }
-    return low;
-}
-
 uint64_t system_memory_bytes() {
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page_size <= 0) fail(Status::device, "the system does not report its memory size");
@@ -79,7 +65,7 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
 
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
                                  BackendKind backend, int threads, int64_t count) {
-    return largest_fitting(spec.max_sequence_length, [&](int64_t length) {
+    return largest_fitting(1, spec.max_sequence_length, [&](int64_t length) {
         const ForwardLimits limits{forward_rows(length, options), length};
         return uint64_t(count) * sequence_state_bytes(spec, length, options, backend) +
                    scratch_bytes(spec, limits, backend, threads) <=
@@ -168,9 +154,9 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
     plan.fits = plan.required <= plan.usable;
     plan.max_concurrent_at_length =
-        largest_fitting(max_planned_concurrency, [&](int64_t concurrent) { return fits(concurrent, length); });
+        largest_fitting(1, max_planned_concurrency, [&](int64_t concurrent) { return fits(concurrent, length); });
     plan.max_length_at_concurrency = largest_fitting(
-        spec.max_sequence_length, [&](int64_t sequence_length) { return fits(request.max_concurrent, sequence_length); });
+        1, spec.max_sequence_length, [&](int64_t sequence_length) { return fits(request.max_concurrent, sequence_length); });
     return plan;
 }
 

@@ -18,6 +18,19 @@
 
 namespace unmask {
 
+// The largest n in [low, high] with fits(n), for a predicate that holds up to some n and not
+// after; low - 1 when fits(low) does not hold. A binary search: every size here grows with n.
+template <typename Fits>
+int64_t largest_fitting(int64_t low, int64_t high, const Fits& fits) {
+    if (high < low || !fits(low)) return low - 1;
+    while (low < high) {  // fits(low) holds
+        const int64_t middle = low + (high - low + 1) / 2;
+        if (fits(middle)) low = middle;
+        else high = middle - 1;
+    }
+    return low;
+}
+
 // What one sequence keeps between steps.
 struct SequenceOptions {
     bool kv_cache = false;  // a cache mode keeps K/V of the canvas
