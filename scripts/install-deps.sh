@@ -13,6 +13,7 @@ build_packages=(
 )
 test_packages=(
   python3-torch              # tests/reference: the PyTorch reference of the forward pass
+  libopenblas0-pthread       # a fast BLAS for python3-torch (the references, training/)
   clang libclang-rt-14-dev   # libFuzzer targets
 )
 

@@ -6,7 +6,12 @@ Objective (LLaDA's SFT variant): the prompt stays, every answer position (the EO
 included) is masked with probability t ~ U(eps, 1) per sequence, and the loss is the
 cross-entropy on masked positions weighted by 1/t, normalised by the answer's length.
 
-usage: train.py DATA_DIR TOKENIZER_JSON OUT_DIR [--minutes M] [--seed N] [--d 256] [--layers 6] ...
+Each batch has one canvas length, drawn from --lengths (length:weight,...): short canvases are
+cheap, long ones teach the model to fill a long canvas with end-of-text after the answer, as
+generation with a large gen_length asks. Deterministic from --seed for a fixed --steps (the
+learning rate follows a cosine over the steps after a short warm-up).
+
+usage: train.py DATA_DIR TOKENIZER_JSON OUT_DIR [--steps N] [--seed N] [--d 256] [--layers 6] ...
 """
 import argparse
 import hashlib
@@ -24,6 +29,7 @@ from model import Llada
 
 
 def load(path, tokenizer, length):
+    """(prompt ids, answer ids + EOS) per row; padding to a canvas length happens per batch."""
     rows = []
     eos, user, assistant = (tokenizer.special[t] for t in ("<|endoftext|>", "<|user|>", "<|assistant|>"))
     with open(path) as f:
@@ -32,15 +38,22 @@ def load(path, tokenizer, length):
             prompt = [user] + tokenizer.encode(row["prompt"]) + [assistant]
             answer = tokenizer.encode(row["answer"]) + [eos]
             if len(prompt) + len(answer) > length:
-                raise SystemExit("an example needs %d positions; raise --length" % (len(prompt) + len(answer)))
-            rows.append((prompt, answer + [eos] * (length - len(prompt) - len(answer))))
+                raise SystemExit("an example needs %d positions; the shortest --lengths is %d"
+                                 % (len(prompt) + len(answer), length))
+            rows.append((prompt, answer))
     return rows
 
 
-def batch_tensors(rows):
-    tokens = torch.tensor([p + a for p, a in rows])
-    answer = torch.tensor([[0] * len(p) + [1] * len(a) for p, a in rows], dtype=torch.bool)
+def batch_tensors(rows, length, eos):
+    """The canvases of a batch: prompt, answer, then EOS padding (part of the answer) to `length`."""
+    tokens = torch.tensor([p + a + [eos] * (length - len(p) - len(a)) for p, a in rows])
+    answer = torch.tensor([[0] * len(p) + [1] * (length - len(p)) for p, a in rows], dtype=torch.bool)
     return tokens, answer
+
+
+def parse_lengths(text):
+    pairs = [item.split(":") for item in text.split(",")]
+    return [int(length) for length, _ in pairs], [float(weight) for _, weight in pairs]
 
 
 def diffusion_loss(model, tokens, answer, mask_id, generator, eps=1e-3):
@@ -66,21 +79,38 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+def read_safetensors(path):
+    """The bf16 tensors write_safetensors wrote, as float32."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.int16).view(torch.bfloat16)
+        tensors[name] = raw.float().reshape(entry["shape"])
+    return tensors
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
     parser.add_argument("tokenizer")
     parser.add_argument("out")
-    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--steps", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--d", type=int, default=256)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--mlp", type=int, default=768)
-    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--lengths", default="64:0.7,128:0.2,256:0.1")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--init", help="continue from a model directory this script wrote")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -90,25 +120,29 @@ def main():
     tokenizer = Tokenizer(args.tokenizer)
     vocab = len(tokenizer.vocab) + len(tokenizer.special)
     mask_id = tokenizer.special["<|mask|>"]
-    train = load(os.path.join(args.data, "train.jsonl"), tokenizer, args.length)
+    eos = tokenizer.special["<|endoftext|>"]
+    lengths, weights = parse_lengths(args.lengths)
+    train = load(os.path.join(args.data, "train.jsonl"), tokenizer, min(lengths))
     model = Llada(vocab, args.d, args.layers, args.heads, args.mlp)
+    if args.init:
+        saved = read_safetensors(os.path.join(args.init, "model.safetensors"))
+        with torch.no_grad():
+            for name, parameter in model.hf_state_dict().items():
+                parameter.copy_(saved[name])
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    deadline = time.monotonic() + args.minutes * 60
-    started, step, average = time.monotonic(), 0, None
-    while time.monotonic() < deadline:
-        # Cosine decay over the time budget, after a short warm-up.
-        progress = (time.monotonic() - started) / (deadline - started)
-        lr = args.lr * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * progress))
+    started, average = time.monotonic(), None
+    for step in range(1, args.steps + 1):
+        lr = args.lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         for group in optimizer.param_groups:
             group["lr"] = lr
-        tokens, answer = batch_tensors(rng.sample(train, args.batch))
+        length = rng.choices(lengths, weights)[0]
+        tokens, answer = batch_tensors(rng.sample(train, args.batch), length, eos)
         loss = diffusion_loss(model, tokens, answer, mask_id, generator)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         average = loss.item() if average is None else 0.98 * average + 0.02 * loss.item()
-        step += 1
         if step % 50 == 0:
             print("step %d  loss %.4f  lr %.2e  %.0f s" % (step, average, lr, time.monotonic() - started), flush=True)
 
@@ -116,7 +150,7 @@ def main():
     config = {
         "architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": args.d, "n_layers": args.layers,
         "n_heads": args.heads, "n_kv_heads": args.heads, "mlp_hidden_size": args.mlp, "vocab_size": vocab,
-        "embedding_size": vocab, "max_sequence_length": 4 * args.length, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+        "embedding_size": vocab, "max_sequence_length": 2 * max(lengths), "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
         "mask_token_id": mask_id, "eos_token_id": tokenizer.special["<|endoftext|>"],
         "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": False,
         "layer_norm_type": "rms", "activation_type": "silu", "rope": True, "alibi": False,
@@ -134,7 +168,7 @@ def main():
         for name in sorted(list(files) + ["model.safetensors"]):
             with open(os.path.join(args.out, name), "rb") as g:
                 f.write("%s  %s\n" % (hashlib.sha256(g.read()).hexdigest(), name))
-    print("trained %d steps; wrote %s" % (step, args.out))
+    print("trained %d steps in %.0f s; wrote %s" % (args.steps, time.monotonic() - started, args.out))
 
 
 if __name__ == "__main__":
