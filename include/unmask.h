@@ -637,9 +637,10 @@ UNMASK_API unmask_status unmask_tokenize(const unmask_tokenizer *tokenizer, cons
 
 /* Encodes a chat prompt: an optional system message (NULL or "" for none) and one user message,
  * formatted as the tokenizer's family expects (ChatML for Qwen and Dream, the LLaMA-3 headers for
- * LLaDA and Llama-3, with tokenizer_config.json's BOS), ending where the assistant's answer
- * begins. Writes ids like unmask_tokenize. Errors: UNSUPPORTED when the tokenizer belongs to
- * neither family (format the prompt yourself; arbitrary Jinja chat templates are not run). */
+ * LLaDA and Llama-3, with tokenizer_config.json's BOS; `<|user|>...<|assistant|>` for the bundled
+ * model), ending where the assistant's answer begins. Writes ids like unmask_tokenize. Errors:
+ * UNSUPPORTED when the tokenizer belongs to no known family (format the prompt yourself; arbitrary
+ * Jinja chat templates are not run), INVALID_ARGUMENT for a system message the format cannot hold. */
 UNMASK_API unmask_status unmask_tokenize_chat(const unmask_tokenizer *tokenizer, const char *system, const char *user,
                                               int32_t *ids, int64_t capacity, int64_t *count);
 

@@ -22,9 +22,19 @@ std::string format_chat(const Tokenizer& tokenizer, std::string_view system, std
         out.append("<|start_header_id|>assistant<|end_header_id|>\n\n");
         return out;
     }
+    if (tokenizer.has_token("<|user|>") && tokenizer.has_token("<|assistant|>")) {
+        // The bundled model's: role tokens and no separators, as it was trained (training/train.py).
+        if (!system.empty()) {
+            if (!tokenizer.has_token("<|system|>"))
+                fail(Status::invalid_argument, "this model's chat format (<|user|>, <|assistant|>) has no system role");
+            out.append("<|system|>").append(system);
+        }
+        out.append("<|user|>").append(user).append("<|assistant|>");
+        return out;
+    }
     fail(Status::unsupported,
-         "the tokenizer has neither ChatML (<|im_start|>) nor LLaMA-3 (<|start_header_id|>) chat tokens; "
-         "format the prompt yourself");
+         "the tokenizer has none of the chat formats unmask knows (ChatML's <|im_start|>, LLaMA-3's "
+         "<|start_header_id|>, <|user|> and <|assistant|>); format the prompt yourself");
 }
 
 }  // namespace unmask
