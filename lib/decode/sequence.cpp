@@ -181,7 +181,9 @@ int64_t DecodeSequence::apply(std::span<const Candidate> candidates) {
 void DecodeSequence::finish_if_done() {
     const auto mask = static_cast<int32_t>(spec_.mask_token_id);
     if (params_.dream_policy()) {
-        if (steps_ >= params_.steps) finish_ = FinishReason::length;
+        // Dream's schedules end after their steps, not at a committed EOS (which may sit anywhere).
+        if (steps_ < params_.steps) return;
+        finish_ = FinishReason::length;
     } else {
         const int64_t begin = region_begin_ + block_ * block_length_;
         const bool block_done =
