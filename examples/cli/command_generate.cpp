@@ -112,7 +112,6 @@ struct StepView {
 int run_generate(const ParsedArgs& args) {
     if (args.has("prompt") == args.has("prompt-ids")) throw UsageError("give the prompt with either --prompt TEXT or --prompt-ids 1,2,3");
     if (args.has("chat") && !args.has("prompt")) throw UsageError("--chat formats a --prompt TEXT");
-    if (!args.has("model") && !args.has("config")) throw UsageError("missing -m/--model DIR (or --config FILE)");
     unmask_generate_params params;
     check(unmask_generate_params_init(&params));
     apply_decoding_options(args, params);

@@ -104,7 +104,7 @@ int run_inspect(const ParsedArgs& args) {
     unmask_service_config config{};
     std::string path = args.positional.empty() ? std::string() : args.positional.front();
     if (path.empty() && read_config_option(args, config)) path = config.weights_path;
-    if (path.empty()) throw UsageError("missing argument DIR (or --config FILE)");
+    if (path.empty()) path = default_model_path();
     const ModelHandle model = load_model(path, params);
     const nlohmann::json description = describe(model.get());
     if (args.has("json"))

@@ -97,7 +97,7 @@ int run_plan(const ParsedArgs& args) {
             params.devices = config.gpu_device_count;
         }
     }
-    if (!model_path) throw UsageError("missing -m/--model DIR (or --config FILE)");
+    if (!model_path) model_path = default_model_path();
     if (auto v = args.value("precision")) params.precision = parse_precision(*v);
     backend = args.value("backend").value_or(backend);
     if (backend == "cuda") params.backend = UNMASK_BACKEND_CUDA;
@@ -136,7 +136,7 @@ const Command plan_command{
      "",
      0,
      0,
-     with_memory_options({{"model", "DIR", "the Hugging Face model directory", 'm'},
+     with_memory_options({{"model", "DIR", "the Hugging Face model directory (default: $UNMASK_MODEL or the bundled model)", 'm'},
                           {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
                           {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},

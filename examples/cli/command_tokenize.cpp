@@ -21,7 +21,7 @@ std::unique_ptr<unmask_tokenizer, TokenizerDeleter> load_tokenizer(const ParsedA
     auto path = args.value("tokenizer");
     unmask_service_config config{};
     if (!path && read_config_option(args, config)) path = config.weights_path;  // the model's tokenizer
-    if (!path) throw UsageError("missing --tokenizer PATH (a tokenizer.json or its directory) or --config FILE");
+    if (!path) path = default_model_path();
     unmask_tokenizer* tokenizer = nullptr;
     check(unmask_tokenizer_load(path->c_str(), &tokenizer));
     return std::unique_ptr<unmask_tokenizer, TokenizerDeleter>(tokenizer);
@@ -64,7 +64,7 @@ const Command tokenize_command{{"tokenize",
                                 "",
                                 0,
                                 0,
-                                {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one (default: $UNMASK_MODEL's or the bundled model's)"},
                                  {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                  {"add-special", "", "apply the tokenizer's template (e.g. BOS)"}}},
                                run_tokenize};
@@ -74,7 +74,7 @@ const Command detokenize_command{{"detokenize",
                                   "",
                                   0,
                                   0,
-                                  {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one"},
+                                  {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one (default: $UNMASK_MODEL's or the bundled model's)"},
                                    {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                  {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                    {"skip-special", "", "leave special tokens out"}}},

@@ -46,7 +46,7 @@ void LogFile::write(int32_t level, const char* message) {
 
 std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
     const std::vector<OptionSpec> engine = {
-        {"model", "DIR", "the Hugging Face model directory", 'm'},
+        {"model", "DIR", "the Hugging Face model directory (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
         {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
         {"threads", "N", "CPU threads (default: all)"},
@@ -94,7 +94,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
         rotation_mb = double(config.log_rotation_size_mb);
     }
     if (auto v = args.value("model")) path = *v;
-    if (path.empty()) throw UsageError("missing -m/--model DIR (or --config FILE)");
+    if (path.empty()) path = default_model_path();
     if (auto v = args.value("precision")) model_params.precision = parse_precision(*v);
     apply_memory_options(args, model_params);
     auto int32 = [&](const char* name, int32_t& field, int64_t min) {

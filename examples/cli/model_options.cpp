@@ -1,5 +1,10 @@
 #include "model_options.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include "commands.hpp"
 #include "text_format.hpp"
 
@@ -37,6 +42,22 @@ void apply_memory_options(const ParsedArgs& args, Params& params) {
 }
 template void apply_memory_options(const ParsedArgs&, unmask_model_params&);
 template void apply_memory_options(const ParsedArgs&, unmask_plan_params&);
+
+std::string default_model_path() {
+    if (const char* chosen = std::getenv("UNMASK_MODEL"); chosen != nullptr && *chosen != '\0') return chosen;
+    namespace fs = std::filesystem;
+    std::vector<fs::path> places;
+    std::error_code error;
+    const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+    if (!error) places.push_back(executable.parent_path().parent_path() / "share/unmask/models" / UNMASK_BUNDLED_MODEL_NAME);
+    places.emplace_back(UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME);
+    std::string tried;
+    for (const fs::path& place : places) {
+        if (fs::is_regular_file(place / "config.json", error)) return place.string();
+        tried += (tried.empty() ? "" : ", ") + place.string();
+    }
+    throw UsageError("no model given (-m DIR, --config FILE or $UNMASK_MODEL) and the bundled model is not at " + tried);
+}
 
 ModelHandle load_model(const std::string& path, const unmask_model_params& params) {
     unmask_model* model = nullptr;

@@ -25,6 +25,11 @@ std::vector<OptionSpec> with_memory_options(std::vector<OptionSpec> options);
 template <typename Params>
 void apply_memory_options(const ParsedArgs& args, Params& params);
 
+// The model used when none is named: $UNMASK_MODEL, else the bundled model installed beside the
+// binary (../share/unmask/models/...), else the bundled model of the source tree it was built
+// from. UsageError naming the places tried when none exists.
+std::string default_model_path();
+
 // Loads `path`; CommandError with the library's message on failure.
 ModelHandle load_model(const std::string& path, const unmask_model_params& params);
 

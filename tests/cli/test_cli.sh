@@ -47,8 +47,11 @@ expect_run "unknown command" 2 frobnicate
 expect_one_error_line "unknown command" "unknown command 'frobnicate'"
 expect_run "unknown option" 2 version --bogus
 expect_one_error_line "unknown option" "unknown option '--bogus'"
-expect_run "inspect without DIR" 2 inspect
-expect_one_error_line "inspect without DIR" "missing argument DIR"
+# Without a model named, the bundled model (models/) is used; $UNMASK_MODEL overrides it.
+expect_run "inspect the bundled model" 0 inspect
+grep -q "^architecture  *llada$" "$work/out" || fail "inspect without DIR shows the bundled model: $(cat "$work/out")"
+UNMASK_MODEL="$work/elsewhere" "$unmask" inspect >"$work/out" 2>"$work/err" && fail "UNMASK_MODEL names the default model"
+expect_one_error_line "inspect \$UNMASK_MODEL" "IO: .*elsewhere"
 
 expect_run "inspect missing dir" 1 inspect "$work/does-not-exist"
 expect_one_error_line "inspect missing dir" "IO: .*does-not-exist"
@@ -127,10 +130,15 @@ echo 'not json' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work
 expect_one_error_line "detokenize bad input" "not a JSON array"
 expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
 expect_one_error_line "tokenize missing file" "IO: .*does not exist"
-expect_run "generate without model" 2 generate --prompt-ids 1
-expect_one_error_line "generate without model" "missing -m/--model"
-expect_run "plan without model" 2 plan
-expect_one_error_line "plan without model" "missing -m/--model"
+expect_run "generate with the bundled model" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
+    --gen-length 48 --threads 2 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "the bundled model answers with a JSON tool call: $(cat "$work/out")"
+import json, sys
+call = json.loads(json.load(open(sys.argv[1]))["text"])
+assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict), call
+PY
+expect_run "plan the bundled model" 0 plan --max-seq-len 128
+grep -q "^fits: " "$work/out" || fail "plan without -m plans the bundled model"
 expect_run "plan" 0 plan -m "$fixtures/good/llada-moe" --budget 64MiB --max-seq-len 256 --concurrency 4 --threads 2
 grep -q "^  usable .*100.0%" "$work/out" || fail "plan shows the usable budget: $(cat "$work/out")"
 grep -q "^    experts " "$work/out" || fail "plan lists the experts' bytes"

@@ -70,6 +70,23 @@ function corpus() {
       });
     }
   }
+  // The bundled model's byte-level BPE (trained by training/train_tokenizer.py): the corpus, and
+  // the first 100 held-out requests and answers, the texts it exists for.
+  const bundled = path.join(__dirname, '..', '..', 'models', 'toolcall-llada-3m', 'tokenizer.json');
+  const heldout = fs.readFileSync(path.join(__dirname, '..', '..', 'bench', 'data', 'tool_calls_heldout.jsonl'), 'utf8')
+    .split('\n').filter((line) => line.length > 0).slice(0, 100).map((line) => JSON.parse(line));
+  const bundledTokenizer = Tokenizer.fromFile(bundled);
+  const bundledCases = Object.entries(files).map(([name, bytes]) => ({ corpus: name, text: bytes.toString('utf8') }))
+    .concat(heldout.flatMap((row) => [{ text: row.prompt }, { text: row.answer }]));
+  for (const c of bundledCases) {
+    const plain = (await bundledTokenizer.encode(c.text, null, { addSpecialTokens: false })).getIds();
+    const special = (await bundledTokenizer.encode(c.text, null, { addSpecialTokens: true })).getIds();
+    expected.push({
+      tokenizer: 'bundled', file: bundled, ...(c.corpus ? { corpus: c.corpus } : { text: c.text }), ids: plain,
+      ids_with_special: special, decoded: await bundledTokenizer.decode(plain, false),
+      decoded_skip_special: await bundledTokenizer.decode(plain, true),
+    });
+  }
   fs.writeFileSync(path.join(out, 'expected.json'), JSON.stringify(expected));
   console.log(`wrote ${expected.length} reference cases to ${out}`);
 })().catch((e) => { console.error(e); process.exit(1); });

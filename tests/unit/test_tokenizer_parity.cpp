@@ -1,5 +1,5 @@
 // Tokenizer parity with Hugging Face's tokenizers (the reference, via npm) on real tokenizer files
-// (Qwen3, Llama-3, a SentencePiece-style Llama-2, Gemma-3): identical ids with and without special
+// (Qwen3, Llama-3, a SentencePiece-style Llama-2, Gemma-3, the bundled model's): identical ids with and without special
 // tokens, and identical decoded text, for a corpus of prose, code, numbers, CJK, emoji and
 // combining marks, special tokens inside text, empty input, invalid UTF-8 and 1 MB of text.
 #include <doctest/doctest.h>
@@ -34,7 +34,9 @@ TEST_CASE("tokenizers match Hugging Face's reference token for token on every co
     std::ifstream in(test_data_path("tokenizers/expected.json"));
     REQUIRE_MESSAGE(in.good(), "run tests/tokenizer/make_expected.js first (ctest does)");
     const auto cases = nlohmann::json::parse(in);
-    REQUIRE(cases.size() == 40 + 3 * 12);  // 4 real files x 10 corpus files, 3 synthetic files x 12 texts
+    // 4 real files x 10 corpus files, 3 synthetic files x 12 texts, the bundled model's tokenizer on
+    // the corpus and on 100 held-out requests and their answers.
+    REQUIRE(cases.size() == 40 + 3 * 12 + 10 + 200);
     std::map<std::string, std::unique_ptr<Tokenizer>> tokenizers;
     for (const auto& c : cases) {
         const std::string family = c["tokenizer"];

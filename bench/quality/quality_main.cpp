@@ -1,0 +1,133 @@
+// `unmask-quality`: the accuracy-vs-speed table of decoding settings on held-out tool-call
+// requests (exact match, JSON validity, forwards per sequence and per answer token, tokens/s).
+//
+// usage: unmask-quality [-m DIR] [--data FILE] [--limit N] [--gen-length N] [--batch N]
+//                       [--threads N] [--setting KEY=VALUE,...]... [--json FILE]
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tool_call_eval.hpp"
+
+namespace {
+
+const char* usage =
+    "usage: unmask-quality [-m DIR] [--data FILE] [--limit N] [--gen-length N] [--batch N] [--threads N]\n"
+    "                      [--setting KEY=VALUE,...]... [--json FILE]\n"
+    "  -m DIR         the model (default: the bundled model)\n"
+    "  --data FILE    held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)\n"
+    "  --limit N      the first N requests only\n"
+    "  --gen-length N positions generated per request (default 48)\n"
+    "  --batch N      prompts per generate call (default 16)\n"
+    "  --threads N    CPU threads (default: all)\n"
+    "  --setting S    a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,\n"
+    "                 factor=1,temperature=0,early_stop=1,cache=none; repeat for several (default: a grid)\n"
+    "  --json FILE    also write the results as JSON\n";
+
+struct Options {
+    std::string model = UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME;
+    std::string data = UNMASK_QUALITY_DATA;
+    std::string json_path;
+    int64_t limit = 0, gen_length = 48, batch = 16, threads = 0;
+    std::vector<std::string> settings;
+};
+
+int64_t count_argument(const std::string& flag, const char* text) {
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || value < 0) throw std::invalid_argument(flag + " needs a count, got '" + text + "'");
+    return value;
+}
+
+Options parse(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "-h" || flag == "--help") {
+            std::fputs(usage, stdout);
+            std::exit(0);
+        }
+        if (i + 1 >= argc) throw std::invalid_argument("unknown option or missing value: '" + flag + "'");
+        const char* value = argv[++i];
+        if (flag == "-m" || flag == "--model") options.model = value;
+        else if (flag == "--data") options.data = value;
+        else if (flag == "--json") options.json_path = value;
+        else if (flag == "--setting") options.settings.emplace_back(value);
+        else if (flag == "--limit") options.limit = count_argument(flag, value);
+        else if (flag == "--gen-length") options.gen_length = count_argument(flag, value);
+        else if (flag == "--batch") options.batch = count_argument(flag, value);
+        else if (flag == "--threads") options.threads = count_argument(flag, value);
+        else throw std::invalid_argument("unknown option '" + flag + "'");
+    }
+    if (options.batch < 1 || options.gen_length < 1) throw std::invalid_argument("--batch and --gen-length must be at least 1");
+    return options;
+}
+
+std::string percent(double fraction) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
+    return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const Options options = parse(argc, argv);
+    unmask_generate_params base;
+    unmask_generate_params_init(&base);
+    base.gen_length = options.gen_length;
+    base.steps = options.gen_length;
+    base.threads = static_cast<int32_t>(options.threads);
+    std::vector<unmask_quality::Setting> settings;
+    if (options.settings.empty()) settings = unmask_quality::default_settings(base);
+    for (const std::string& text : options.settings) settings.push_back(unmask_quality::parse_setting(text, base));
+
+    unmask_model_params model_params;
+    unmask_model_params_init(&model_params);
+    unmask_model* loaded = nullptr;
+    if (unmask_model_load(options.model.c_str(), &model_params, &loaded) != UNMASK_OK)
+        throw std::runtime_error(std::string("loading the model: ") + unmask_last_error());
+    const std::unique_ptr<unmask_model, void (*)(unmask_model*)> model(loaded, unmask_model_free);
+    const std::vector<unmask_quality::Example> examples = unmask_quality::read_examples(options.data, options.limit);
+
+    std::printf("model %s, %zu held-out requests, gen_length %lld\n\n", options.model.c_str(), examples.size(),
+                static_cast<long long>(options.gen_length));
+    std::printf("| setting | cache | exact | tool calls | addition | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    nlohmann::json rows = nlohmann::json::array();
+    for (const unmask_quality::Setting& setting : settings) {
+        const unmask_quality::Score s = unmask_quality::evaluate(model.get(), examples, setting, options.batch);
+        std::printf("| %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
+                    setting.cache_mode.c_str(), percent(s.exact_fraction()).c_str(),
+                    percent(s.task_fraction("answer", true)).c_str(), percent(s.task_fraction("answer")).c_str(),
+                    percent(s.valid_fraction()).c_str(), s.forwards_per_sequence(), s.forwards_per_token(),
+                    s.tokens_per_second());
+        std::fflush(stdout);
+        rows.push_back({{"setting", setting.name}, {"cache", setting.cache_mode}, {"examples", s.examples},
+                        {"exact", s.exact_fraction()}, {"tool_calls_exact", s.task_fraction("answer", true)},
+                        {"addition_exact", s.task_fraction("answer")}, {"valid_json", s.valid_fraction()},
+                        {"forwards_per_sequence", s.forwards_per_sequence()},
+                        {"forwards_per_token", s.forwards_per_token()}, {"tokens_per_second", s.tokens_per_second()},
+                        {"seconds", s.seconds}, {"sample_failures", s.sample_failures}});
+        nlohmann::json& tasks = rows.back()["by_task"];
+        for (const auto& [task, score] : s.by_task) tasks[task] = {{"examples", score.examples}, {"exact", score.exact}};
+    }
+    if (!options.json_path.empty()) {
+        std::ofstream out(options.json_path);
+        out << nlohmann::json{{"model", options.model}, {"examples", examples.size()},
+                              {"gen_length", options.gen_length}, {"results", rows}}
+                   .dump(1)
+            << "\n";
+        if (!out) throw std::runtime_error("cannot write " + options.json_path);
+    }
+    return 0;
+} catch (const std::exception& error) {
+    std::fprintf(stderr, "unmask-quality: %s\n", error.what());
+    return 1;
+}

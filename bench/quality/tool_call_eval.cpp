@@ -1,0 +1,216 @@
+#include "tool_call_eval.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace unmask_quality {
+namespace {
+
+void check(unmask_status status, const char* what) {
+    if (status != UNMASK_OK)
+        throw std::runtime_error(std::string(what) + ": " + unmask_status_string(status) + ": " + unmask_last_error());
+}
+
+int32_t policy_named(const std::string& name) {
+    static const std::map<std::string, int32_t> policies = {
+        {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
+        {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
+        {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
+    const auto it = policies.find(name);
+    if (it == policies.end()) throw std::invalid_argument("unknown policy '" + name + "'");
+    return it->second;
+}
+
+int64_t integer(const std::string& key, const std::string& value) {
+    size_t used = 0;
+    long long parsed = -1;
+    try {
+        parsed = std::stoll(value, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != value.size() || parsed < 0) throw std::invalid_argument(key + " needs a count, got '" + value + "'");
+    return parsed;
+}
+
+double number(const std::string& key, const std::string& value) {
+    size_t used = 0;
+    double parsed = 0;
+    try {
+        parsed = std::stod(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != value.size()) throw std::invalid_argument(key + " needs a number, got '" + value + "'");
+    return parsed;
+}
+
+std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count) {
+    std::string text(static_cast<size_t>(count) * 16 + 16, '\0');
+    int64_t length = 0;
+    check(unmask_detokenize(tokenizer, ids, count, 1, text.data(), static_cast<int64_t>(text.size()), &length),
+          "detokenize");
+    if (length > static_cast<int64_t>(text.size())) {
+        text.resize(static_cast<size_t>(length));
+        check(unmask_detokenize(tokenizer, ids, count, 1, text.data(), length, &length), "detokenize");
+    }
+    text.resize(static_cast<size_t>(length));
+    return text;
+}
+
+std::vector<int32_t> chat_prompt(const unmask_tokenizer* tokenizer, const std::string& prompt) {
+    std::vector<int32_t> ids(prompt.size() + 16);
+    int64_t count = 0;
+    check(unmask_tokenize_chat(tokenizer, nullptr, prompt.c_str(), ids.data(), static_cast<int64_t>(ids.size()), &count),
+          "tokenize");
+    if (count > static_cast<int64_t>(ids.size())) {
+        ids.resize(static_cast<size_t>(count));
+        check(unmask_tokenize_chat(tokenizer, nullptr, prompt.c_str(), ids.data(), count, &count), "tokenize");
+    }
+    ids.resize(static_cast<size_t>(count));
+    return ids;
+}
+
+}  // namespace
+
+std::vector<Example> read_examples(const std::string& path, int64_t limit) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    std::vector<Example> examples;
+    std::string line;
+    for (int64_t number = 1; std::getline(in, line) && (limit <= 0 || int64_t(examples.size()) < limit); ++number) {
+        if (line.empty()) continue;
+        const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+        if (!row.is_object() || !row.contains("prompt") || !row["prompt"].is_string() || !row.contains("answer") ||
+            !row["answer"].is_string())
+            throw std::runtime_error(path + ":" + std::to_string(number) + ": not a {\"prompt\", \"answer\"} object");
+        examples.push_back({row.value("task", std::string()), row["prompt"], row["answer"]});
+    }
+    return examples;
+}
+
+Setting parse_setting(const std::string& text, const unmask_generate_params& base) {
+    Setting setting{text, base};
+    unmask_generate_params& p = setting.params;
+    bool steps_given = false;
+    size_t start = 0;
+    while (start < text.size()) {
+        const size_t end = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, end - start);
+        start = end + 1;
+        const size_t equals = item.find('=');
+        if (equals == std::string::npos) throw std::invalid_argument("setting item '" + item + "' is not key=value");
+        const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
+        if (key == "policy") p.policy = policy_named(value);
+        else if (key == "steps") p.steps = integer(key, value), steps_given = true;
+        else if (key == "block") p.block_length = integer(key, value);
+        else if (key == "threshold") p.threshold = number(key, value);
+        else if (key == "factor") p.factor = number(key, value);
+        else if (key == "temperature") p.temperature = number(key, value);
+        else if (key == "early_stop") p.early_stop = static_cast<int32_t>(integer(key, value) != 0);
+        else if (key == "cache") {
+            // Cache modes arrive with the K/V cache work (issue 10); until then every run recomputes.
+            if (value != "none") throw std::invalid_argument("cache mode '" + value + "' is not available yet");
+            setting.cache_mode = value;
+        } else
+            throw std::invalid_argument("unknown setting key '" + key + "'");
+    }
+    if (!steps_given) p.steps = p.gen_length;
+    return setting;
+}
+
+std::vector<Setting> default_settings(const unmask_generate_params& base) {
+    const std::string half = std::to_string(base.gen_length / 2), quarter = std::to_string(base.gen_length / 4);
+    std::vector<std::string> grid = {
+        "policy=low_confidence",
+        "policy=low_confidence,steps=" + half,
+        "policy=low_confidence,steps=" + quarter,
+        "policy=low_confidence,block=" + std::to_string(base.gen_length / 3 > 0 ? base.gen_length / 3 : 1),
+        "policy=random",
+        "policy=maskgit_plus",
+        "policy=topk_margin",
+        "policy=entropy",
+        "policy=origin",
+        "policy=low_confidence,threshold=0.9",
+        "policy=low_confidence,threshold=0.7",
+        "policy=low_confidence,threshold=0.5",
+        "policy=low_confidence,factor=1",
+        "policy=low_confidence,block=" + quarter + ",threshold=0.9,early_stop=1",
+    };
+    std::vector<Setting> settings;
+    for (const std::string& text : grid) settings.push_back(parse_setting(text, base));
+    return settings;
+}
+
+double Score::task_fraction(const std::string& task, bool exclude) const {
+    int64_t total = 0, right = 0;
+    for (const auto& [name, score] : by_task) {
+        if ((name == task) == exclude) continue;
+        total += score.examples;
+        right += score.exact;
+    }
+    return total ? double(right) / double(total) : 0;
+}
+
+Score evaluate(const unmask_model* model, const std::vector<Example>& examples, const Setting& setting, int64_t batch) {
+    const unmask_tokenizer* tokenizer = nullptr;
+    check(unmask_model_tokenizer(model, &tokenizer), "tokenizer");
+    if (tokenizer == nullptr) throw std::runtime_error("the model directory has no tokenizer.json");
+    unmask_model_description info{};
+    info.struct_size = sizeof info;
+    check(unmask_model_info(model, &info), "model info");
+
+    Score score;
+    const unmask_generate_params& params = setting.params;
+    const int64_t length = params.gen_length;
+    for (size_t first = 0; first < examples.size(); first += static_cast<size_t>(batch)) {
+        const size_t count = std::min(examples.size() - first, static_cast<size_t>(batch));
+        std::vector<std::vector<int32_t>> prompts(count);
+        std::vector<const int32_t*> prompt_data(count);
+        std::vector<int64_t> prompt_lengths(count);
+        for (size_t i = 0; i < count; ++i) {
+            prompts[i] = chat_prompt(tokenizer, examples[first + i].prompt);
+            prompt_data[i] = prompts[i].data();
+            prompt_lengths[i] = static_cast<int64_t>(prompts[i].size());
+        }
+        std::vector<std::vector<int32_t>> tokens(count, std::vector<int32_t>(static_cast<size_t>(length)));
+        std::vector<unmask_generation> results(count);
+        for (size_t i = 0; i < count; ++i) {
+            results[i] = unmask_generation{};
+            results[i].struct_size = sizeof(unmask_generation);
+            results[i].tokens = tokens[i].data();
+            results[i].tokens_capacity = length;
+        }
+        const auto started = std::chrono::steady_clock::now();
+        check(unmask_generate_batch(model, &params, static_cast<int64_t>(count), prompt_data.data(),
+                                    prompt_lengths.data(), results.data()),
+              "generate");
+        score.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+        for (size_t i = 0; i < count; ++i) {
+            const Example& example = examples[first + i];
+            const int32_t* ids = tokens[i].data();
+            const int64_t answer_length =
+                std::find(ids, ids + results[i].token_count, info.eos_token_id) - ids;
+            const std::string answer = decode(tokenizer, ids, answer_length);
+            const bool exact = answer == example.answer;
+            score.examples += 1;
+            score.exact += exact;
+            score.valid_json += nlohmann::json::accept(answer);
+            score.forwards += results[i].forwards;
+            score.answer_tokens += answer_length;
+            score.positions += results[i].token_count;
+            TaskScore& task = score.by_task[example.task];
+            task.examples += 1;
+            task.exact += exact;
+            if (!exact && score.sample_failures.size() < 5)
+                score.sample_failures.push_back(example.prompt + " -> " + answer);
+        }
+    }
+    return score;
+}
+
+}  // namespace unmask_quality
