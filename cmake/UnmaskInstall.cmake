@@ -1,5 +1,5 @@
 # `cmake --install`: the header, both libraries, unmaskConfig.cmake (find_package(unmask)),
-# unmask.pc (pkg-config) and the bundled model (share/unmask/models, where `unmask` looks for it).
+# unmask.pc (pkg-config) and the bundled model (DATADIR/unmask/models, where `unmask` looks for it).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS unmask unmask_static EXPORT unmaskTargets
@@ -27,4 +27,4 @@ file(RELATIVE_PATH UNMASK_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfi
 configure_file(cmake/unmask.pc.in ${PROJECT_BINARY_DIR}/unmask.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/unmask.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-install(DIRECTORY models/${UNMASK_BUNDLED_MODEL_NAME} DESTINATION share/unmask/models)
+install(DIRECTORY models/${UNMASK_BUNDLED_MODEL_NAME} DESTINATION ${CMAKE_INSTALL_DATADIR}/unmask/models)

@@ -9,7 +9,7 @@ cmake --build build -j "${UNMASK_JOBS:-2}" --target unmask_cli
 build/examples/cli/unmask version
 # The bundled default model (models/toolcall-llada-3m, made by training/): what unmask reads from
 # it, then a request answered with a JSON tool call, decoded by diffusion.
-build/examples/cli/unmask inspect --verify | head -n 8
+build/examples/cli/unmask inspect --verify | sed -n 1,8p
 request="What's the weather in Lisbon on May 14?"
 echo "request: $request"
 build/examples/cli/unmask generate --chat --prompt "$request" --gen-length 48

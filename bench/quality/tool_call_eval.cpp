@@ -51,11 +51,12 @@ double number(const std::string& key, const std::string& value) {
 std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count) {
     std::string text(static_cast<size_t>(count) * 16 + 16, '\0');
     int64_t length = 0;
-    check(unmask_detokenize(tokenizer, ids, count, 1, text.data(), static_cast<int64_t>(text.size()), &length),
+    // Special tokens stay in the text: a mask or role token left in an answer makes it wrong.
+    check(unmask_detokenize(tokenizer, ids, count, 0, text.data(), static_cast<int64_t>(text.size()), &length),
           "detokenize");
     if (length > static_cast<int64_t>(text.size())) {
         text.resize(static_cast<size_t>(length));
-        check(unmask_detokenize(tokenizer, ids, count, 1, text.data(), length, &length), "detokenize");
+        check(unmask_detokenize(tokenizer, ids, count, 0, text.data(), length, &length), "detokenize");
     }
     text.resize(static_cast<size_t>(length));
     return text;
@@ -123,12 +124,18 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
 }
 
 std::vector<Setting> default_settings(const unmask_generate_params& base) {
-    const std::string half = std::to_string(base.gen_length / 2), quarter = std::to_string(base.gen_length / 4);
+    const int64_t n = base.gen_length;
+    // The largest block length of at most `limit` that divides the generation length.
+    auto block_at_most = [n](int64_t limit) {
+        int64_t block = std::max<int64_t>(limit, 1);
+        while (n % block != 0) --block;
+        return std::to_string(block);
+    };
     std::vector<std::string> grid = {
         "policy=low_confidence",
-        "policy=low_confidence,steps=" + half,
-        "policy=low_confidence,steps=" + quarter,
-        "policy=low_confidence,block=" + std::to_string(base.gen_length / 3 > 0 ? base.gen_length / 3 : 1),
+        "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 2, 1)),
+        "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 4, 1)),
+        "policy=low_confidence,block=" + block_at_most(n / 3),
         "policy=random",
         "policy=maskgit_plus",
         "policy=topk_margin",
@@ -138,7 +145,7 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
         "policy=low_confidence,threshold=0.7",
         "policy=low_confidence,threshold=0.5",
         "policy=low_confidence,factor=1",
-        "policy=low_confidence,block=" + quarter + ",threshold=0.9,early_stop=1",
+        "policy=low_confidence,block=" + block_at_most(n / 4) + ",threshold=0.9,early_stop=1",
     };
     std::vector<Setting> settings;
     for (const std::string& text : grid) settings.push_back(parse_setting(text, base));

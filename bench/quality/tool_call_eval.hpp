@@ -37,8 +37,8 @@ struct Setting {
 Setting parse_setting(const std::string& text, const unmask_generate_params& base);
 
 // The settings `unmask-quality` runs by default at `gen_length`: every commit policy at full
-// steps, low_confidence at 1/2 and 1/4 of the steps and with blocks, threshold and factor
-// decoding, early stop.
+// steps, low_confidence at 1/2 and 1/4 of the steps and with blocks (the largest dividing the
+// length at most 1/3 and 1/4 of it), threshold and factor decoding, early stop.
 std::vector<Setting> default_settings(const unmask_generate_params& base);
 
 struct TaskScore {

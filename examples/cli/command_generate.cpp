@@ -192,7 +192,7 @@ const Command generate_command{
      with_decoding_options(with_engine_options({
          {"prompt-ids", "IDS", "comma-separated prompt token ids"},
          {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
-         {"chat", "", "format --prompt as a chat user message (ChatML or LLaMA-3 headers)"},
+         {"chat", "", "format --prompt as a chat user message (ChatML, LLaMA-3 headers or bare role tokens)"},
          {"system", "TEXT", "with --chat: a system message"},
          {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}}))},
     run_generate};

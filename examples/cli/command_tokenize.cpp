@@ -76,7 +76,6 @@ const Command detokenize_command{{"detokenize",
                                   0,
                                   {{"tokenizer", "PATH", "a tokenizer.json or a directory holding one (default: $UNMASK_MODEL's or the bundled model's)"},
                                    {"config", "FILE", "a service configuration: the tokenizer of its model"},
-                                 {"config", "FILE", "a service configuration: the tokenizer of its model"},
                                    {"skip-special", "", "leave special tokens out"}}},
                                  run_detokenize};
 

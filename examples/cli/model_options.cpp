@@ -49,7 +49,8 @@ std::string default_model_path() {
     std::vector<fs::path> places;
     std::error_code error;
     const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-    if (!error) places.push_back(executable.parent_path().parent_path() / "share/unmask/models" / UNMASK_BUNDLED_MODEL_NAME);
+    if (!error)
+        places.push_back((executable.parent_path() / UNMASK_INSTALLED_MODELS_FROM_BIN / UNMASK_BUNDLED_MODEL_NAME).lexically_normal());
     places.emplace_back(UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME);
     std::string tried;
     for (const fs::path& place : places) {

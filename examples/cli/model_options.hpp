@@ -26,7 +26,7 @@ template <typename Params>
 void apply_memory_options(const ParsedArgs& args, Params& params);
 
 // The model used when none is named: $UNMASK_MODEL, else the bundled model installed beside the
-// binary (../share/unmask/models/...), else the bundled model of the source tree it was built
+// binary (DATADIR/unmask/models/... of its prefix), else the bundled model of the source tree it was built
 // from. UsageError naming the places tried when none exists.
 std::string default_model_path();
 

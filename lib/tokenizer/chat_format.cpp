@@ -22,13 +22,11 @@ std::string format_chat(const Tokenizer& tokenizer, std::string_view system, std
         out.append("<|start_header_id|>assistant<|end_header_id|>\n\n");
         return out;
     }
-    if (tokenizer.has_token("<|user|>") && tokenizer.has_token("<|assistant|>")) {
-        // The bundled model's: role tokens and no separators, as it was trained (training/train.py).
-        if (!system.empty()) {
-            if (!tokenizer.has_token("<|system|>"))
-                fail(Status::invalid_argument, "this model's chat format (<|user|>, <|assistant|>) has no system role");
-            out.append("<|system|>").append(system);
-        }
+    // The bundled model's: role tokens and no separators, as it was trained (training/train.py).
+    // Phi-3's tokenizers have the same role tokens but end turns with <|end|>: not this format.
+    if (tokenizer.has_token("<|user|>") && tokenizer.has_token("<|assistant|>") && !tokenizer.has_token("<|end|>")) {
+        if (!system.empty())
+            fail(Status::invalid_argument, "this model's chat format (<|user|>, <|assistant|>) has no system role");
         out.append("<|user|>").append(user).append("<|assistant|>");
         return out;
     }

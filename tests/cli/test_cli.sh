@@ -3,6 +3,7 @@
 # non-zero with exactly one line on stderr.
 # usage: test_cli.sh PATH_TO_UNMASK FIXTURES_DIR
 set -uo pipefail
+unset UNMASK_MODEL  # the default model must be the bundled one
 unmask=$1
 fixtures=$2
 failures=0
@@ -50,7 +51,8 @@ expect_one_error_line "unknown option" "unknown option '--bogus'"
 # Without a model named, the bundled model (models/) is used; $UNMASK_MODEL overrides it.
 expect_run "inspect the bundled model" 0 inspect
 grep -q "^architecture  *llada$" "$work/out" || fail "inspect without DIR shows the bundled model: $(cat "$work/out")"
-UNMASK_MODEL="$work/elsewhere" "$unmask" inspect >"$work/out" 2>"$work/err" && fail "UNMASK_MODEL names the default model"
+UNMASK_MODEL="$work/elsewhere" "$unmask" inspect >"$work/out" 2>"$work/err"
+[ $? -eq 1 ] || fail "UNMASK_MODEL names the default model (a missing one is exit 1)"
 expect_one_error_line "inspect \$UNMASK_MODEL" "IO: .*elsewhere"
 
 expect_run "inspect missing dir" 1 inspect "$work/does-not-exist"

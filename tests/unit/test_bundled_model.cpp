@@ -78,6 +78,7 @@ TEST_CASE("Dream's policies run all their steps although EOS is committed early"
     int64_t prompt_length = 0;
     REQUIRE(unmask_tokenize_chat(tokenizer, nullptr, "Set a timer for 5 minutes for the tea.", prompt, 64, &prompt_length) ==
             UNMASK_OK);
+    REQUIRE(prompt_length <= 64);
     for (const int32_t policy : {UNMASK_POLICY_MASKGIT_PLUS, UNMASK_POLICY_TOPK_MARGIN, UNMASK_POLICY_ENTROPY}) {
         CAPTURE(policy);
         unmask_generate_params params = base_params();
@@ -99,9 +100,11 @@ TEST_CASE("the bundled model's chat format wraps the request in its role tokens"
     int32_t ids[64];
     int64_t count = 0;
     REQUIRE(unmask_tokenize_chat(tokenizer, nullptr, "Add 2 and 3.", ids, 64, &count) == UNMASK_OK);
+    REQUIRE(count <= 64);
     char text[128];
     int64_t length = 0;
     REQUIRE(unmask_detokenize(tokenizer, ids, count, 0, text, sizeof text, &length) == UNMASK_OK);
+    REQUIRE(length <= int64_t(sizeof text));
     CHECK(std::string(text, static_cast<size_t>(length)) == "<|user|>Add 2 and 3.<|assistant|>");
     // The format has no system role: refused, not silently dropped.
     CHECK(unmask_tokenize_chat(tokenizer, "be brief", "hi", ids, 64, &count) == UNMASK_ERR_INVALID_ARGUMENT);
