@@ -61,6 +61,10 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     d.seed = p.seed;
     d.eos_token_id = p.eos_token_id;
     d.eot_token_id = p.eot_token_id;
+    d.cache_mode = static_cast<CacheMode>(
+        require_one_of(p.cache_mode, {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}, "params->cache_mode"));
+    d.cache_refresh = p.cache_refresh_steps;
+    d.cache_vicinity = p.cache_vicinity;
     return d;
 }
 
@@ -110,9 +114,17 @@ void run(const unmask_model& handle, const unmask_generate_params& p, std::vecto
     const int threads = threads_for(p);
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
-        shapes.push_back({static_cast<int64_t>(s.canvas().size()), {false, s.unconditional() != nullptr}});
+        shapes.push_back({static_cast<int64_t>(s.canvas().size()), {s.needs_cache(), s.unconditional() != nullptr}});
     const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, BackendKind::cpu, threads);
     auto backend = make_cpu_backend(threads, *memory.scratch);
+    // The caches live in the sequences' own state pools, which go before the sequences do.
+    struct ReleaseCaches {
+        std::vector<DecodeSequence>& sequences;
+        ~ReleaseCaches() {
+            for (DecodeSequence& s : sequences) s.release_caches();
+        }
+    } release_caches{sequences};
+    for (size_t i = 0; i < sequences.size(); ++i) sequences[i].make_caches(*backend, memory.states[i].pool.get());
     StepObserver observer;
     if (p.step_callback != nullptr)
         observer = [&](size_t index, const DecodeSequence& s, int64_t committed) {

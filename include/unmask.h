@@ -40,7 +40,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 1
+#define UNMASK_ABI_VERSION_MINOR 2
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -328,6 +328,14 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
 #define UNMASK_POLICY_TOPK_MARGIN 4  /* top-1 minus top-2 probability first */
 #define UNMASK_POLICY_ENTROPY 5      /* lowest entropy first */
 
+/* K/V cache modes (unmask_generate_params.cache_mode). Every block starts with a forward of the
+ * whole canvas that fills the sequence's cache; the other steps of the block feed only part of it
+ * and read the other positions' keys and values from the cache. PREFIX and DUAL are
+ * approximations (the cached K/V go stale as the canvas changes); NONE is exact. */
+#define UNMASK_CACHE_NONE 0   /* every step recomputes the whole canvas */
+#define UNMASK_CACHE_PREFIX 1 /* recompute the block and everything after it; reuse the prefix */
+#define UNMASK_CACHE_DUAL 2   /* recompute only the block; reuse prefix and suffix */
+
 /* EOS/EOT confidences (unmask_generate_params.eos_confidence), LLaDA's confidence_eos_eot_inf. */
 #define UNMASK_EOS_CONFIDENCE_OFF 0
 #define UNMASK_EOS_CONFIDENCE_REFERENCE 1 /* as LLaDA's reference behaves: only EOT gets -inf */
@@ -398,6 +406,11 @@ typedef struct unmask_generate_params {
     unmask_stream_callback stream_callback; /* may be NULL; per committed block */
     void *stream_user_data;
     int32_t stream_steps;                   /* 1: also after every step */
+    /* Since ABI 1.2: K/V caching (see the README's "Cache modes"). */
+    int32_t cache_mode;          /* UNMASK_CACHE_*; default NONE (exact) */
+    int64_t cache_refresh_steps; /* > 0: also recompute the whole canvas every this many steps of a block;
+                                    0 (default): only at block starts */
+    int64_t cache_vicinity;      /* also recompute this many positions on each side of the block; default 0 */
 } unmask_generate_params;
 
 /* Fills *params with the defaults above. Errors: INVALID_ARGUMENT for NULL. */

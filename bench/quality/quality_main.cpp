@@ -27,7 +27,8 @@ const char* usage =
     "  --batch N      prompts per generate call (default 16)\n"
     "  --threads N    CPU threads (default: all)\n"
     "  --setting S    a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,\n"
-    "                 factor=1,temperature=0,early_stop=1,cache=none; repeat for several (default: a grid)\n"
+    "                 factor=1,temperature=0,early_stop=1,cache=dual,refresh=0,vicinity=0; repeat for\n"
+    "                 several (default: a grid)\n"
     "  --json FILE    also write the results as JSON\n";
 
 struct Options {

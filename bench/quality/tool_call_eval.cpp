@@ -113,10 +113,14 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
         else if (key == "temperature") p.temperature = number(key, value);
         else if (key == "early_stop") p.early_stop = static_cast<int32_t>(integer(key, value) != 0);
         else if (key == "cache") {
-            // Cache modes arrive with the K/V cache work (issue 10); until then every run recomputes.
-            if (value != "none") throw std::invalid_argument("cache mode '" + value + "' is not available yet");
+            if (value == "none") p.cache_mode = UNMASK_CACHE_NONE;
+            else if (value == "prefix") p.cache_mode = UNMASK_CACHE_PREFIX;
+            else if (value == "dual") p.cache_mode = UNMASK_CACHE_DUAL;
+            else throw std::invalid_argument("cache must be none, prefix or dual, got '" + value + "'");
             setting.cache_mode = value;
-        } else
+        } else if (key == "refresh") p.cache_refresh_steps = integer(key, value);
+        else if (key == "vicinity") p.cache_vicinity = integer(key, value);
+        else
             throw std::invalid_argument("unknown setting key '" + key + "'");
     }
     if (!steps_given) p.steps = p.gen_length;
@@ -146,6 +150,10 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
         "policy=low_confidence,threshold=0.5",
         "policy=low_confidence,factor=1",
         "policy=low_confidence,block=" + block_at_most(n / 4) + ",threshold=0.9,early_stop=1",
+        "policy=low_confidence,block=" + block_at_most(n / 4),
+        "policy=low_confidence,block=" + block_at_most(n / 4) + ",cache=prefix",
+        "policy=low_confidence,block=" + block_at_most(n / 4) + ",cache=dual",
+        "policy=low_confidence,block=" + block_at_most(n / 4) + ",threshold=0.9,cache=dual",
     };
     std::vector<Setting> settings;
     for (const std::string& text : grid) settings.push_back(parse_setting(text, base));

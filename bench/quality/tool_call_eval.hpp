@@ -32,13 +32,14 @@ struct Setting {
 };
 
 // Parses "policy=low_confidence,steps=48,block=16,threshold=0.9,factor=1,temperature=0,
-// early_stop=1,cache=none" over `base` (omitted keys keep the base's values; steps defaults to the
+// early_stop=1,cache=dual,refresh=0,vicinity=0" over `base` (omitted keys keep the base's values; steps defaults to the
 // gen_length). Throws std::invalid_argument naming the key or value it cannot take.
 Setting parse_setting(const std::string& text, const unmask_generate_params& base);
 
 // The settings `unmask-quality` runs by default at `gen_length`: every commit policy at full
 // steps, low_confidence at 1/2 and 1/4 of the steps and with blocks (the largest dividing the
-// length at most 1/3 and 1/4 of it), threshold and factor decoding, early stop.
+// length at most 1/3 and 1/4 of it), threshold and factor decoding, early stop, and the cache
+// modes (prefix, dual, dual with threshold) against the same blocks without a cache.
 std::vector<Setting> default_settings(const unmask_generate_params& base);
 
 struct TaskScore {

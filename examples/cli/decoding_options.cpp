@@ -13,6 +13,8 @@ const std::map<std::string, int32_t> policies = {
 const std::map<std::string, int32_t> eos_modes = {{"off", UNMASK_EOS_CONFIDENCE_OFF},
                                                   {"reference", UNMASK_EOS_CONFIDENCE_REFERENCE},
                                                   {"both", UNMASK_EOS_CONFIDENCE_BOTH}};
+const std::map<std::string, int32_t> cache_modes = {
+    {"none", UNMASK_CACHE_NONE}, {"prefix", UNMASK_CACHE_PREFIX}, {"dual", UNMASK_CACHE_DUAL}};
 
 int32_t named(const std::map<std::string, int32_t>& names, const std::string& text, const std::string& what) {
     const auto it = names.find(text);
@@ -51,7 +53,10 @@ std::vector<OptionSpec> with_decoding_options(std::vector<OptionSpec> options) {
         {"alg-temp", "T", "Dream: sample the committed positions at this temperature"},
         {"seed", "N", "random seed (default 0)"},
         {"no-eos", "", "never sample EOS (LLaDA's logits_eos_inf)"},
-        {"early-stop", "", "stop once the answer has ended with EOS"}};
+        {"early-stop", "", "stop once the answer has ended with EOS"},
+        {"cache", "MODE", "K/V cache: none (exact, default), prefix or dual"},
+        {"cache-refresh", "N", "with a cache: also recompute the whole canvas every N steps of a block"},
+        {"cache-vicinity", "W", "with a cache: also recompute W positions on each side of the block"}};
     options.insert(options.end(), decoding.begin(), decoding.end());
     return options;
 }
@@ -74,6 +79,9 @@ void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& para
     if (auto v = args.integer("seed")) params.seed = static_cast<uint64_t>(*v);
     if (args.has("no-eos")) params.logits_eos_inf = 1;
     if (args.has("early-stop")) params.early_stop = 1;
+    if (auto v = args.value("cache")) params.cache_mode = named(cache_modes, *v, "--cache");
+    if (auto v = args.integer("cache-refresh")) params.cache_refresh_steps = *v;
+    if (auto v = args.integer("cache-vicinity")) params.cache_vicinity = *v;
 }
 
 void apply_json_params(const nlohmann::json& request, const std::vector<std::string>& skip,
@@ -120,6 +128,10 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
         else if (key == "eos_token_id") p.eos_token_id = integer();
         else if (key == "eot_token_id") p.eot_token_id = integer();
         else if (key == "timeout_seconds") p.timeout_seconds = number();
+        else if (key == "cache_mode")
+            p.cache_mode = value.is_string() ? named(cache_modes, value.get<std::string>(), "'cache_mode'") : int32();
+        else if (key == "cache_refresh_steps") p.cache_refresh_steps = integer();
+        else if (key == "cache_vicinity") p.cache_vicinity = integer();
         else throw UsageError("'" + key + "' is not a generation parameter");
     }
     if (!steps_given) p.steps = p.gen_length;

@@ -43,10 +43,16 @@ struct WorkspaceLimits {
     int64_t vocab = 0;
 };
 
-// One sequence's rows within a packed batch of activations.
+// One sequence's queries within a packed batch of activations, and the keys they attend to:
+// its own rows of k and v, or a K/V cache view of `key_count` positions in which the queries sit
+// at query_position.. (only part of the canvas is fed; the rest is read from the cache).
 struct SequenceRows {
     int64_t first_row = 0;
     int64_t rows = 0;
+    const float* cached_keys = nullptr;  // null: the sequence's own rows of k and v
+    const float* cached_values = nullptr;
+    int64_t key_count = 0;       // with a cache
+    int64_t query_position = 0;  // the position of the first query (block-causal masks)
 };
 
 struct AttentionParams {
@@ -75,6 +81,9 @@ public:
 
     // Throws Error(OUT_OF_BUDGET) when the ledger cannot take allocation_bytes(bytes).
     virtual DeviceBuffer allocate(size_t bytes) = 0;
+    // The same charged to `ledger` (a sequence's own state, e.g. its K/V cache), which must
+    // outlive the buffer.
+    virtual DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) = 0;
     // Sizes the per-thread workspace for `limits` up front and charges it to the ledger; work
     // beyond the limits is refused rather than grown into untracked memory.
     virtual void reserve_workspace(const WorkspaceLimits& limits) = 0;
@@ -90,7 +99,9 @@ public:
     virtual void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) = 0;
     virtual void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
                       const RopeSpec& rope) = 0;
-    // out[t] for every sequence: attention over that sequence's own keys.
+    // destination[0, n) = source[0, n) (device memory both)
+    virtual void copy(float* destination, const float* source, int64_t n) = 0;
+    // out[t] for every sequence: attention over that sequence's keys.
     virtual void attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
                            const AttentionParams& params, float* out) = 0;
     // gate = silu(gate) * up

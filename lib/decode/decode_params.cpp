@@ -43,6 +43,14 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         fail(Status::invalid_argument, "eos_confidence has the unknown value {}", static_cast<int>(p.eos_confidence));
     for (auto [name, id] : {std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id}})
         if (id < -1 || id >= spec.embedding_rows) fail(Status::invalid_argument, "{} {} is outside the vocabulary of {}", name, id, spec.embedding_rows);
+    if (p.cache_mode < CacheMode::none || p.cache_mode > CacheMode::dual)
+        fail(Status::invalid_argument, "cache_mode has the unknown value {}", static_cast<int>(p.cache_mode));
+    if (p.cache_refresh < 0 || p.cache_refresh > max_supported_steps)
+        fail(Status::invalid_argument, "cache_refresh must be in 0..{}, got {}", max_supported_steps, p.cache_refresh);
+    if (p.cache_vicinity < 0 || p.cache_vicinity > spec.max_sequence_length)
+        fail(Status::invalid_argument, "cache_vicinity must be in 0..{}, got {}", spec.max_sequence_length, p.cache_vicinity);
+    if (p.cache_mode == CacheMode::none && (p.cache_refresh > 0 || p.cache_vicinity > 0))
+        fail(Status::invalid_argument, "cache_refresh and cache_vicinity need a cache_mode (prefix or dual)");
 
     if (p.dream_policy()) {
         if (block != region)

@@ -26,6 +26,14 @@ enum class EosConfidence : int32_t {
     eos_and_eot = 2,      // as intended: both EOS and EOT
 };
 
+// Which K/V a step reuses (ALGORITHMS.md section 4). Every block starts with a forward of the
+// whole canvas that fills the cache; the other steps feed part of it.
+enum class CacheMode : int32_t {
+    none = 0,    // exact: every step feeds the whole canvas
+    prefix = 1,  // feed from the block start to the end; the prefix's K/V come from the cache
+    dual = 2,    // feed only the block; prefix and suffix K/V come from the cache (the suffix stale)
+};
+
 struct DecodeParams {
     int64_t gen_length = 128;
     int64_t steps = 128;
@@ -47,6 +55,9 @@ struct DecodeParams {
     bool early_stop = false;  // once the answer has ended with EOS in a finished block, fill with EOS and stop
     int64_t eos_token_id = -1;  // -1: the model's
     int64_t eot_token_id = -1;  // -1: none
+    CacheMode cache_mode = CacheMode::none;
+    int64_t cache_refresh = 0;   // > 0: also feed the whole canvas every this many steps of a block
+    int64_t cache_vicinity = 0;  // also feed this many positions on each side of the block
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
     bool dream_policy() const noexcept { return policy >= CommitPolicy::origin; }

@@ -6,14 +6,10 @@
 
 namespace unmask {
 
-int64_t forward_tokens(const DecodeSequence& sequence) noexcept {
-    return static_cast<int64_t>(sequence.canvas().size()) * (sequence.unconditional() != nullptr ? 2 : 1);
-}
-
 ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept {
     ForwardLimits limits;
     for (const DecodeSequence& s : sequences) {
-        limits.tokens += forward_tokens(s);
+        limits.tokens += s.max_fed_rows();
         limits.sequence_length = std::max(limits.sequence_length, static_cast<int64_t>(s.canvas().size()));
     }
     return limits;
@@ -49,24 +45,26 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
     for (size_t i = 0; i < sequences.size(); ++i) {
         DecodeSequence& s = *sequences[i];
         if (s.finished()) continue;
-        if (forward_tokens(s) > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
+        if (s.max_fed_rows() > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
             fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",
-                 forward_tokens(s), limits.tokens, limits.sequence_length);
+                 s.max_fed_rows(), limits.tokens, limits.sequence_length);
+        if (s.needs_cache() && s.cache() == nullptr) fail(Status::internal, "a sequence's K/V cache was never made");
         if (s.output_positions().empty()) {
             // Nothing masked where this step looks (an origin step that already committed
             // everything, a block of fixed positions): the step runs without a forward.
             finish_step(i, s.apply({}));
             continue;
         }
-        if (batch_tokens + forward_tokens(s) > limits.tokens) run_batch();
+        if (batch_tokens + s.fed_rows() > limits.tokens) run_batch();
         active.push_back(i);
-        ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0};
+        ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0, s.cache(), s.unconditional_cache(),
+                          s.feed_begin(), s.feed_end()};
         if (const auto* unconditional = s.unconditional()) {
             f.unconditional_tokens = *unconditional;
             f.cfg_scale = s.cfg_scale();
         }
         batch.push_back(f);
-        batch_tokens += forward_tokens(s);
+        batch_tokens += s.fed_rows();
     }
     run_batch();
 }
@@ -75,6 +73,7 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
                                       const ForwardLimits& limits, const StepObserver& observer) {
     if (sequences.empty()) return {};
     Forward forward(model, backend, limits);
+    for (DecodeSequence& s : sequences) s.make_caches(backend, nullptr);
     std::vector<DecodeSequence*> pointers;
     for (DecodeSequence& s : sequences) pointers.push_back(&s);
     std::vector<GenerationStats> stats(sequences.size());

@@ -27,18 +27,17 @@ struct GenerationStats {
 // committed; returning false cancels that sequence.
 using StepObserver = std::function<bool(size_t index, const DecodeSequence& sequence, int64_t committed)>;
 
-// Rows one sequence feeds to a forward: its canvas, twice with CFG.
-int64_t forward_tokens(const DecodeSequence& sequence) noexcept;
-
 // The limits that run all `sequences` in one forward per step.
 ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept;
 
-// One step of every unfinished sequence in `sequences` (each must fit the forward's limits);
-// `stats[i]` counts sequence i's step and forwards.
+// One step of every unfinished sequence in `sequences` (each must fit the forward's limits and
+// have its caches made when its cache mode needs them); `stats[i]` counts sequence i's step and
+// forwards.
 void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<GenerationStats> stats,
           const StepObserver& observer = {});
 
-// Runs `sequences` to the end with forwards bounded by `limits`.
+// Runs `sequences` to the end with forwards bounded by `limits`. Caches that a sequence needs and
+// lacks are made on `backend`, charged to its own ledger.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       const ForwardLimits& limits, const StepObserver& observer = {});
 

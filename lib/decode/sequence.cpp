@@ -66,7 +66,7 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
 void DecodeSequence::start_block() {
     block_step_ = 0;
     if (params_.dream_policy()) return;
-    const int64_t begin = region_begin_ + block_ * block_length_;
+    const int64_t begin = block_begin();
     const auto masked = std::count(canvas_.begin() + begin, canvas_.begin() + begin + block_length_,
                                    static_cast<int32_t>(spec_.mask_token_id));
     if (params_.adaptive()) {
@@ -80,11 +80,25 @@ void DecodeSequence::start_block() {
     }
 }
 
+int64_t DecodeSequence::block_begin() const noexcept {
+    return params_.dream_policy() ? region_begin_ : region_begin_ + block_ * block_length_;
+}
+
+int64_t DecodeSequence::block_end() const noexcept {
+    return params_.dream_policy() ? static_cast<int64_t>(canvas_.size()) : block_begin() + block_length_;
+}
+
+void DecodeSequence::make_caches(Backend& backend, MemoryLedger* ledger) {
+    if (!needs_cache() || cache_ != nullptr) return;
+    const auto length = static_cast<int64_t>(canvas_.size());
+    cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length);
+    if (params_.cfg_scale > 0) unconditional_cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length);
+}
+
 void DecodeSequence::prepare_step() {
     outputs_.clear();
     const auto mask = static_cast<int32_t>(spec_.mask_token_id);
-    const int64_t begin = params_.dream_policy() ? region_begin_ : region_begin_ + block_ * block_length_;
-    const int64_t end = params_.dream_policy() ? static_cast<int64_t>(canvas_.size()) : begin + block_length_;
+    const int64_t begin = block_begin(), end = block_end(), length = static_cast<int64_t>(canvas_.size());
     for (int64_t p = begin; p < end; ++p)
         if (canvas_[size_t(p)] == mask) outputs_.push_back(static_cast<int32_t>(p));
     sampling_.step = static_cast<uint32_t>(steps_);
@@ -92,6 +106,14 @@ void DecodeSequence::prepare_step() {
         unconditional_ = canvas_;
         for (size_t i = 0; i < canvas_.size(); ++i)
             if (fixed_[i]) unconditional_[i] = mask;
+    }
+    feed_begin_ = 0;
+    feed_end_ = length;
+    const bool refresh = block_step_ == 0 || (params_.cache_refresh > 0 && block_step_ % params_.cache_refresh == 0);
+    if (params_.cache_mode != CacheMode::none && !refresh) {
+        const int64_t shift = spec_.logits_shift ? 1 : 0;  // position p is predicted from p - 1
+        feed_begin_ = std::max<int64_t>(0, begin - shift - params_.cache_vicinity);
+        if (params_.cache_mode == CacheMode::dual) feed_end_ = std::min(length, end + params_.cache_vicinity);
     }
 }
 
@@ -185,7 +207,7 @@ void DecodeSequence::finish_if_done() {
         if (steps_ < params_.steps) return;
         finish_ = FinishReason::length;
     } else {
-        const int64_t begin = region_begin_ + block_ * block_length_;
+        const int64_t begin = block_begin();
         const bool block_done =
             std::find(canvas_.begin() + begin, canvas_.begin() + begin + block_length_, mask) == canvas_.begin() + begin + block_length_;
         if (!block_done) return;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "core/philox.hpp"
 #include "decode/decode_params.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
@@ -43,6 +45,26 @@ public:
     const CandidateParams& sampling() const noexcept { return sampling_; }
     const std::vector<int32_t>* unconditional() const noexcept { return params_.cfg_scale > 0 ? &unconditional_ : nullptr; }
     double cfg_scale() const noexcept { return params_.cfg_scale; }
+    // The positions this step feeds: the whole canvas, or with a cache mode, between refreshes,
+    // the current block (dual) or everything from it (prefix), widened by the vicinity and, when
+    // the model predicts from the previous position, by one before the block.
+    int64_t feed_begin() const noexcept { return feed_begin_; }
+    int64_t feed_end() const noexcept { return feed_end_; }
+    // Rows this step feeds to a forward (twice the fed positions with CFG), and the most any step does.
+    int64_t fed_rows() const noexcept { return (feed_end_ - feed_begin_) * (params_.cfg_scale > 0 ? 2 : 1); }
+    int64_t max_fed_rows() const noexcept { return static_cast<int64_t>(canvas_.size()) * (params_.cfg_scale > 0 ? 2 : 1); }
+
+    // The K/V caches of a cache mode (the second for the CFG twin): the caller makes them before
+    // the first step, charged to `ledger` (null: the backend's own); they go with the sequence.
+    // Does nothing without a cache mode or when they exist.
+    bool needs_cache() const noexcept { return params_.cache_mode != CacheMode::none; }
+    void make_caches(Backend& backend, MemoryLedger* ledger);
+    void release_caches() noexcept {
+        cache_.reset();
+        unconditional_cache_.reset();
+    }
+    KVCache* cache() const noexcept { return cache_.get(); }
+    KVCache* unconditional_cache() const noexcept { return unconditional_cache_.get(); }
 
     // Commits from one candidate per output position; returns how many positions were committed.
     int64_t apply(std::span<const Candidate> candidates);
@@ -51,6 +73,8 @@ public:
 private:
     void start_block();
     void prepare_step();
+    int64_t block_begin() const noexcept;  // the positions the current step decodes
+    int64_t block_end() const noexcept;
     double confidence(const Candidate& c, int32_t position) const;
     // The uniform draw of `stream` for `position` at this step: philox(seed; 0, position, step, stream).
     double position_uniform(int32_t position, RandomStream stream) const;
@@ -71,6 +95,8 @@ private:
     int32_t eos_ = -1, eot_ = -1;
     std::vector<int32_t> banned_;  // sampling_.banned_tokens views it
     FinishReason finish_ = FinishReason::none;
+    int64_t feed_begin_ = 0, feed_end_ = 0;
+    std::unique_ptr<KVCache> cache_, unconditional_cache_;
 };
 
 }  // namespace unmask

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "memory/batch_memory.hpp"
 #include "memory/memory_plan.hpp"
 
 namespace unmask {
@@ -27,7 +28,9 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
 }
 
-SequenceOptions options_of(const DecodeSequence& sequence) { return {false, sequence.unconditional() != nullptr}; }
+SequenceOptions options_of(const DecodeSequence& sequence) {
+    return {sequence.needs_cache(), sequence.unconditional() != nullptr};
+}
 
 }  // namespace
 
@@ -118,9 +121,9 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
         fail(Status::too_long, "the request takes {} positions; the engine admits {}", length,
              options_.max_sequence_length);
     DecodeSequence sequence(spec, input.params, input.canvas);
-    if (forward_tokens(sequence) > forward_->limits().tokens)
+    if (sequence.max_fed_rows() > forward_->limits().tokens)
         fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
-             forward_tokens(sequence), forward_->limits().tokens);
+             sequence.max_fed_rows(), forward_->limits().tokens);
     const uint64_t state = sequence_state_bytes(spec, length, options_of(sequence), BackendKind::cpu);
     const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
     if (state > for_requests) {
@@ -166,7 +169,8 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!queue_.empty() && static_cast<int64_t>(running_.size()) < options_.max_concurrent_requests) {
         const std::shared_ptr<Request>& head = queue_.front();
         const auto length = static_cast<int64_t>(head->sequence_.canvas().size());
-        auto memory = memory_.try_reserve(sequence_state_bytes(spec, length, options_of(head->sequence_), BackendKind::cpu));
+        auto memory = try_reserve_sequence(memory_, spec, {length, options_of(head->sequence_)}, BackendKind::cpu,
+                                           fmt::format("request {}", head->id()));
         if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
         head->memory_ = std::move(*memory);
         head->admitted_ = Clock::now();
@@ -246,6 +250,13 @@ void Engine::run_step() {
         if (r->cancel_requested()) end(r, RequestFinish::cancelled);
         else if (now >= r->deadline_) end(r, RequestFinish::timeout);
         else {
+            try {
+                // A new request's caches come from its state pool, sized for them at admission.
+                r->sequence_.make_caches(*backend_, r->memory_.pool.get());
+            } catch (const Error& e) {
+                end(r, RequestFinish::error, e.status(), e.what());
+                continue;
+            }
             active.push_back(r);
             sequences.push_back(&r->sequence_);
         }
@@ -318,7 +329,8 @@ void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, 
     result.timings.compute = admitted ? seconds_between(r.admitted_, now) : 0.0;
     result.timings.first_block = r.first_block_ ? seconds_between(r.submitted_, *r.first_block_) : -1.0;
     result.timings.end_to_end = seconds_between(r.submitted_, now);
-    r.memory_ = Reservation();
+    r.sequence_.release_caches();
+    r.memory_ = SequenceMemory();
     {
         std::lock_guard lock(mutex_);
         if (admitted) --stats_.running;

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "decode/generate.hpp"
 #include "decode/sequence.hpp"
+#include "memory/batch_memory.hpp"
 #include "memory/memory_ledger.hpp"
 
 namespace unmask {
@@ -95,10 +96,10 @@ private:
 
     // The scheduler's side, touched only by the engine.
     RequestInput input_;
+    SequenceMemory memory_;     // before sequence_: its caches are charged to the pool
     DecodeSequence sequence_;
     Clock::time_point submitted_, admitted_, deadline_;
     std::optional<Clock::time_point> first_block_;
-    Reservation memory_;
     GenerationStats stats_;
     int64_t blocks_seen_ = 0;
 };

@@ -6,6 +6,14 @@
 
 namespace unmask {
 
+std::optional<SequenceMemory> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
+                                                   const SequenceShape& shape, BackendKind backend, std::string name) {
+    auto pool = device.try_pool(std::move(name), sequence_state_bytes(spec, shape.length, shape.options, backend));
+    if (pool == nullptr) return std::nullopt;
+    Reservation decode_state = pool->reserve(decode_state_bytes(shape.length, shape.options), "a sequence's decode state");
+    return SequenceMemory{std::move(pool), std::move(decode_state)};
+}
+
 BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span<const SequenceShape> sequences,
                           BackendKind backend, int threads) {
     uint64_t state_bytes = 0;
@@ -44,9 +52,11 @@ BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span
     if (rows < widest_rows) refuse(available);
     BatchMemory memory;
     try {
-        for (const SequenceShape& s : sequences)
-            memory.states.push_back(
-                device.reserve(sequence_state_bytes(spec, s.length, s.options, backend), "a sequence's state"));
+        for (const SequenceShape& s : sequences) {
+            auto state = try_reserve_sequence(device, spec, s, backend, device.name() + " sequence state");
+            if (!state) fail(Status::out_of_budget, "a sequence's state no longer fits");
+            memory.states.push_back(std::move(*state));
+        }
         memory.limits = {rows, longest};
         memory.scratch = device.pool(device.name() + " scratch", scratch_for(rows));
     } catch (const Error& e) {

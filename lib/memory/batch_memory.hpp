@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "memory/memory_ledger.hpp"
@@ -20,9 +22,21 @@ struct SequenceShape {
     SequenceOptions options;
 };
 
+// One sequence's state in a device's books: a pool of sequence_state_bytes in which the decode
+// state is reserved at once and the K/V caches (with a cache mode) are allocated by the backend.
+// The caches must be released before the pool.
+struct SequenceMemory {
+    std::unique_ptr<MemoryLedger> pool;
+    Reservation decode_state;
+};
+
+// Null when the sequence's state does not fit in `device` now.
+std::optional<SequenceMemory> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
+                                                   const SequenceShape& shape, BackendKind backend, std::string name);
+
 // Held while the batch runs; releases everything when destroyed.
 struct BatchMemory {
-    std::vector<Reservation> states;
+    std::vector<SequenceMemory> states;
     std::unique_ptr<MemoryLedger> scratch;  // the backend allocates the forwards' buffers from it
     ForwardLimits limits;                   // for the forwards the scratch was sized for
 };

@@ -48,14 +48,14 @@ void MemoryLedger::take(uint64_t bytes, bool used, std::string_view what) {
     if (used) add_use(bytes);
 }
 
-bool MemoryLedger::try_take(uint64_t bytes) noexcept {
+bool MemoryLedger::try_take(uint64_t bytes, bool used) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (bytes > capacity_ - reserved_) return false;
         reserved_ += bytes;
         peak_reserved_ = std::max(peak_reserved_, reserved_);
     }
-    add_use(bytes);
+    if (used) add_use(bytes);
     return true;
 }
 
@@ -87,12 +87,17 @@ Reservation MemoryLedger::reserve(uint64_t bytes, std::string_view what) {
 }
 
 std::optional<Reservation> MemoryLedger::try_reserve(uint64_t bytes) {
-    if (!try_take(bytes)) return std::nullopt;
+    if (!try_take(bytes, true)) return std::nullopt;
     return Reservation(this, bytes);
 }
 
 std::unique_ptr<MemoryLedger> MemoryLedger::pool(std::string name, uint64_t capacity) {
     take(capacity, false, name);
+    return std::unique_ptr<MemoryLedger>(new MemoryLedger(std::move(name), capacity, this));
+}
+
+std::unique_ptr<MemoryLedger> MemoryLedger::try_pool(std::string name, uint64_t capacity) {
+    if (!try_take(capacity, false)) return nullptr;
     return std::unique_ptr<MemoryLedger>(new MemoryLedger(std::move(name), capacity, this));
 }
 

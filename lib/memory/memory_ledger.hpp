@@ -56,6 +56,8 @@ public:
     // and charges its allocations to itself; its use shows here as it happens. The pool must
     // outlive every allocation charged to it, and this ledger the pool.
     std::unique_ptr<MemoryLedger> pool(std::string name, uint64_t capacity);
+    // The same, or null when `capacity` does not fit now.
+    std::unique_ptr<MemoryLedger> try_pool(std::string name, uint64_t capacity);
 
     // The tracking allocator's hooks: count an allocation of `bytes`, and its release.
     void charge(uint64_t bytes, std::string_view what);
@@ -72,7 +74,7 @@ public:
 private:
     MemoryLedger(std::string name, uint64_t capacity, MemoryLedger* parent);
     void take(uint64_t bytes, bool used, std::string_view what);
-    bool try_take(uint64_t bytes) noexcept;
+    bool try_take(uint64_t bytes, bool used) noexcept;
     void give_back(uint64_t bytes, bool used) noexcept;
     void add_use(uint64_t bytes) noexcept;
     void remove_use(uint64_t bytes) noexcept;

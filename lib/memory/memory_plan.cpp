@@ -45,16 +45,24 @@ int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept {
     return length * (options.cfg ? 2 : 1);
 }
 
-uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
-                              BackendKind backend) {
+uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
     const auto positions = static_cast<uint64_t>(length);
     // Canvas and output positions (int32 each), the fixed-position flags, one candidate per position.
     uint64_t bytes = positions * (2 * sizeof(int32_t) + 1 + sizeof(Candidate));
     if (options.cfg) bytes += positions * sizeof(int32_t);  // the unconditional canvas
-    if (options.kv_cache)
-        bytes += uint64_t(forward_rows(length, options)) * 2 * uint64_t(spec.layers * spec.kv_heads * spec.head_dim) *
-                 kv_element_bytes(backend);
     return bytes;
+}
+
+uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend) {
+    if (!options.kv_cache) return 0;
+    const uint64_t one = allocation_bytes(2 * uint64_t(spec.layers) * uint64_t(length) *
+                                          uint64_t(spec.kv_heads * spec.head_dim) * kv_element_bytes(backend));
+    return one * (options.cfg ? 2 : 1);
+}
+
+uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
+                              BackendKind backend) {
+    return decode_state_bytes(length, options) + kv_cache_bytes(spec, length, options, backend);
 }
 
 uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads) {

@@ -37,8 +37,10 @@ struct SequenceOptions {
     bool cfg = false;       // classifier-free guidance runs an unconditional twin
 };
 
-// Bytes of one sequence's state at `length` positions (canvas, per-position decode state and
-// candidates, the CFG twin, K/V cache).
+// Bytes of one sequence's state at `length` positions: the decode state (canvas, per-position
+// state and candidates, the CFG twin's canvas) and the K/V caches (the twin's too with CFG).
+uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options);
+uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend);
 uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
                               BackendKind backend);
 

@@ -126,22 +126,38 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
                   hd = spec_.head_dim, vocab = spec_.embedding_rows;
 
-    // Pack the batch: token ids, positions within each sequence, and the rows that need outputs.
+    // Pack the batch: the fed token ids and their positions, each run's rows (a sequence's canvas
+    // or its CFG twin) and cache, and the rows that need outputs.
+    struct Run {
+        int64_t first_row, rows, feed_begin, length;
+        KVCache* cache;
+    };
+    std::vector<Run> runs;
     std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
     std::vector<double> guidance_scales;
     std::vector<uint32_t> output_positions;
     std::vector<const CandidateParams*> output_params;
-    std::vector<SequenceRows> sequences;
-    auto append_tokens = [&](std::span<const int32_t> tokens, size_t s) {
-        const auto first_row = static_cast<int64_t>(ids.size());
+    auto append_run = [&](std::span<const int32_t> tokens, KVCache* cache, int64_t feed_begin, int64_t feed_end,
+                          size_t s) {
         const auto length = static_cast<int64_t>(tokens.size());
-        sequences.push_back({first_row, length});
+        if (cache != nullptr) {
+            if (cache->length() < length || cache->row_floats() != kv_heads * hd)
+                fail(Status::invalid_argument, "sequence {}: its K/V cache holds {} positions of {} floats, not {} of {}",
+                     s, cache->length(), cache->row_floats(), length, kv_heads * hd);
+            if ((feed_begin > 0 || feed_end < length) && !cache->complete())
+                fail(Status::invalid_argument, "sequence {} feeds positions {}..{} of {} into a K/V cache that was "
+                     "never filled", s, feed_begin, feed_end, length);
+        }
+        const auto first_row = static_cast<int64_t>(ids.size());
+        runs.push_back({first_row, feed_end - feed_begin, feed_begin, length, cache});
         for (int64_t p = 0; p < length; ++p) {
             const int32_t token = tokens[size_t(p)];
             if (token < 0 || token >= vocab)
                 fail(Status::invalid_argument, "token id {} at position {} of sequence {} is outside the vocabulary of {}",
                      token, p, s, vocab);
-            ids.push_back(token);
+        }
+        for (int64_t p = feed_begin; p < feed_end; ++p) {
+            ids.push_back(tokens[size_t(p)]);
             positions.push_back(static_cast<int32_t>(p));
         }
         return first_row;
@@ -159,15 +175,27 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         if (guided && seq.unconditional_tokens.size() != seq.tokens.size())
             fail(Status::invalid_argument, "sequence {}: the unconditional canvas has {} tokens, the canvas {}", s,
                  seq.unconditional_tokens.size(), seq.tokens.size());
-        const int64_t first_row = append_tokens(seq.tokens, s);
-        const int64_t unconditional_row = guided ? append_tokens(seq.unconditional_tokens, s) : -1;
+        const int64_t feed_begin = seq.feed_begin, feed_end = seq.feed_end < 0 ? length : seq.feed_end;
+        if (feed_begin < 0 || feed_begin >= feed_end || feed_end > length)
+            fail(Status::invalid_argument, "sequence {}: the fed positions {}..{} are not a range within its {}", s,
+                 feed_begin, feed_end, length);
+        if ((seq.cache == nullptr && (feed_begin > 0 || feed_end < length)) ||
+            (guided && (seq.cache == nullptr) != (seq.unconditional_cache == nullptr)))
+            fail(Status::invalid_argument, "sequence {} feeds part of its canvas without a K/V cache for {}", s,
+                 seq.cache == nullptr ? "it" : "its unconditional twin");
+        const int64_t first_row = append_run(seq.tokens, seq.cache, feed_begin, feed_end, s);
+        const int64_t unconditional_row =
+            guided ? append_run(seq.unconditional_tokens, seq.unconditional_cache, feed_begin, feed_end, s) : -1;
         auto add_output = [&](int64_t p) {
             if (p < 0 || p >= length)
                 fail(Status::invalid_argument, "output position {} is outside sequence {} of length {}", p, s, length);
             // Dream predicts position p from the hidden state of p - 1 (position 0 keeps its own).
             const int64_t source = spec_.logits_shift && p > 0 ? p - 1 : p;
-            output_rows.push_back(static_cast<int32_t>(first_row + source));
-            guidance_rows.push_back(guided ? static_cast<int32_t>(unconditional_row + source) : -1);
+            if (source < feed_begin || source >= feed_end)
+                fail(Status::invalid_argument, "output position {} of sequence {} needs position {}, which is not fed "
+                     "({}..{})", p, s, source, feed_begin, feed_end);
+            output_rows.push_back(static_cast<int32_t>(first_row + source - feed_begin));
+            guidance_rows.push_back(guided ? static_cast<int32_t>(unconditional_row + source - feed_begin) : -1);
             guidance_scales.push_back(seq.cfg_scale);
             output_positions.push_back(static_cast<uint32_t>(p));
             output_params.push_back(seq.sampling);
@@ -193,6 +221,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
                         spec_.rope_style == RopeStyle::interleaved};
     const AttentionParams attention{heads, kv_heads, hd, 0};
 
+    std::vector<SequenceRows> sequences(runs.size());
     backend_.embedding(*embedding_, token_ids.ints(), tokens, x.floats());
     for (const LayerWeights& layer : layers_) {
         backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
@@ -205,6 +234,21 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         }
         backend_.rope(q.floats(), tokens, heads, hd, token_positions.ints(), rope);
         backend_.rope(k.floats(), tokens, kv_heads, hd, token_positions.ints(), rope);
+        // Runs with a cache write their fed keys and values into it and attend to all of it.
+        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
+        for (size_t r = 0; r < runs.size(); ++r) {
+            const Run& run = runs[r];
+            SequenceRows& view = sequences[r];
+            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin};
+            if (run.cache == nullptr) continue;
+            const int64_t kv = kv_heads * hd;
+            view.cached_keys = run.cache->keys(layer_index);
+            view.cached_values = run.cache->values(layer_index);
+            view.key_count = run.length;
+            backend_.copy(run.cache->keys(layer_index) + run.feed_begin * kv, k.floats() + run.first_row * kv, run.rows * kv);
+            backend_.copy(run.cache->values(layer_index) + run.feed_begin * kv, v.floats() + run.first_row * kv,
+                          run.rows * kv);
+        }
         backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
         backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
         backend_.add(x.floats(), projected.floats(), tokens * d);
@@ -217,6 +261,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
             backend_.add(x.floats(), projected.floats(), tokens * d);
         }
     }
+
+    for (const Run& run : runs)
+        if (run.cache != nullptr && run.feed_begin == 0 && run.rows == run.length) run.cache->mark_complete();
 
     // Final norm, LM head and candidates, a chunk of output rows at a time.
     ForwardOutput output;

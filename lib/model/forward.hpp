@@ -1,6 +1,8 @@
 // The one forward pass, for every architecture: ModelSpec says what to do, the backend does it.
 // A batch holds sequences of different lengths; each asks for outputs at some of its positions
-// (the masked ones, during decoding) as candidates (decoding) or full logits (tests).
+// (the masked ones, during decoding) as candidates (decoding) or full logits (tests). A sequence
+// with a K/V cache feeds only part of its canvas; the other positions' keys and values come from
+// the cache, and the fed positions' are written to it.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model.hpp"
 #include "model/run_state.hpp"
 
@@ -21,6 +24,13 @@ struct ForwardSequence {
     // the logits become uncond + (cfg_scale + 1) * (cond - uncond) before candidates.
     std::span<const int32_t> unconditional_tokens;
     double cfg_scale = 0.0;
+    // Without a cache the whole canvas is fed. With one (and the twin's with CFG), positions
+    // [feed_begin, feed_end) are: outputs must come from them, and a partial feed needs a cache
+    // that is complete (a whole canvas was fed into it before).
+    KVCache* cache = nullptr;
+    KVCache* unconditional_cache = nullptr;
+    int64_t feed_begin = 0;
+    int64_t feed_end = -1;  // -1: the end of the canvas
 };
 
 struct ForwardOutput {
@@ -36,7 +46,7 @@ public:
     Forward(const Model& model, Backend& backend, const ForwardLimits& limits);
 
     // Throws INVALID_ARGUMENT for token ids or positions out of range, an empty batch or sequence,
-    // TOO_LONG for a batch beyond the limits.
+    // a feed range the sequence's cache cannot serve; TOO_LONG for a batch beyond the limits.
     ForwardOutput run(std::span<const ForwardSequence> batch, bool want_logits);
 
     const ForwardLimits& limits() const noexcept { return limits_; }

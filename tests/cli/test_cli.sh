@@ -139,6 +139,17 @@ import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict), call
 PY
+expect_run "generate with a dual cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
+    --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --threads 2 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
+import json, sys
+call = json.loads(json.load(open(sys.argv[1]))["text"])
+assert set(call) == {"name", "arguments"}, call
+PY
+expect_run "generate bad cache mode" 2 generate --prompt-ids 1 --cache triple
+expect_one_error_line "generate bad cache mode" "--cache must be one of dual, none, prefix"
+expect_run "generate vicinity without cache" 1 generate --prompt-ids 1 --gen-length 8 --cache-vicinity 2
+expect_one_error_line "generate vicinity without cache" "INVALID_ARGUMENT: .*need a cache_mode"
 expect_run "plan the bundled model" 0 plan --max-seq-len 128
 grep -q "^fits: " "$work/out" || fail "plan without -m plans the bundled model"
 expect_run "plan" 0 plan -m "$fixtures/good/llada-moe" --budget 64MiB --max-seq-len 256 --concurrency 4 --threads 2
@@ -172,6 +183,7 @@ chat="$fixtures/good/tiny-chat"
 printf '%s\n' '{"id": "a", "prompt_ids": [1, 2, 3], "gen_length": 8, "steps": 4}' \
     'not json' \
     '{"id": 7, "prompt": "hello", "gen_length": 6, "policy": "maskgit_plus", "temperature": 0.5, "seed": 3}' \
+    '{"id": "dual", "prompt_ids": [1, 2], "gen_length": 8, "block_length": 4, "cache_mode": "dual", "cache_refresh_steps": 2}' \
     '{"id": "bad", "prompt_ids": [1], "gen_lenght": 8}' \
     '{"id": "long", "prompt_ids": [1], "gen_length": 100000}' \
     | "$unmask" serve-stdin -m "$chat" --threads 2 >"$work/served" 2>"$work/err" || fail "serve-stdin: $(cat "$work/err")"
@@ -179,7 +191,8 @@ printf '%s\n' '{"id": "a", "prompt_ids": [1, 2, 3], "gen_length": 8, "steps": 4}
 import json, sys
 results = [json.loads(line) for line in open(sys.argv[1])]
 by_id = {str(r["id"]): r for r in results}
-assert len(results) == 5 and len(by_id) == 5, results
+assert len(results) == 6 and len(by_id) == 6, results
+assert len(by_id["dual"]["tokens"]) == 8 and by_id["dual"]["steps"] == 8
 assert by_id["a"]["finish_reason"] in ("length", "eos") and len(by_id["a"]["tokens"]) == 8 and "text" in by_id["a"]
 assert by_id["a"]["steps"] == 4 and by_id["a"]["timings"]["end_to_end_seconds"] > 0
 assert len(by_id["7"]["tokens"]) == 6

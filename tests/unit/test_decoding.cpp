@@ -3,6 +3,7 @@
 // commit rules of threshold and factor decoding, step bounds, and bad parameters.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <random>
@@ -100,6 +101,57 @@ TEST_CASE("greedy decoding reproduces the PyTorch references token for token, fo
             CHECK(g.result.steps == c["steps"].get<int64_t>());
             CHECK(g.result.forwards == g.result.steps * (params.cfg_scale > 0 ? 2 : 1));
             CHECK(g.result.token_count == params.gen_length);
+        }
+    }
+}
+
+TEST_CASE("with the cache refreshed every step, prefix and dual caches give exactly the tokens of no cache") {
+    // Every reference case (every policy, blocks, CFG with its twin's cache, threshold, early
+    // stop): a cache filled by full forwards and read back gives the same numbers as none.
+    for (const std::string name : {"llada", "llada-moe", "dream"}) {
+        LoadedModel loaded(name);
+        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
+        const auto cases = nlohmann::json::parse(in);
+        for (const auto& c : cases) {
+            for (const int32_t mode : {UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
+                CAPTURE(name);
+                CAPTURE(c["name"].get<std::string>());
+                CAPTURE(mode);
+                auto params = params_from_json(c["params"]);
+                params.cache_mode = mode;
+                params.cache_refresh_steps = 1;
+                const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
+                REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
+                CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
+                CHECK(g.result.steps == c["steps"].get<int64_t>());
+            }
+        }
+    }
+}
+
+TEST_CASE("without refresh, cached decoding keeps its schedule and stays deterministic") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 32;
+    params.steps = 32;
+    params.block_length = 8;
+    params.threads = 2;
+    const std::vector<int32_t> prompt = {5, 9, 14, 3, 7, 21};
+    for (const int32_t mode : {UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
+        for (const int64_t vicinity : {0, 4}) {
+            CAPTURE(mode);
+            CAPTURE(vicinity);
+            params.cache_mode = mode;
+            params.cache_vicinity = vicinity;
+            const Generated cached = generate(loaded.model, params, prompt);
+            REQUIRE_MESSAGE(cached.status == UNMASK_OK, unmask_last_error());
+            CHECK(cached.result.steps == 32);
+            CHECK(cached.result.forwards == 32);
+            CHECK(std::count(cached.tokens.begin(), cached.tokens.end(), 299) == 0);  // no mask left
+            params.threads = 1;
+            CHECK(generate(loaded.model, params, prompt).tokens == cached.tokens);
+            params.threads = 2;
         }
     }
 }
@@ -369,6 +421,10 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"cfg_scale must be a finite number", [](unmask_generate_params& p) { p.cfg_scale = 0.0 / 0.0; }},
         {"steps 4194304 is above the supported", [](unmask_generate_params& p) { p.steps = 1 << 22; }},
         {"more than the 16 positions of a block", [](unmask_generate_params& p) { p.steps = 32; }},
+        {"params->cache_mode has the unknown value 3", [](unmask_generate_params& p) { p.cache_mode = 3; }},
+        {"cache_refresh must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_DUAL; p.cache_refresh_steps = -1; }},
+        {"cache_vicinity must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_PREFIX; p.cache_vicinity = -2; }},
+        {"cache_refresh and cache_vicinity need a cache_mode", [](unmask_generate_params& p) { p.cache_vicinity = 4; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);

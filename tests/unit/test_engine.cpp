@@ -111,7 +111,7 @@ struct Gate {
 
 }  // namespace
 
-TEST_CASE("requests batched in the engine give the same tokens as alone (no cross-talk)") {
+TEST_CASE("requests batched in the engine give the same tokens as alone (no cross-talk), whatever their cache modes") {
     Model model("good/llada-long");
     struct Case {
         std::vector<int32_t> prompt;
@@ -130,6 +130,10 @@ TEST_CASE("requests batched in the engine give the same tokens as alone (no cros
         if (i == 3) p.cfg_scale = 0.5;
         if (i == 5) p.policy = UNMASK_POLICY_ENTROPY;
         if (i == 7) p.policy = UNMASK_POLICY_ORIGIN;
+        // Cache modes side by side with uncached requests in the same forwards.
+        if (i == 2 || i == 3) p.cache_mode = UNMASK_CACHE_DUAL;
+        if (i == 5 || i == 6) p.cache_mode = UNMASK_CACHE_PREFIX;
+        if (i == 6) p.cache_vicinity = 3;
         std::vector<int32_t> prompt;
         for (int j = 0; j <= i; ++j) prompt.push_back(1 + (7 * i + j) % 50);
         cases.push_back({prompt, p});

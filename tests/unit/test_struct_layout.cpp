@@ -106,7 +106,10 @@ static_assert(offsetof(unmask_generate_params, timeout_seconds) == 168);  // ABI
 static_assert(offsetof(unmask_generate_params, stream_callback) == 176);
 static_assert(offsetof(unmask_generate_params, stream_user_data) == 184);
 static_assert(offsetof(unmask_generate_params, stream_steps) == 192);
-static_assert(sizeof(unmask_generate_params) == 200);
+static_assert(offsetof(unmask_generate_params, cache_mode) == 196);
+static_assert(offsetof(unmask_generate_params, cache_refresh_steps) == 200);
+static_assert(offsetof(unmask_generate_params, cache_vicinity) == 208);
+static_assert(sizeof(unmask_generate_params) == 216);
 
 static_assert(offsetof(unmask_stream_event, kind) == 4);
 static_assert(offsetof(unmask_stream_event, request_id) == 8);
@@ -180,7 +183,7 @@ TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_memory_usage) == 48);
     CHECK(sizeof(unmask_plan_params) == 72);
     CHECK(sizeof(unmask_memory_plan) == 200);
-    CHECK(sizeof(unmask_generate_params) == 200);
+    CHECK(sizeof(unmask_generate_params) == 216);
     CHECK(sizeof(unmask_engine_params) == 80);
     CHECK(sizeof(unmask_request_info) == 80);
     CHECK(sizeof(unmask_engine_stats) == 240);

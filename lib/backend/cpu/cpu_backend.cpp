@@ -66,17 +66,21 @@ public:
 
     const char* name() const noexcept override { return "cpu"; }
 
-    DeviceBuffer allocate(size_t bytes) override {
+    DeviceBuffer allocate(size_t bytes) override { return allocate_in(*memory_, bytes); }
+
+    DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) override {
         const uint64_t size = allocation_bytes(bytes);
-        memory_->charge(size, "an activation buffer");
+        ledger.charge(size, "an activation buffer");
         void* memory = std::aligned_alloc(64, size);
         if (memory == nullptr) {
-            memory_->discharge(size);
+            ledger.discharge(size);
             fail(Status::out_of_budget, "the system refused {} bytes of activations", size);
         }
-        return DeviceBuffer(std::shared_ptr<void>(memory, [ledger = memory_, size](void* p) {
+        // The backend's own ledger is shared with its buffers, which may outlive the backend.
+        std::shared_ptr<MemoryLedger> keep = &ledger == memory_.get() ? memory_ : nullptr;
+        return DeviceBuffer(std::shared_ptr<void>(memory, [charged = &ledger, keep, size](void* p) {
                                 std::free(p);
-                                ledger->discharge(size);
+                                charged->discharge(size);
                             }),
                             bytes);
     }
@@ -145,30 +149,38 @@ public:
         });
     }
 
+    void copy(float* destination, const float* source, int64_t n) override {
+        for_row_chunks(n, [&](int64_t begin, int64_t end) {
+            std::memcpy(destination + begin, source + begin, size_t(end - begin) * sizeof(float));
+        }, 16384);
+    }
+
     void attention(const float* q, const float* kv_k, const float* v, std::span<const SequenceRows> sequences,
                    const AttentionParams& params, float* out) override {
         struct Task {
             int64_t sequence, head, q_begin, q_end;
         };
+        const int64_t q_stride = params.heads * params.head_dim, kv_stride = params.kv_heads * params.head_dim;
+        auto keys_of = [](const SequenceRows& seq) { return seq.cached_keys != nullptr ? seq.key_count : seq.rows; };
         std::vector<Task> tasks;
         for (const SequenceRows& seq : sequences)
-            if (seq.rows > limits_.sequence_length)
-                fail(Status::internal, "attention over {} keys exceeds the workspace reserved for {}", seq.rows,
+            if (keys_of(seq) > limits_.sequence_length)
+                fail(Status::internal, "attention over {} keys exceeds the workspace reserved for {}", keys_of(seq),
                      limits_.sequence_length);
         for (size_t s = 0; s < sequences.size(); ++s)
             for (int64_t h = 0; h < params.heads; ++h)
                 for (int64_t q0 = 0; q0 < sequences[s].rows; q0 += attention_tile)
                     tasks.push_back({static_cast<int64_t>(s), h, q0, std::min(sequences[s].rows, q0 + attention_tile)});
-        const int64_t q_stride = params.heads * params.head_dim, kv_stride = params.kv_heads * params.head_dim;
         pool_.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
             k::AttentionScratch& scratch = worker().attention;
             const Task& t = tasks[static_cast<size_t>(i)];
             const SequenceRows& seq = sequences[static_cast<size_t>(t.sequence)];
-            const k::AttentionShape shape{seq.rows, seq.rows, params.heads, params.kv_heads, params.head_dim,
-                                          q_stride, kv_stride, params.block_size, 0};
-            k::attention_tile(q + seq.first_row * q_stride, kv_k + seq.first_row * kv_stride,
-                              v + seq.first_row * kv_stride, shape, t.head, t.q_begin, t.q_end,
-                              out + seq.first_row * q_stride, scratch);
+            const bool cached = seq.cached_keys != nullptr;
+            const k::AttentionShape shape{seq.rows,  keys_of(seq), params.heads,      params.kv_heads, params.head_dim,
+                                          q_stride,  kv_stride,    params.block_size, seq.query_position};
+            k::attention_tile(q + seq.first_row * q_stride, cached ? seq.cached_keys : kv_k + seq.first_row * kv_stride,
+                              cached ? seq.cached_values : v + seq.first_row * kv_stride, shape, t.head, t.q_begin,
+                              t.q_end, out + seq.first_row * q_stride, scratch);
         });
     }
 

@@ -1,0 +1,235 @@
+// K/V cache modes: which positions each step feeds, a partial forward against a cache equal to
+// the full forward, the cache's memory in the sequence's state (planned, charged, released), and
+// the forward's refusal of feeds a cache cannot serve.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "decode/sequence.hpp"
+#include "fixtures.hpp"
+#include "memory/batch_memory.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+#include "unmask.h"
+
+using namespace unmask;
+
+namespace {
+
+std::unique_ptr<Model> load(const std::string& name) {
+    LoadOptions options;
+    options.precision = Precision::fp32;
+    return load_model(test_data_path("reference/" + name), options);
+}
+
+std::vector<int32_t> canvas_of(const ModelSpec& spec, std::vector<int32_t> prompt, int64_t gen_length) {
+    prompt.resize(prompt.size() + size_t(gen_length), static_cast<int32_t>(spec.mask_token_id));
+    return prompt;
+}
+
+// Candidates that commit nothing in particular: the top choice of each output, confidence by position.
+std::vector<Candidate> candidates_for(const DecodeSequence& s) {
+    std::vector<Candidate> out;
+    for (int32_t p : s.output_positions()) {
+        Candidate c{};
+        c.token = 1 + p % 7;
+        c.probability = 1.0f / float(1 + p);
+        c.top1_probability = c.probability;
+        out.push_back(c);
+    }
+    return out;
+}
+
+// The fed range of every step until the sequence finishes.
+std::vector<std::pair<int64_t, int64_t>> feeds(const ModelSpec& spec, const DecodeParams& params, int64_t prompt) {
+    std::vector<int32_t> tokens(size_t(prompt), 1);
+    DecodeSequence s(spec, params, canvas_of(spec, tokens, params.gen_length));
+    std::vector<std::pair<int64_t, int64_t>> out;
+    while (!s.finished()) {
+        out.emplace_back(s.feed_begin(), s.feed_end());
+        CHECK(s.fed_rows() == (s.feed_end() - s.feed_begin()) * (params.cfg_scale > 0 ? 2 : 1));
+        s.apply(candidates_for(s));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("each cache mode feeds the whole canvas at block starts and refreshes, else its part of it") {
+    const auto model = load("llada");
+    DecodeParams params;
+    params.gen_length = 16;
+    params.steps = 8;  // two blocks of 8 positions, 4 steps each
+    params.block_length = 8;
+    using Feeds = std::vector<std::pair<int64_t, int64_t>>;
+    const int64_t L = 21;  // 5 prompt positions + 16
+    CHECK(feeds(model->spec(), params, 5) == Feeds(8, {0, L}));  // none: always everything
+
+    params.cache_mode = CacheMode::prefix;
+    CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, L}, {5, L}, {5, L}, {0, L}, {13, L}, {13, L}, {13, L}});
+    params.cache_mode = CacheMode::dual;
+    CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, 13}, {5, 13}, {5, 13}, {0, L}, {13, L}, {13, L}, {13, L}});
+    params.cache_vicinity = 2;
+    CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {3, 15}, {3, 15}, {3, 15}, {0, L}, {11, L}, {11, L}, {11, L}});
+    params.cache_vicinity = 0;
+    params.cache_refresh = 2;
+    CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, 13}, {0, L}, {5, 13}, {0, L}, {13, L}, {0, L}, {13, L}});
+
+    // Dream predicts position p from p - 1: the fed range starts one before the region.
+    const auto dream = load("dream");
+    DecodeParams d;
+    d.policy = CommitPolicy::maskgit_plus;
+    d.gen_length = 8;
+    d.steps = 4;
+    d.cache_mode = CacheMode::dual;
+    CHECK(feeds(dream->spec(), d, 5) == Feeds{{0, 13}, {4, 13}, {4, 13}, {4, 13}});
+}
+
+TEST_CASE("a partial forward against a freshly filled cache gives the full forward's logits") {
+    for (const std::string name : {"llada", "llada-moe", "dream"}) {
+        CAPTURE(name);
+        const auto model = load(name);
+        const ModelSpec& spec = model->spec();
+        auto backend = make_cpu_backend(2);
+        const int64_t length = 40;
+        Forward forward(*model, *backend, {2 * length, length});
+        std::vector<int32_t> tokens, twin;
+        for (int64_t p = 0; p < length; ++p) {
+            tokens.push_back(static_cast<int32_t>(1 + (p * 37) % 90));
+            twin.push_back(p < 10 ? static_cast<int32_t>(spec.mask_token_id) : tokens.back());
+        }
+        KVCache cache(*backend, nullptr, spec, length), twin_cache(*backend, nullptr, spec, length);
+        CHECK(!cache.complete());
+        const int64_t begin = 16, end = 28;
+        std::vector<int32_t> positions;
+        for (int64_t p = begin + (spec.logits_shift ? 1 : 0); p < end; ++p) positions.push_back(static_cast<int32_t>(p));
+
+        ForwardSequence full{tokens, positions, nullptr, twin, 0.5, &cache, &twin_cache, 0, -1};
+        const ForwardOutput expected = forward.run(std::vector{full}, true);
+        CHECK(cache.complete());
+        CHECK(twin_cache.complete());
+        ForwardSequence part = full;
+        part.feed_begin = begin;
+        part.feed_end = end;
+        const ForwardOutput actual = forward.run(std::vector{part}, true);
+        REQUIRE(actual.logits.size() == expected.logits.size());
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < expected.logits.size(); ++i) {
+            worst = std::max(worst, double(std::abs(actual.logits[i] - expected.logits[i])));
+            scale = std::max(scale, double(std::abs(expected.logits[i])));
+        }
+        CHECK(worst <= 1e-5 * scale);
+
+        // A token changed outside the fed range is not seen (its K/V in the cache are stale)...
+        const int32_t old_token = tokens[size_t(end + 3)];
+        tokens[size_t(end + 3)] = old_token == 3 ? 4 : 3;
+        twin[size_t(end + 3)] = tokens[size_t(end + 3)];
+        CHECK(forward.run(std::vector{part}, true).logits == actual.logits);
+        // ...while the exact forward sees it, and so does a fed position.
+        KVCache fresh(*backend, nullptr, spec, length), fresh_twin(*backend, nullptr, spec, length);
+        ForwardSequence exact = full;
+        exact.cache = &fresh;
+        exact.unconditional_cache = &fresh_twin;
+        CHECK(forward.run(std::vector{exact}, true).logits != actual.logits);
+        tokens[size_t(begin + 2)] = tokens[size_t(begin + 2)] == 3 ? 4 : 3;
+        CHECK(forward.run(std::vector{part}, true).logits != actual.logits);
+    }
+}
+
+TEST_CASE("the forward refuses feeds that a sequence's cache cannot serve") {
+    const auto model = load("llada");
+    auto backend = make_cpu_backend(1);
+    Forward forward(*model, *backend, {16, 16});
+    const std::vector<int32_t> tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    const std::vector<int32_t> outputs = {5};
+    KVCache cache(*backend, nullptr, model->spec(), 8), small(*backend, nullptr, model->spec(), 4);
+    auto run = [&](ForwardSequence s) { return forward.run(std::vector{s}, true); };
+    CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, nullptr, nullptr, 4, 8}),
+                         doctest::Contains("without a K/V cache"), Error);
+    CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 4, 8}),
+                         doctest::Contains("never filled"), Error);
+    CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &small, nullptr, 0, 8}),
+                         doctest::Contains("holds 4 positions"), Error);
+    CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 6, 3}),
+                         doctest::Contains("not a range"), Error);
+    run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 0, 8});
+    CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 6, 8}),
+                         doctest::Contains("needs position 5, which is not fed"), Error);
+    CHECK(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 4, 8}).logits.size() ==
+          size_t(model->spec().embedding_rows));
+}
+
+TEST_CASE("a cache lives in its sequence's planned state: charged there, released with it") {
+    const auto model = load("llada");
+    const ModelSpec& spec = model->spec();
+    MemoryLedger device("cpu", uint64_t(1) << 40);
+    auto backend = make_cpu_backend(1);
+    DecodeParams params;
+    params.gen_length = 32;
+    params.steps = 32;
+    params.cfg_scale = 1.0;
+    params.cache_mode = CacheMode::dual;
+    DecodeSequence sequence(spec, params, canvas_of(spec, {1, 2, 3}, 32));
+    const SequenceShape shape{35, {true, true}};
+    {
+        auto memory = try_reserve_sequence(device, spec, shape, BackendKind::cpu, "a sequence");
+        REQUIRE(memory);
+        CHECK(device.reserved() == sequence_state_bytes(spec, 35, {true, true}, BackendKind::cpu));
+        const uint64_t before = device.in_use();
+        sequence.make_caches(*backend, memory->pool.get());
+        REQUIRE(sequence.cache() != nullptr);
+        REQUIRE(sequence.unconditional_cache() != nullptr);
+        // Both caches (the CFG twin's too) fill the state exactly as planned.
+        CHECK(device.in_use() - before == kv_cache_bytes(spec, 35, {true, true}, BackendKind::cpu));
+        CHECK(memory->pool->available() == 0);
+        sequence.release_caches();
+        CHECK(device.in_use() == before);
+    }
+    CHECK(device.reserved() == 0);
+    MemoryLedger tiny("cpu", sequence_state_bytes(spec, 35, {false, true}, BackendKind::cpu));
+    CHECK(!try_reserve_sequence(tiny, spec, shape, BackendKind::cpu, "a sequence"));
+    CHECK(try_reserve_sequence(tiny, spec, {35, {false, true}}, BackendKind::cpu, "a sequence"));
+}
+
+TEST_CASE("a generation whose cache does not fit the budget is OUT_OF_BUDGET, and without the cache it runs") {
+    const std::string path = test_data_path("reference/llada");
+    const auto reference = load("llada");
+    const ModelSpec& spec = reference->spec();
+    unmask_model_params load_params;
+    REQUIRE(unmask_model_params_init(&load_params) == UNMASK_OK);
+    load_params.precision = UNMASK_PRECISION_FP32;
+    unmask_model* probe = nullptr;
+    REQUIRE(unmask_model_load(path.c_str(), &load_params, &probe) == UNMASK_OK);
+    unmask_memory_usage usage{};
+    usage.struct_size = sizeof usage;
+    REQUIRE(unmask_model_memory(probe, &usage) == UNMASK_OK);
+    unmask_model_free(probe);
+    // Room for the weights, one sequence of 35 positions without a cache, and its scratch.
+    const int64_t length = 35;
+    load_params.memory_budget_bytes = int64_t(usage.reserved + sequence_state_bytes(spec, length, {}, BackendKind::cpu) +
+                                              scratch_bytes(spec, {length, length}, BackendKind::cpu, 1));
+    load_params.memory_margin = 0.0;
+    unmask_model* model = nullptr;
+    REQUIRE(unmask_model_load(path.c_str(), &load_params, &model) == UNMASK_OK);
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 32;
+    params.steps = 32;
+    params.threads = 1;
+    std::vector<int32_t> out(32);
+    unmask_generation result{sizeof result, 0, out.data(), 32, 0, 0, 0};
+    const std::vector<int32_t> prompt = {1, 2, 3};
+    CHECK_MESSAGE(unmask_generate(model, &params, prompt.data(), 3, &result) == UNMASK_OK, unmask_last_error());
+    params.cache_mode = UNMASK_CACHE_DUAL;
+    CHECK(unmask_generate(model, &params, prompt.data(), 3, &result) == UNMASK_ERR_OUT_OF_BUDGET);
+    unmask_memory_usage after{};
+    after.struct_size = sizeof after;
+    REQUIRE(unmask_model_memory(model, &after) == UNMASK_OK);
+    CHECK(after.in_use == usage.reserved);  // nothing left behind
+    unmask_model_free(model);
+}
