@@ -118,7 +118,7 @@ def main():
     generator = torch.Generator().manual_seed(args.seed)
     rng = random.Random(args.seed)
     tokenizer = Tokenizer(args.tokenizer)
-    vocab = len(tokenizer.vocab) + len(tokenizer.special)
+    vocab = 1 + max(list(tokenizer.vocab.values()) + list(tokenizer.special.values()))
     mask_id = tokenizer.special["<|mask|>"]
     eos = tokenizer.special["<|endoftext|>"]
     lengths, weights = parse_lengths(args.lengths)
