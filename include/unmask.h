@@ -193,6 +193,9 @@ typedef struct unmask_model_description {
     int64_t tensor_count;        /* weights bound, see unmask_model_tensor */
     int32_t checksums_verified;  /* 1 when SHA256SUMS was verified during the load */
     int32_t eos_token_id;        /* -1 when the config declares none */
+    /* Since ABI 1.2. */
+    int64_t diffusion_block_size; /* > 0: a block diffusion model (block-causal attention); generation
+                                     decodes in blocks of this size. 0: bidirectional */
 } unmask_model_description;
 
 /* Describes a loaded model. The caller sets info->struct_size; only fields inside it are written,

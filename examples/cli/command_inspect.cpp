@@ -44,6 +44,7 @@ nlohmann::json describe(unmask_model* model) {
                           {"mask_token_id", info.mask_token_id},
                           {"eos_token_id", info.eos_token_id},
                           {"max_sequence_length", info.max_sequence_length},
+                          {"diffusion_block_size", info.diffusion_block_size},
                           {"checksums", info.checksums_verified ? "verified" : "not_checked"}};
     std::map<std::string, uint64_t> by_component;
     nlohmann::json tensors = nlohmann::json::array();
@@ -83,6 +84,9 @@ void print_text(const nlohmann::json& d) {
     row("mask / eos token", std::to_string(d["mask_token_id"].get<int>()) + " / " +
                                 std::to_string(d["eos_token_id"].get<int>()));
     row("max sequence length", std::to_string(d["max_sequence_length"].get<int64_t>()));
+    if (d["diffusion_block_size"].get<int64_t>() > 0)
+        row("block diffusion", "blocks of " + std::to_string(d["diffusion_block_size"].get<int64_t>()) +
+                                   " (block-causal attention)");
     row("checksums", d["checksums"] == "verified" ? "verified against SHA256SUMS" : "not checked (use --verify)");
     std::printf("\nbytes by component:\n");
     for (const auto& [component, bytes] : d["bytes_by_component"].items())

@@ -46,10 +46,8 @@ void attention_tile(const float* q, const float* k, const float* v, const Attent
     const float scale = static_cast<float>(1.0 / std::sqrt(double(d)));
     for (int64_t i = 0; i < rows; ++i) {
         int64_t visible = keys;
-        if (shape.block_size > 0) {
-            const int64_t block = (shape.query_position + q_begin + i) / shape.block_size;
-            visible = std::min(keys, (block + 1) * shape.block_size);
-        }
+        if (shape.block_size > 0)
+            visible = std::min(keys, block_end(shape.query_position + q_begin + i, shape.block_size, shape.block_origin));
         scaled_softmax(scores + i * keys, visible, keys, scale);
     }
 

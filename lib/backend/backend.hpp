@@ -53,11 +53,13 @@ struct SequenceRows {
     const float* cached_values = nullptr;
     int64_t key_count = 0;       // with a cache
     int64_t query_position = 0;  // the position of the first query (block-causal masks)
+    int64_t block_origin = 0;    // block-causal masks: where the first block starts
 };
 
 struct AttentionParams {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
+                             // from each sequence's block_origin (the positions before it: one block)
 };
 
 struct RopeSpec {

@@ -17,13 +17,17 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
                                std::pair{"cfg_scale", p.cfg_scale}, std::pair{"threshold", p.threshold},
                                std::pair{"factor", p.factor}, std::pair{"alg_temp", p.alg_temp}, std::pair{"eps", p.eps}})
         if (!std::isfinite(value)) fail(Status::invalid_argument, "{} must be a finite number, got {}", name, value);
-    const int64_t block = p.block_length == 0 ? region : p.block_length;
+    const int64_t model_block = spec.diffusion_block_size;  // > 0: the model decodes in blocks of this size
+    const int64_t block = p.block_length > 0 ? p.block_length : model_block > 0 ? model_block : region;
     if (p.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", p.gen_length);
     if (region <= 0) fail(Status::invalid_argument, "there is nothing to generate: the canvas has no masked position");
     if (p.steps <= 0) fail(Status::invalid_argument, "steps must be positive, got {}", p.steps);
     if (p.steps > max_supported_steps)
         fail(Status::invalid_argument, "steps {} is above the supported {}", p.steps, max_supported_steps);
     if (p.block_length < 0) fail(Status::invalid_argument, "block_length must not be negative, got {}", p.block_length);
+    if (model_block > 0 && block != model_block)
+        fail(Status::invalid_argument, "block_length {} differs from the model's diffusion block size {} (block diffusion: "
+             "use 0 or {})", block, model_block, model_block);
     if (region % block != 0) fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
     const int64_t blocks = region / block;
     if (p.min_steps < 0 || p.max_steps < 0) fail(Status::invalid_argument, "min_steps ({}) and max_steps ({}) must not be negative", p.min_steps, p.max_steps);

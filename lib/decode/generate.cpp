@@ -57,8 +57,9 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
         }
         if (batch_tokens + s.fed_rows() > limits.tokens) run_batch();
         active.push_back(i);
-        ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0, s.cache(), s.unconditional_cache(),
-                          s.feed_begin(), s.feed_end()};
+        ForwardSequence f{s.canvas(),   s.output_positions(), &s.sampling(), {},
+                          0.0,          s.cache(),            s.unconditional_cache(),
+                          s.feed_begin(), s.feed_end(),      s.region_begin()};
         if (const auto* unconditional = s.unconditional()) {
             f.unconditional_tokens = *unconditional;
             f.cfg_scale = s.cfg_scale();

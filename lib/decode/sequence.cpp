@@ -32,7 +32,9 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
 
     eos_ = static_cast<int32_t>(params_.eos_token_id >= 0 ? params_.eos_token_id : spec.eos_token_id);
     eot_ = static_cast<int32_t>(params_.eot_token_id);
-    block_length_ = params_.block_length == 0 ? region : params_.block_length;
+    block_length_ = params_.block_length > 0            ? params_.block_length
+                    : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
+                                                    : region;
     blocks_ = region / block_length_;
 
     // Sampling: LLaDA scores x0 under the raw softmax and samples with Gumbel noise at T; Dream
@@ -109,11 +111,21 @@ void DecodeSequence::prepare_step() {
     }
     feed_begin_ = 0;
     feed_end_ = length;
-    const bool refresh = block_step_ == 0 || (params_.cache_refresh > 0 && block_step_ % params_.cache_refresh == 0);
-    if (params_.cache_mode != CacheMode::none && !refresh) {
-        const int64_t shift = spec_.logits_shift ? 1 : 0;  // position p is predicted from p - 1
-        feed_begin_ = std::max<int64_t>(0, begin - shift - params_.cache_vicinity);
-        if (params_.cache_mode == CacheMode::dual) feed_end_ = std::min(length, end + params_.cache_vicinity);
+    if (params_.cache_mode == CacheMode::none) return;
+    const bool refresh = params_.cache_refresh > 0 && block_step_ % params_.cache_refresh == 0;
+    const int64_t shift = spec_.logits_shift ? 1 : 0;  // position p is predicted from p - 1
+    const int64_t part_begin = std::max<int64_t>(0, begin - shift - params_.cache_vicinity);
+    const int64_t part_end = params_.cache_mode == CacheMode::dual ? std::min(length, end + params_.cache_vicinity) : length;
+    if (spec_.diffusion_block_size > 0) {
+        // Block-causal attention: the cache is exact. A block's first step also feeds the block
+        // before it (final now), extending the cache like a prefill; the prompt with block 0.
+        const int64_t previous = block_ == 0 ? 0 : begin - block_length_;
+        feed_begin_ = refresh ? 0 : block_step_ == 0 ? std::min(previous, part_begin) : part_begin;
+        feed_end_ = part_end;
+    } else if (block_step_ > 0 && !refresh) {
+        // Bidirectional: a block starts with the whole canvas; its other steps feed their part.
+        feed_begin_ = part_begin;
+        feed_end_ = part_end;
     }
 }
 

@@ -68,6 +68,12 @@ const ArchitectureBinding& select_architecture(const ConfigReader& config) {
 ModelSpec read_model_spec(const ConfigReader& config) {
     const ArchitectureBinding& binding = select_architecture(config);
     ModelSpec spec = binding.read_config(config);
+    if (const auto block = config.optional_integer("diffusion_block_size")) {
+        if (*block < 1 || *block > spec.max_sequence_length)
+            config.fail_field("diffusion_block_size", fmt::format("({}) must be in 1..max_sequence_length ({})", *block,
+                                                                 spec.max_sequence_length));
+        spec.diffusion_block_size = *block;
+    }
     validate_spec(spec, config.label());
     return spec;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "cpu/attention.hpp"
 
 namespace unmask {
 
@@ -129,27 +130,31 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     // Pack the batch: the fed token ids and their positions, each run's rows (a sequence's canvas
     // or its CFG twin) and cache, and the rows that need outputs.
     struct Run {
-        int64_t first_row, rows, feed_begin, length;
+        int64_t first_row, rows, feed_begin, keys, block_origin;  // keys: what the fed rows attend to
         KVCache* cache;
     };
+    const int64_t block_size = spec_.diffusion_block_size;
     std::vector<Run> runs;
     std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
     std::vector<double> guidance_scales;
     std::vector<uint32_t> output_positions;
     std::vector<const CandidateParams*> output_params;
     auto append_run = [&](std::span<const int32_t> tokens, KVCache* cache, int64_t feed_begin, int64_t feed_end,
-                          size_t s) {
+                          int64_t block_origin, size_t s) {
         const auto length = static_cast<int64_t>(tokens.size());
+        // Bidirectional attention reads every position; block-causal, up to the last fed block's end.
+        const int64_t keys =
+            block_size > 0 ? std::min(length, kernels::cpu::block_end(feed_end - 1, block_size, block_origin)) : length;
         if (cache != nullptr) {
             if (cache->length() < length || cache->row_floats() != kv_heads * hd)
                 fail(Status::invalid_argument, "sequence {}: its K/V cache holds {} positions of {} floats, not {} of {}",
                      s, cache->length(), cache->row_floats(), length, kv_heads * hd);
-            if ((feed_begin > 0 || feed_end < length) && !cache->complete())
-                fail(Status::invalid_argument, "sequence {} feeds positions {}..{} of {} into a K/V cache that was "
-                     "never filled", s, feed_begin, feed_end, length);
+            if (feed_begin > cache->written() || std::max(feed_end, cache->written()) < keys)
+                fail(Status::invalid_argument, "sequence {} feeds positions {}..{} and attends to 0..{}, but its K/V "
+                     "cache holds only 0..{}", s, feed_begin, feed_end, keys, cache->written());
         }
         const auto first_row = static_cast<int64_t>(ids.size());
-        runs.push_back({first_row, feed_end - feed_begin, feed_begin, length, cache});
+        runs.push_back({first_row, feed_end - feed_begin, feed_begin, keys, block_origin, cache});
         for (int64_t p = 0; p < length; ++p) {
             const int32_t token = tokens[size_t(p)];
             if (token < 0 || token >= vocab)
@@ -179,13 +184,17 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         if (feed_begin < 0 || feed_begin >= feed_end || feed_end > length)
             fail(Status::invalid_argument, "sequence {}: the fed positions {}..{} are not a range within its {}", s,
                  feed_begin, feed_end, length);
+        if (seq.block_origin < 0 || seq.block_origin > length)
+            fail(Status::invalid_argument, "sequence {}: block_origin {} is outside its {} positions", s,
+                 seq.block_origin, length);
         if ((seq.cache == nullptr && (feed_begin > 0 || feed_end < length)) ||
             (guided && (seq.cache == nullptr) != (seq.unconditional_cache == nullptr)))
             fail(Status::invalid_argument, "sequence {} feeds part of its canvas without a K/V cache for {}", s,
                  seq.cache == nullptr ? "it" : "its unconditional twin");
-        const int64_t first_row = append_run(seq.tokens, seq.cache, feed_begin, feed_end, s);
+        const int64_t first_row = append_run(seq.tokens, seq.cache, feed_begin, feed_end, seq.block_origin, s);
         const int64_t unconditional_row =
-            guided ? append_run(seq.unconditional_tokens, seq.unconditional_cache, feed_begin, feed_end, s) : -1;
+            guided ? append_run(seq.unconditional_tokens, seq.unconditional_cache, feed_begin, feed_end, seq.block_origin, s)
+                   : -1;
         auto add_output = [&](int64_t p) {
             if (p < 0 || p >= length)
                 fail(Status::invalid_argument, "output position {} is outside sequence {} of length {}", p, s, length);
@@ -219,7 +228,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
 
     const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
                         spec_.rope_style == RopeStyle::interleaved};
-    const AttentionParams attention{heads, kv_heads, hd, 0};
+    const AttentionParams attention{heads, kv_heads, hd, block_size};
 
     std::vector<SequenceRows> sequences(runs.size());
     backend_.embedding(*embedding_, token_ids.ints(), tokens, x.floats());
@@ -239,12 +248,12 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         for (size_t r = 0; r < runs.size(); ++r) {
             const Run& run = runs[r];
             SequenceRows& view = sequences[r];
-            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin};
+            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
             if (run.cache == nullptr) continue;
             const int64_t kv = kv_heads * hd;
             view.cached_keys = run.cache->keys(layer_index);
             view.cached_values = run.cache->values(layer_index);
-            view.key_count = run.length;
+            view.key_count = run.keys;
             backend_.copy(run.cache->keys(layer_index) + run.feed_begin * kv, k.floats() + run.first_row * kv, run.rows * kv);
             backend_.copy(run.cache->values(layer_index) + run.feed_begin * kv, v.floats() + run.first_row * kv,
                           run.rows * kv);
@@ -263,7 +272,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     }
 
     for (const Run& run : runs)
-        if (run.cache != nullptr && run.feed_begin == 0 && run.rows == run.length) run.cache->mark_complete();
+        if (run.cache != nullptr) run.cache->extend_written(run.feed_begin + run.rows);
 
     // Final norm, LM head and candidates, a chunk of output rows at a time.
     ForwardOutput output;

@@ -25,12 +25,15 @@ struct ForwardSequence {
     std::span<const int32_t> unconditional_tokens;
     double cfg_scale = 0.0;
     // Without a cache the whole canvas is fed. With one (and the twin's with CFG), positions
-    // [feed_begin, feed_end) are: outputs must come from them, and a partial feed needs a cache
-    // that is complete (a whole canvas was fed into it before).
+    // [feed_begin, feed_end) are: outputs must come from them, and every other position the fed
+    // ones attend to must have been written to the cache by an earlier forward.
     KVCache* cache = nullptr;
     KVCache* unconditional_cache = nullptr;
     int64_t feed_begin = 0;
     int64_t feed_end = -1;  // -1: the end of the canvas
+    // Block diffusion models (ModelSpec::diffusion_block_size): where the first block starts
+    // (the generated region; the positions before it form one block).
+    int64_t block_origin = 0;
 };
 
 struct ForwardOutput {

@@ -24,15 +24,14 @@ public:
     float* keys(int64_t layer) const noexcept { return storage_.floats() + (2 * layer) * length_ * row_floats_; }
     float* values(int64_t layer) const noexcept { return keys(layer) + length_ * row_floats_; }
 
-    // Whether every position has been written (a forward fed the whole canvas once): before
-    // that, a forward must feed everything.
-    bool complete() const noexcept { return complete_; }
-    void mark_complete() noexcept { complete_ = true; }
+    // Positions [0, written) hold K/V a forward wrote (forwards extend it from the start, like a
+    // prefill); a forward reads only written positions.
+    int64_t written() const noexcept { return written_; }
+    void extend_written(int64_t end) noexcept { written_ = end > written_ ? end : written_; }
 
 private:
     DeviceBuffer storage_;  // [layers][keys, values][length][row_floats]
-    int64_t length_ = 0, row_floats_ = 0;
-    bool complete_ = false;
+    int64_t length_ = 0, row_floats_ = 0, written_ = 0;
 };
 
 }  // namespace unmask

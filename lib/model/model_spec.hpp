@@ -46,6 +46,10 @@ struct ModelSpec {
     bool router_expert_bias = false;
     double routed_scaling_factor = 1.0;
 
+    // Block diffusion (LLaDA2-style training, config key "diffusion_block_size"): attention is
+    // block-causal over blocks of this many positions after the prompt; 0: bidirectional.
+    int64_t diffusion_block_size = 0;
+
     int64_t mask_token_id = 0;
     int64_t eos_token_id = -1;  // -1: none declared
     int64_t max_sequence_length = 0;

@@ -54,6 +54,16 @@ DREAM_CASES = [
     ("maskgit_plus, top_p 0.9, top_k 20", {"gen_length": 16, "steps": 8, "policy": "maskgit_plus", "top_p": 0.9,
                                            "top_k": 20}),
 ]
+# Block diffusion (a LLaDA model with diffusion_block_size 8): block-causal attention, blocks of 8
+# after the 8-token prompt.
+LLADA_BLOCK_CASES = [
+    ("block diffusion, 3 blocks, 2 per step", {"gen_length": 24, "block_length": 8, "steps": 12}),
+    ("block diffusion, random order", {"gen_length": 16, "block_length": 8, "steps": 8, "policy": "random", "seed": 5}),
+    ("block diffusion, classifier-free guidance", {"gen_length": 16, "block_length": 8, "steps": 8, "cfg_scale": 1.5}),
+    ("block diffusion, threshold 0.5", {"gen_length": 24, "block_length": 8, "steps": 24, "threshold": 0.5}),
+    ("block diffusion, early stop", {"gen_length": 24, "block_length": 8, "steps": 12, "early_stop": True,
+                                     "eos_token_id": 284}),
+]
 MIN_LOGIT_GAP = 2e-3
 MIN_ROUTER_GAP = 1e-4
 
@@ -63,6 +73,12 @@ def llada_config():
             "n_kv_heads": 2, "mlp_hidden_size": 320, "vocab_size": 290, "embedding_size": 300,
             "max_sequence_length": 512, "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "mask_token_id": 299,
             "eos_token_id": 297, "include_bias": False, "weight_tying": False, "rope": True, "alibi": False}
+
+
+def llada_block_config():
+    config = llada_config()
+    config["diffusion_block_size"] = 8
+    return config
 
 
 def llada_moe_config():
@@ -206,6 +222,8 @@ def main():
     torch.set_num_threads(1)
     weights = make("llada", llada_config(), out, shards=1)
     make_decoding("llada", llada_config(), weights, LLADA_CASES, reference_decode.llada_generate, out)
+    weights = make("llada-block", llada_block_config(), out, shards=1)
+    make_decoding("llada-block", llada_block_config(), weights, LLADA_BLOCK_CASES, reference_decode.llada_generate, out)
     weights = make("llada-moe", llada_moe_config(), out, shards=1)
     make_decoding("llada-moe", llada_moe_config(), weights, LLADA_CASES[:3], reference_decode.llada_generate, out)
     make("llada-moe-sigmoid", llada_moe_sigmoid_config(), out, shards=1)

@@ -53,11 +53,11 @@ class Gaps:
         return [positions[i] for i in order[:k]]
 
 
-def guided_logits(config, weights, x, fixed, cfg_scale, mask_id):
-    logits = reference_model.forward(config, weights, torch.tensor(x))
+def guided_logits(config, weights, x, fixed, cfg_scale, mask_id, block_origin):
+    logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=block_origin)
     if cfg_scale > 0:
         unconditional = [mask_id if fixed[i] else t for i, t in enumerate(x)]
-        un = reference_model.forward(config, weights, torch.tensor(unconditional))
+        un = reference_model.forward(config, weights, torch.tensor(unconditional), block_origin=block_origin)
         logits = un + (cfg_scale + 1) * (logits - un)
     return logits
 
@@ -90,7 +90,8 @@ def llada_generate(config, weights, prompt, p, gaps):
             counts = [masked // per_block + (1 if i < masked % per_block else 0) for i in range(per_block)]
         block_step = 0
         while any(x[i] == mask_id for i in range(begin, end)):
-            logits = guided_logits(config, weights, x, fixed, p.get("cfg_scale", 0.0), mask_id)
+            # Block diffusion models: block-causal attention with the generated blocks after the prompt.
+            logits = guided_logits(config, weights, x, fixed, p.get("cfg_scale", 0.0), mask_id, len(prompt))
             logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
             if p.get("logits_eos_inf") and eos >= 0:
                 logits[:, eos] = -math.inf
@@ -145,7 +146,7 @@ def dream_generate(config, weights, prompt, p, gaps):
     ts = [1 + (eps - 1) * i / steps for i in range(steps + 1)]
     alg = p["policy"]
     for i in range(steps):
-        logits = reference_model.forward(config, weights, torch.tensor(x))
+        logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=len(prompt))
         logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
         positions = [j for j in range(len(x)) if x[j] == mask_id]
         t, s = ts[i], ts[i + 1]

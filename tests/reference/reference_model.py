@@ -4,6 +4,8 @@ side of every comparison. Weights are looked up by their Hugging Face names.
 
     logits = forward(config, weights, tokens)   # tokens: 1-D LongTensor, logits: [len, rows]
 """
+import math
+
 import torch
 
 
@@ -27,12 +29,23 @@ def apply_rope(x, theta, rotary_dims):
     return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
 
 
-def attention(q, k, v, heads, kv_heads):
-    """Bidirectional attention: no mask. q: [T, H, d], k/v: [T, KV, d]."""
+def block_index(position, block_size, origin):
+    """Block diffusion: the positions before `origin` (the prompt) form block -1, then blocks of block_size."""
+    return -1 if position < origin else (position - origin) // block_size
+
+
+def attention(q, k, v, heads, kv_heads, block_size=0, origin=0):
+    """Bidirectional attention, or block-causal (key j visible to query i when block(j) <= block(i)).
+    q: [T, H, d], k/v: [T, KV, d]."""
     group = heads // kv_heads
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     scores = torch.einsum("qhd,khd->hqk", q, k) / (q.shape[-1] ** 0.5)
+    if block_size > 0:
+        T = q.shape[0]
+        blocks = torch.tensor([block_index(p, block_size, origin) for p in range(T)])
+        hidden = blocks[None, :] > blocks[:, None]  # [query, key]
+        scores = scores.masked_fill(hidden[None, :, :], -math.inf)
     return torch.einsum("hqk,khd->qhd", scores.softmax(-1), v)
 
 
@@ -101,8 +114,9 @@ def moe_block(config, weights, layer, x, router_log=None):
     return out
 
 
-def forward(config, weights, tokens, router_log=None):
-    """weights: name -> float64 tensor. Returns [len(tokens), rows] float64 logits."""
+def forward(config, weights, tokens, router_log=None, block_origin=0):
+    """weights: name -> float64 tensor. Returns [len(tokens), rows] float64 logits. A config with
+    diffusion_block_size makes attention block-causal, blocks starting at block_origin."""
     n, d = names(config), dims(config)
     arch = config["architectures"][0]
     heads, kv_heads, hidden = d["heads"], d["kv_heads"], d["hidden"]
@@ -124,7 +138,8 @@ def forward(config, weights, tokens, router_log=None):
             q = rms_norm(q, weights["model.layers.%d.self_attn.q_norm.weight" % i], d["eps"])
             k = rms_norm(k, weights["model.layers.%d.self_attn.k_norm.weight" % i], d["eps"])
         q, k = apply_rope(q, d["theta"], rotary), apply_rope(k, d["theta"], rotary)
-        x = x + attention(q, k, v, heads, kv_heads).reshape(T, heads * head_dim) @ weights[n["o"] % i].T
+        attended = attention(q, k, v, heads, kv_heads, config.get("diffusion_block_size", 0), block_origin)
+        x = x + attended.reshape(T, heads * head_dim) @ weights[n["o"] % i].T
         h = rms_norm(x, weights[n["mlp_norm"] % i], d["eps"])
         if arch == "LLaDAMoEModelLM" and config["moe_layer_freq"][i] == 1:
             x = x + moe_block(config, weights, i, h, router_log)

@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/float_convert.hpp"
@@ -236,9 +237,12 @@ TEST_CASE("attention with grouped heads and a block-causal mask matches a float6
     std::vector<float> q(size_t(tokens * heads * d)), k(size_t(tokens * kv_heads * d)), v(k.size());
     for (auto* buffer : {&q, &k, &v})
         for (auto& x : *buffer) x = normal(rng);
-    for (int64_t block_size : {0, 5}) {
+    // Blocks of 5 from position 0, and from position 7 (positions 0..6 then form one block before
+    // the others: a prompt ahead of the generated blocks).
+    for (auto [block_size, origin] : {std::pair<int64_t, int64_t>{0, 0}, {5, 0}, {5, 7}}) {
         CAPTURE(block_size);
-        const AttentionShape shape{tokens, tokens, heads, kv_heads, d, heads * d, kv_heads * d, block_size, 0};
+        CAPTURE(origin);
+        const AttentionShape shape{tokens, tokens, heads, kv_heads, d, heads * d, kv_heads * d, block_size, origin, 0};
         std::vector<float> out(q.size());
         AttentionScratch scratch;
         for (int64_t h = 0; h < heads; ++h) {
@@ -248,7 +252,9 @@ TEST_CASE("attention with grouped heads and a block-causal mask matches a float6
         for (int64_t h = 0; h < heads; ++h) {
             const int64_t g = h / (heads / kv_heads);
             for (int64_t i = 0; i < tokens; ++i) {
-                const int64_t visible = block_size == 0 ? tokens : std::min(tokens, (i / block_size + 1) * block_size);
+                int64_t visible = tokens;
+                if (block_size > 0 && i < origin) visible = origin;
+                else if (block_size > 0) visible = std::min(tokens, origin + ((i - origin) / block_size + 1) * block_size);
                 std::vector<double> score(static_cast<size_t>(visible));
                 double max = -1e300, total = 0;
                 for (int64_t j = 0; j < visible; ++j) {

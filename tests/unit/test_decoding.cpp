@@ -129,6 +129,34 @@ TEST_CASE("with the cache refreshed every step, prefix and dual caches give exac
     }
 }
 
+TEST_CASE("block diffusion matches the PyTorch reference of block-causal generation, with or without the cache") {
+    // The cache of committed blocks is exact under block-causal attention, so every mode, without
+    // any refresh, gives the reference's tokens.
+    LoadedModel loaded("llada-block");
+    std::ifstream in(test_data_path("reference/llada-block/decoding.json"));
+    const auto cases = nlohmann::json::parse(in);
+    REQUIRE(cases.size() == 5);
+    for (const auto& c : cases) {
+        for (const int32_t mode : {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
+            CAPTURE(c["name"].get<std::string>());
+            CAPTURE(mode);
+            auto params = params_from_json(c["params"]);
+            params.cache_mode = mode;
+            params.block_length = 0;  // the model's block size
+            const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
+            REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
+            CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
+            CHECK(g.result.steps == c["steps"].get<int64_t>());
+        }
+    }
+    // The block length is the model's: another one is refused.
+    auto params = params_from_json(cases[0]["params"]);
+    params.block_length = 12;
+    const Generated g = generate(loaded.model, params, cases[0]["prompt"].get<std::vector<int32_t>>());
+    CHECK(g.status == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("differs from the model's diffusion block size 8") != std::string::npos);
+}
+
 TEST_CASE("without refresh, cached decoding keeps its schedule and stays deterministic") {
     LoadedModel loaded("llada");
     unmask_generate_params params;

@@ -85,7 +85,8 @@ ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& s
 }
 
 // llada-moe-sigmoid: sigmoid router with an expert bias for selection, no shared expert, a dense last layer.
-const char* const architectures[] = {"llada", "llada-moe", "llada-moe-sigmoid", "dream"};
+// llada-block: block diffusion (block-causal attention over blocks of 8 from position 0).
+const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream"};
 
 }  // namespace
 

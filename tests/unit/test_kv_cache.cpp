@@ -80,6 +80,17 @@ TEST_CASE("each cache mode feeds the whole canvas at block starts and refreshes,
     params.cache_refresh = 2;
     CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, 13}, {0, L}, {5, 13}, {0, L}, {13, L}, {0, L}, {13, L}});
 
+    // Block diffusion: the cache is exact, so there is no full refresh; a block's first step feeds
+    // the block before it too (final now: its K/V enter the cache), block 0 the prompt.
+    const auto block_model = load("llada-block");
+    DecodeParams b;
+    b.gen_length = 16;
+    b.steps = 8;
+    b.cache_mode = CacheMode::dual;
+    CHECK(feeds(block_model->spec(), b, 5) == Feeds{{0, 13}, {5, 13}, {5, 13}, {5, 13}, {5, L}, {13, L}, {13, L}, {13, L}});
+    b.cache_mode = CacheMode::none;
+    CHECK(feeds(block_model->spec(), b, 5) == Feeds(8, {0, L}));
+
     // Dream predicts position p from p - 1: the fed range starts one before the region.
     const auto dream = load("dream");
     DecodeParams d;
@@ -104,15 +115,15 @@ TEST_CASE("a partial forward against a freshly filled cache gives the full forwa
             twin.push_back(p < 10 ? static_cast<int32_t>(spec.mask_token_id) : tokens.back());
         }
         KVCache cache(*backend, nullptr, spec, length), twin_cache(*backend, nullptr, spec, length);
-        CHECK(!cache.complete());
+        CHECK(cache.written() == 0);
         const int64_t begin = 16, end = 28;
         std::vector<int32_t> positions;
         for (int64_t p = begin + (spec.logits_shift ? 1 : 0); p < end; ++p) positions.push_back(static_cast<int32_t>(p));
 
         ForwardSequence full{tokens, positions, nullptr, twin, 0.5, &cache, &twin_cache, 0, -1};
         const ForwardOutput expected = forward.run(std::vector{full}, true);
-        CHECK(cache.complete());
-        CHECK(twin_cache.complete());
+        CHECK(cache.written() == length);
+        CHECK(twin_cache.written() == length);
         ForwardSequence part = full;
         part.feed_begin = begin;
         part.feed_end = end;
@@ -152,7 +163,7 @@ TEST_CASE("the forward refuses feeds that a sequence's cache cannot serve") {
     CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, nullptr, nullptr, 4, 8}),
                          doctest::Contains("without a K/V cache"), Error);
     CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 4, 8}),
-                         doctest::Contains("never filled"), Error);
+                         doctest::Contains("cache holds only 0..0"), Error);
     CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &small, nullptr, 0, 8}),
                          doctest::Contains("holds 4 positions"), Error);
     CHECK_THROWS_WITH_AS(run({tokens, outputs, nullptr, {}, 0.0, &cache, nullptr, 6, 3}),

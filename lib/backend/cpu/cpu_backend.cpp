@@ -176,8 +176,9 @@ public:
             const Task& t = tasks[static_cast<size_t>(i)];
             const SequenceRows& seq = sequences[static_cast<size_t>(t.sequence)];
             const bool cached = seq.cached_keys != nullptr;
-            const k::AttentionShape shape{seq.rows,  keys_of(seq), params.heads,      params.kv_heads, params.head_dim,
-                                          q_stride,  kv_stride,    params.block_size, seq.query_position};
+            const k::AttentionShape shape{seq.rows,          keys_of(seq),       params.heads,      params.kv_heads,
+                                          params.head_dim,   q_stride,           kv_stride,         params.block_size,
+                                          seq.block_origin,  seq.query_position};
             k::attention_tile(q + seq.first_row * q_stride, cached ? seq.cached_keys : kv_k + seq.first_row * kv_stride,
                               cached ? seq.cached_values : v + seq.first_row * kv_stride, shape, t.head, t.q_begin,
                               t.q_end, out + seq.first_row * q_stride, scratch);
