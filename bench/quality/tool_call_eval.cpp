@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "parameter_names.hpp"
+
 namespace unmask_quality {
 namespace {
 
@@ -15,14 +17,9 @@ void check(unmask_status status, const char* what) {
         throw std::runtime_error(std::string(what) + ": " + unmask_status_string(status) + ": " + unmask_last_error());
 }
 
-int32_t policy_named(const std::string& name) {
-    static const std::map<std::string, int32_t> policies = {
-        {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
-        {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
-        {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
-    const auto it = policies.find(name);
-    if (it == policies.end()) throw std::invalid_argument("unknown policy '" + name + "'");
-    return it->second;
+int32_t named(const unmask_names::Names& names, const std::string& key, const std::string& value) {
+    if (const auto found = unmask_names::lookup(names, value)) return *found;
+    throw std::invalid_argument(key + " must be one of " + unmask_names::listed(names) + ", got '" + value + "'");
 }
 
 int64_t integer(const std::string& key, const std::string& value) {
@@ -105,7 +102,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
         const size_t equals = item.find('=');
         if (equals == std::string::npos) throw std::invalid_argument("setting item '" + item + "' is not key=value");
         const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
-        if (key == "policy") p.policy = policy_named(value);
+        if (key == "policy") p.policy = named(unmask_names::policies(), key, value);
         else if (key == "steps") p.steps = integer(key, value), steps_given = true;
         else if (key == "block") p.block_length = integer(key, value);
         else if (key == "threshold") p.threshold = number(key, value);
@@ -113,10 +110,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
         else if (key == "temperature") p.temperature = number(key, value);
         else if (key == "early_stop") p.early_stop = static_cast<int32_t>(integer(key, value) != 0);
         else if (key == "cache") {
-            if (value == "none") p.cache_mode = UNMASK_CACHE_NONE;
-            else if (value == "prefix") p.cache_mode = UNMASK_CACHE_PREFIX;
-            else if (value == "dual") p.cache_mode = UNMASK_CACHE_DUAL;
-            else throw std::invalid_argument("cache must be none, prefix or dual, got '" + value + "'");
+            p.cache_mode = named(unmask_names::cache_modes(), key, value);
             setting.cache_mode = value;
         } else if (key == "refresh") p.cache_refresh_steps = integer(key, value);
         else if (key == "vicinity") p.cache_vicinity = integer(key, value);
@@ -217,7 +211,6 @@ Score evaluate(const unmask_model* model, const std::vector<Example>& examples, 
             score.valid_json += nlohmann::json::accept(answer);
             score.forwards += results[i].forwards;
             score.answer_tokens += answer_length;
-            score.positions += results[i].token_count;
             TaskScore& task = score.by_task[example.task];
             task.examples += 1;
             task.exact += exact;

@@ -53,7 +53,6 @@ struct Score {
     int64_t valid_json = 0;      // the answer parses as JSON
     int64_t forwards = 0;        // model evaluations, all sequences together
     int64_t answer_tokens = 0;   // generated tokens before the first EOS, all sequences together
-    int64_t positions = 0;       // generated positions (gen_length per sequence)
     double seconds = 0;          // wall time of the generate calls
     std::map<std::string, TaskScore> by_task;
     std::vector<std::string> sample_failures;  // the first few wrong answers, for the report

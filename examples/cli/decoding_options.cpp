@@ -1,27 +1,17 @@
 #include "decoding_options.hpp"
 
 #include <algorithm>
-#include <map>
+
+#include "parameter_names.hpp"
 
 namespace unmask_cli {
 namespace {
 
-const std::map<std::string, int32_t> policies = {
-    {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
-    {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
-    {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
-const std::map<std::string, int32_t> eos_modes = {{"off", UNMASK_EOS_CONFIDENCE_OFF},
-                                                  {"reference", UNMASK_EOS_CONFIDENCE_REFERENCE},
-                                                  {"both", UNMASK_EOS_CONFIDENCE_BOTH}};
-const std::map<std::string, int32_t> cache_modes = {
-    {"none", UNMASK_CACHE_NONE}, {"prefix", UNMASK_CACHE_PREFIX}, {"dual", UNMASK_CACHE_DUAL}};
+using unmask_names::Names;
 
-int32_t named(const std::map<std::string, int32_t>& names, const std::string& text, const std::string& what) {
-    const auto it = names.find(text);
-    if (it != names.end()) return it->second;
-    std::string known;
-    for (const auto& [name, value] : names) known += (known.empty() ? "" : ", ") + name;
-    throw UsageError(what + " must be one of " + known + ", got '" + text + "'");
+int32_t named(const Names& names, const std::string& text, const std::string& what) {
+    if (const auto value = unmask_names::lookup(names, text)) return *value;
+    throw UsageError(what + " must be one of " + unmask_names::listed(names) + ", got '" + text + "'");
 }
 
 }  // namespace
@@ -62,7 +52,7 @@ std::vector<OptionSpec> with_decoding_options(std::vector<OptionSpec> options) {
 }
 
 void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& params) {
-    if (auto v = args.value("policy")) params.policy = named(policies, *v, "--policy");
+    if (auto v = args.value("policy")) params.policy = named(unmask_names::policies(), *v, "--policy");
     if (auto v = args.integer("gen-length")) params.gen_length = *v;
     if (auto v = args.integer("steps")) params.steps = *v;
     else params.steps = params.gen_length;
@@ -79,7 +69,7 @@ void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& para
     if (auto v = args.integer("seed")) params.seed = static_cast<uint64_t>(*v);
     if (args.has("no-eos")) params.logits_eos_inf = 1;
     if (args.has("early-stop")) params.early_stop = 1;
-    if (auto v = args.value("cache")) params.cache_mode = named(cache_modes, *v, "--cache");
+    if (auto v = args.value("cache")) params.cache_mode = named(unmask_names::cache_modes(), *v, "--cache");
     if (auto v = args.integer("cache-refresh")) params.cache_refresh_steps = *v;
     if (auto v = args.integer("cache-vicinity")) params.cache_vicinity = *v;
 }
@@ -106,9 +96,9 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
             if (v < INT32_MIN || v > INT32_MAX) throw UsageError("'" + key + "' is out of range");
             return static_cast<int32_t>(v);
         };
-        if (key == "policy") p.policy = value.is_string() ? named(policies, value.get<std::string>(), "'policy'") : int32();
+        if (key == "policy") p.policy = value.is_string() ? named(unmask_names::policies(), value.get<std::string>(), "'policy'") : int32();
         else if (key == "eos_confidence")
-            p.eos_confidence = value.is_string() ? named(eos_modes, value.get<std::string>(), "'eos_confidence'") : int32();
+            p.eos_confidence = value.is_string() ? named(unmask_names::eos_confidences(), value.get<std::string>(), "'eos_confidence'") : int32();
         else if (key == "gen_length") p.gen_length = integer();
         else if (key == "steps") p.steps = integer(), steps_given = true;
         else if (key == "block_length") p.block_length = integer();
@@ -129,7 +119,7 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
         else if (key == "eot_token_id") p.eot_token_id = integer();
         else if (key == "timeout_seconds") p.timeout_seconds = number();
         else if (key == "cache_mode")
-            p.cache_mode = value.is_string() ? named(cache_modes, value.get<std::string>(), "'cache_mode'") : int32();
+            p.cache_mode = value.is_string() ? named(unmask_names::cache_modes(), value.get<std::string>(), "'cache_mode'") : int32();
         else if (key == "cache_refresh_steps") p.cache_refresh_steps = integer();
         else if (key == "cache_vicinity") p.cache_vicinity = integer();
         else throw UsageError("'" + key + "' is not a generation parameter");

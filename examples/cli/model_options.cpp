@@ -1,7 +1,5 @@
 #include "model_options.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "decode/sequence.hpp"
 #include "decode/transfer_schedule.hpp"
 #include "fixtures.hpp"
+#include "parameter_names.hpp"
 #include "unmask.h"
 
 using namespace unmask;
@@ -37,14 +37,7 @@ struct LoadedModel {
 unmask_generate_params params_from_json(const nlohmann::json& p) {
     unmask_generate_params params;
     REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    static const std::map<std::string, int32_t> policies = {
-        {"low_confidence", UNMASK_POLICY_LOW_CONFIDENCE}, {"random", UNMASK_POLICY_RANDOM},
-        {"origin", UNMASK_POLICY_ORIGIN},                 {"maskgit_plus", UNMASK_POLICY_MASKGIT_PLUS},
-        {"topk_margin", UNMASK_POLICY_TOPK_MARGIN},       {"entropy", UNMASK_POLICY_ENTROPY}};
-    static const std::map<std::string, int32_t> eos_modes = {{"off", UNMASK_EOS_CONFIDENCE_OFF},
-                                                             {"reference", UNMASK_EOS_CONFIDENCE_REFERENCE},
-                                                             {"both", UNMASK_EOS_CONFIDENCE_BOTH}};
-    params.policy = policies.at(p.value("policy", "low_confidence"));
+    params.policy = unmask_names::policies().at(p.value("policy", "low_confidence"));
     params.gen_length = p.at("gen_length");
     params.steps = p.at("steps");
     params.block_length = p.value("block_length", 0);
@@ -58,7 +51,7 @@ unmask_generate_params params_from_json(const nlohmann::json& p) {
     params.top_k = p.value("top_k", 0);
     params.seed = p.value("seed", 0);
     params.logits_eos_inf = p.value("logits_eos_inf", false) ? 1 : 0;
-    params.eos_confidence = eos_modes.at(p.value("eos_confidence", "off"));
+    params.eos_confidence = unmask_names::eos_confidences().at(p.value("eos_confidence", "off"));
     params.eot_token_id = p.value("eot_token_id", -1);
     params.eos_token_id = p.value("eos_token_id", -1);
     params.early_stop = p.value("early_stop", false) ? 1 : 0;
