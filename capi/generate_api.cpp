@@ -61,10 +61,12 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     d.seed = p.seed;
     d.eos_token_id = p.eos_token_id;
     d.eot_token_id = p.eot_token_id;
-    d.cache_mode = static_cast<CacheMode>(
-        require_one_of(p.cache_mode, {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}, "params->cache_mode"));
-    d.cache_refresh = p.cache_refresh_steps;
-    d.cache_vicinity = p.cache_vicinity;
+    if (p.struct_size >= generate_params_v1_2_size) {  // older callers: no cache (their padding is not a mode)
+        d.cache_mode = static_cast<CacheMode>(require_one_of(
+            p.cache_mode, {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}, "params->cache_mode"));
+        d.cache_refresh = p.cache_refresh_steps;
+        d.cache_vicinity = p.cache_vicinity;
+    }
     return d;
 }
 

@@ -334,7 +334,9 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
 /* K/V cache modes (unmask_generate_params.cache_mode). Every block starts with a forward of the
  * whole canvas that fills the sequence's cache; the other steps of the block feed only part of it
  * and read the other positions' keys and values from the cache. PREFIX and DUAL are
- * approximations (the cached K/V go stale as the canvas changes); NONE is exact. */
+ * approximations (the cached K/V go stale as the canvas changes); NONE is exact. For block
+ * diffusion models (unmask_model_description.diffusion_block_size > 0) both are exact and feed
+ * only the block (its first step also the finished blocks before it whose K/V are not final). */
 #define UNMASK_CACHE_NONE 0   /* every step recomputes the whole canvas */
 #define UNMASK_CACHE_PREFIX 1 /* recompute the block and everything after it; reuse the prefix */
 #define UNMASK_CACHE_DUAL 2   /* recompute only the block; reuse prefix and suffix */

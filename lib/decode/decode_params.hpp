@@ -27,7 +27,8 @@ enum class EosConfidence : int32_t {
 };
 
 // Which K/V a step reuses (ALGORITHMS.md section 4). Every block starts with a forward of the
-// whole canvas that fills the cache; the other steps feed part of it.
+// whole canvas that fills the cache; the other steps feed part of it. For block diffusion models
+// the cache is exact and both modes feed the block (see DecodeSequence::feed_begin).
 enum class CacheMode : int32_t {
     none = 0,    // exact: every step feeds the whole canvas
     prefix = 1,  // feed from the block start to the end; the prefix's K/V come from the cache
@@ -56,7 +57,7 @@ struct DecodeParams {
     int64_t eos_token_id = -1;  // -1: the model's
     int64_t eot_token_id = -1;  // -1: none
     CacheMode cache_mode = CacheMode::none;
-    int64_t cache_refresh = 0;   // > 0: also feed the whole canvas every this many steps of a block
+    int64_t cache_refresh = 0;   // > 0: also feed everything from position 0 every this many steps of a block
     int64_t cache_vicinity = 0;  // also feed this many positions on each side of the block
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }

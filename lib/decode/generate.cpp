@@ -74,7 +74,18 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
                                       const ForwardLimits& limits, const StepObserver& observer) {
     if (sequences.empty()) return {};
     Forward forward(model, backend, limits);
-    for (DecodeSequence& s : sequences) s.make_caches(backend, nullptr);
+    // Caches made here (on the backend's ledger) go when the generation ends; the caller's stay.
+    struct MadeCaches {
+        std::vector<DecodeSequence*> sequences;
+        ~MadeCaches() {
+            for (DecodeSequence* s : sequences) s->release_caches();
+        }
+    } made;
+    for (DecodeSequence& s : sequences)
+        if (s.needs_cache() && s.cache() == nullptr) {
+            made.sequences.push_back(&s);
+            s.make_caches(backend, nullptr);
+        }
     std::vector<DecodeSequence*> pointers;
     for (DecodeSequence& s : sequences) pointers.push_back(&s);
     std::vector<GenerationStats> stats(sequences.size());

@@ -37,7 +37,7 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
           const StepObserver& observer = {});
 
 // Runs `sequences` to the end with forwards bounded by `limits`. Caches that a sequence needs and
-// lacks are made on `backend`, charged to its own ledger.
+// lacks are made on `backend`, charged to its own ledger, and released before returning.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       const ForwardLimits& limits, const StepObserver& observer = {});
 

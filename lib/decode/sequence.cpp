@@ -117,11 +117,14 @@ void DecodeSequence::prepare_step() {
     const int64_t part_begin = std::max<int64_t>(0, begin - shift - params_.cache_vicinity);
     const int64_t part_end = params_.cache_mode == CacheMode::dual ? std::min(length, end + params_.cache_vicinity) : length;
     if (spec_.diffusion_block_size > 0) {
-        // Block-causal attention: the cache is exact. A block's first step also feeds the block
-        // before it (final now), extending the cache like a prefill; the prompt with block 0.
-        const int64_t previous = block_ == 0 ? 0 : begin - block_length_;
-        feed_begin_ = refresh ? 0 : block_step_ == 0 ? std::min(previous, part_begin) : part_begin;
-        feed_end_ = part_end;
+        // Block-causal attention: the cache is exact, and nothing after the block matters to it.
+        // A block's first forward also feeds the finished blocks whose K/V are not final yet (the
+        // previous one, more after blocks that needed no forward; the prompt with block 0),
+        // extending the cache like a prefill.
+        feed_begin_ = refresh ? 0 : part_begin;
+        if (block_step_ == 0) feed_begin_ = std::min(feed_begin_, cache_final_);
+        feed_end_ = end;
+        if (!outputs_.empty()) cache_final_ = std::max(cache_final_, begin);  // this step's forward makes them final
     } else if (block_step_ > 0 && !refresh) {
         // Bidirectional: a block starts with the whole canvas; its other steps feed their part.
         feed_begin_ = part_begin;

@@ -47,7 +47,9 @@ public:
     double cfg_scale() const noexcept { return params_.cfg_scale; }
     // The positions this step feeds: the whole canvas, or with a cache mode, between refreshes,
     // the current block (dual) or everything from it (prefix), widened by the vicinity and, when
-    // the model predicts from the previous position, by one before the block.
+    // the model predicts from the previous position, by one before the block. Block diffusion
+    // models (exact cache) feed the block, at its first step with the finished blocks before it
+    // whose K/V are not final yet.
     int64_t feed_begin() const noexcept { return feed_begin_; }
     int64_t feed_end() const noexcept { return feed_end_; }
     // Rows this step feeds to a forward (twice the fed positions with CFG), and the most any step does.
@@ -96,6 +98,7 @@ private:
     std::vector<int32_t> banned_;  // sampling_.banned_tokens views it
     FinishReason finish_ = FinishReason::none;
     int64_t feed_begin_ = 0, feed_end_ = 0;
+    int64_t cache_final_ = 0;  // block diffusion: cached K/V of [0, cache_final_) are final
     std::unique_ptr<KVCache> cache_, unconditional_cache_;
 };
 

@@ -256,6 +256,9 @@ void Engine::run_step() {
             } catch (const Error& e) {
                 end(r, RequestFinish::error, e.status(), e.what());
                 continue;
+            } catch (const std::exception& e) {  // the system refused memory the pool had room for
+                end(r, RequestFinish::error, Status::out_of_budget, e.what());
+                continue;
             }
             active.push_back(r);
             sequences.push_back(&r->sequence_);

@@ -24,10 +24,25 @@ struct SequenceShape {
 
 // One sequence's state in a device's books: a pool of sequence_state_bytes in which the decode
 // state is reserved at once and the K/V caches (with a cache mode) are allocated by the backend.
-// The caches must be released before the pool.
+// The caches must be released before the pool; the reservation goes before the pool too (also
+// when assigned over, which the default assignment would get the wrong way round).
 struct SequenceMemory {
     std::unique_ptr<MemoryLedger> pool;
     Reservation decode_state;
+
+    SequenceMemory() = default;
+    SequenceMemory(std::unique_ptr<MemoryLedger> pool_, Reservation decode_state_) noexcept
+        : pool(std::move(pool_)), decode_state(std::move(decode_state_)) {}
+    SequenceMemory(SequenceMemory&&) noexcept = default;
+    SequenceMemory& operator=(SequenceMemory&& other) noexcept {
+        if (this != &other) {
+            decode_state = Reservation();
+            pool = std::move(other.pool);
+            decode_state = std::move(other.decode_state);
+        }
+        return *this;
+    }
+    ~SequenceMemory() = default;  // members go in reverse order: the reservation, then the pool
 };
 
 // Null when the sequence's state does not fit in `device` now.

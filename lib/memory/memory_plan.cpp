@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "format/dtype.hpp"
 #include "format/tensor_catalog.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model.hpp"
 
 #ifdef UNMASK_WITH_CUDA
@@ -55,8 +56,7 @@ uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
 
 uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend) {
     if (!options.kv_cache) return 0;
-    const uint64_t one = allocation_bytes(2 * uint64_t(spec.layers) * uint64_t(length) *
-                                          uint64_t(spec.kv_heads * spec.head_dim) * kv_element_bytes(backend));
+    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, kv_element_bytes(backend)));
     return one * (options.cfg ? 2 : 1);
 }
 

@@ -129,12 +129,22 @@ TEST_CASE("block diffusion matches the PyTorch reference of block-causal generat
     std::ifstream in(test_data_path("reference/llada-block/decoding.json"));
     const auto cases = nlohmann::json::parse(in);
     REQUIRE(cases.size() == 5);
+    struct Cache {
+        int32_t mode;
+        int64_t refresh, vicinity;
+    };
+    const Cache caches[] = {{UNMASK_CACHE_NONE, 0, 0}, {UNMASK_CACHE_PREFIX, 0, 0}, {UNMASK_CACHE_DUAL, 0, 0},
+                            {UNMASK_CACHE_DUAL, 0, 3}, {UNMASK_CACHE_PREFIX, 2, 0}, {UNMASK_CACHE_DUAL, 3, 2}};
     for (const auto& c : cases) {
-        for (const int32_t mode : {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
+        for (const Cache& cache : caches) {
             CAPTURE(c["name"].get<std::string>());
-            CAPTURE(mode);
+            CAPTURE(cache.mode);
+            CAPTURE(cache.refresh);
+            CAPTURE(cache.vicinity);
             auto params = params_from_json(c["params"]);
-            params.cache_mode = mode;
+            params.cache_mode = cache.mode;
+            params.cache_refresh_steps = cache.refresh;
+            params.cache_vicinity = cache.vicinity;
             params.block_length = 0;  // the model's block size
             const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
             REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
@@ -148,6 +158,54 @@ TEST_CASE("block diffusion matches the PyTorch reference of block-causal generat
     const Generated g = generate(loaded.model, params, cases[0]["prompt"].get<std::vector<int32_t>>());
     CHECK(g.status == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("differs from the model's diffusion block size 8") != std::string::npos);
+}
+
+TEST_CASE("block diffusion infilling across fully fixed blocks gives the same tokens with the exact cache") {
+    // Blocks without masks run no forward, so their K/V enter the cache with the next block's
+    // first forward (two fixed blocks in a row here).
+    LoadedModel loaded("llada-block");
+    std::vector<int32_t> canvas = {3, 17, 42, 5};  // the prompt
+    for (int i = 0; i < 8; ++i) canvas.push_back(299);                             // block 0: masked
+    for (int i = 0; i < 16; ++i) canvas.push_back(static_cast<int32_t>(20 + i));  // blocks 1 and 2: fixed
+    for (int i = 0; i < 8; ++i) canvas.push_back(i % 3 == 0 ? 11 : 299);           // block 3: partly masked
+    auto infill = [&](int32_t mode, int64_t vicinity) {
+        unmask_generate_params params;
+        REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+        params.steps = 16;
+        params.threads = 2;
+        params.cache_mode = mode;
+        params.cache_vicinity = vicinity;
+        std::vector<int32_t> out(canvas.size());
+        unmask_generation result{sizeof result, 0, out.data(), int64_t(out.size()), 0, 0, 0};
+        REQUIRE_MESSAGE(unmask_infill(loaded.model, &params, canvas.data(), int64_t(canvas.size()), &result) == UNMASK_OK,
+                        unmask_last_error());
+        CHECK(std::count(out.begin(), out.end(), 299) == 0);
+        return out;
+    };
+    const auto exact = infill(UNMASK_CACHE_NONE, 0);
+    CHECK(std::equal(canvas.begin() + 12, canvas.begin() + 28, exact.begin() + 12));  // the fixed blocks stay
+    CHECK(infill(UNMASK_CACHE_DUAL, 0) == exact);
+    CHECK(infill(UNMASK_CACHE_PREFIX, 0) == exact);
+    CHECK(infill(UNMASK_CACHE_DUAL, 5) == exact);
+}
+
+TEST_CASE("an ABI 1.1 caller's params (200 bytes) run without a cache, whatever their tail padding holds") {
+    LoadedModel loaded("llada");
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 16;
+    params.steps = 16;
+    params.threads = 2;
+    const std::vector<int32_t> prompt = {4, 8, 15};
+    const Generated current = generate(loaded.model, params, prompt);
+    REQUIRE(current.status == UNMASK_OK);
+    params.struct_size = 200;  // sizeof(unmask_generate_params) in ABI 1.1
+    params.cache_mode = 77;    // the padding of a 1.1 struct: not a field for that caller
+    const Generated old = generate(loaded.model, params, prompt);
+    REQUIRE_MESSAGE(old.status == UNMASK_OK, unmask_last_error());
+    CHECK(old.tokens == current.tokens);
+    params.struct_size = sizeof params;
+    CHECK(generate(loaded.model, params, prompt).status == UNMASK_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("without refresh, cached decoding keeps its schedule and stays deterministic") {

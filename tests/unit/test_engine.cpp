@@ -147,6 +147,7 @@ TEST_CASE("requests batched in the engine give the same tokens as alone (no cros
         alone.push_back(out);
     }
     Engine engine(model.model, 8, 16);
+    const unmask_engine_stats idle = stats_of(engine.engine);
     std::vector<unmask_request*> requests;
     for (const Case& c : cases) {
         unmask_request* r = nullptr;
@@ -166,6 +167,10 @@ TEST_CASE("requests batched in the engine give the same tokens as alone (no cros
     CHECK(s.requests_submitted == 8);
     CHECK(s.finished[UNMASK_FINISH_LENGTH] + s.finished[UNMASK_FINISH_EOS] == 8);
     CHECK(s.requests_running == 0);
+    // Every request's state (K/V caches included) went back to the books.
+    CHECK(s.memory_reserved == idle.memory_reserved);
+    CHECK(s.memory_in_use == idle.memory_in_use);
+    CHECK(s.memory_peak_in_use > idle.memory_in_use);
 }
 
 TEST_CASE("a full queue is QUEUE_FULL at exactly its bound, and a blocking submit waits for room") {
