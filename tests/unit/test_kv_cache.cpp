@@ -244,3 +244,51 @@ TEST_CASE("a generation whose cache does not fit the budget is OUT_OF_BUDGET, an
     CHECK(after.in_use == usage.reserved);  // nothing left behind
     unmask_model_free(model);
 }
+
+TEST_CASE("the engine streams a block diffusion request block by block, each block final when reported") {
+    unmask_model_params load_params;
+    REQUIRE(unmask_model_params_init(&load_params) == UNMASK_OK);
+    load_params.precision = UNMASK_PRECISION_FP32;
+    unmask_model* model = nullptr;
+    const std::string path = test_data_path("reference/llada-block");
+    REQUIRE(unmask_model_load(path.c_str(), &load_params, &model) == UNMASK_OK);
+    unmask_engine_params engine_params;
+    REQUIRE(unmask_engine_params_init(&engine_params) == UNMASK_OK);
+    engine_params.threads = 2;
+    unmask_engine* engine = nullptr;
+    REQUIRE(unmask_engine_create(model, &engine_params, &engine) == UNMASK_OK);
+
+    struct Seen {
+        std::vector<std::vector<int32_t>> blocks;  // the region at each block event
+        int64_t steps = 0;
+    } seen;
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 24;
+    params.steps = 12;
+    params.cache_mode = UNMASK_CACHE_DUAL;
+    params.stream_user_data = &seen;
+    params.stream_callback = [](const unmask_stream_event* event, void* user_data) -> int32_t {
+        auto* s = static_cast<Seen*>(user_data);
+        if (event->kind == UNMASK_STREAM_BLOCK) s->blocks.emplace_back(event->tokens, event->tokens + event->token_count);
+        s->steps = event->step + 1;
+        return 0;
+    };
+    const std::vector<int32_t> prompt = {9, 8, 7, 6, 5};
+    unmask_request* request = nullptr;
+    REQUIRE(unmask_engine_submit(engine, &params, prompt.data(), 5, 0, &request) == UNMASK_OK);
+    REQUIRE(unmask_request_wait(request, -1) == UNMASK_OK);
+    std::vector<int32_t> tokens(24);
+    int64_t count = 0;
+    REQUIRE(unmask_request_tokens(request, tokens.data(), 24, &count) == UNMASK_OK);
+    REQUIRE(seen.blocks.size() == 3);  // blocks of 8 (the model's), one event each
+    for (size_t b = 0; b < 3; ++b) {
+        CAPTURE(b);
+        // Block b is complete and final (as in the result); the blocks after it are still masked.
+        CHECK(std::equal(tokens.begin(), tokens.begin() + long(8 * (b + 1)), seen.blocks[b].begin()));
+        CHECK(std::all_of(seen.blocks[b].begin() + long(8 * (b + 1)), seen.blocks[b].end(), [](int32_t t) { return t == 299; }));
+    }
+    unmask_request_free(request);
+    unmask_engine_free(engine);
+    unmask_model_free(model);
+}
