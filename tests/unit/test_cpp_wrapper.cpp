@@ -1,0 +1,71 @@
+// The header-only C++ wrapper (include/unmask.hpp): failures as exceptions with the status and
+// message, buffers sized for any output, stream callbacks that are any callable (one that throws
+// cancels its request, never the process), and handles that release themselves.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "unmask.hpp"
+
+namespace {
+
+std::string bundled_model() { return UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME; }
+
+}  // namespace
+
+TEST_CASE("the C++ wrapper turns failures into exceptions that carry the status and the message") {
+    try {
+        unmask::Model::load("/nonexistent/unmask-model");
+        FAIL("loading a missing directory must throw");
+    } catch (const unmask::Error& e) {
+        CHECK(e.status() == UNMASK_ERR_IO);
+        CHECK(std::string(e.what()).find("unmask_model_load: IO: ") == 0);
+        CHECK(std::string(e.what()).find("/nonexistent/unmask-model") != std::string::npos);
+    }
+    unmask::PlanParams plan_params;
+    plan_params.memory_margin = 2.0;
+    CHECK_THROWS_AS(unmask::plan(bundled_model(), plan_params), unmask::Error);
+}
+
+TEST_CASE("the C++ wrapper generates, encodes and decodes through the bundled model") {
+    const auto model = unmask::Model::load(bundled_model());
+    const auto tokenizer = model.tokenizer();
+    const std::string text(3000, 'a');  // longer than the first buffer guess
+    CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
+    unmask::GenerateParams params;
+    params.gen_length = 48;
+    params.steps = 48;
+    const auto result = model.generate(tokenizer.encode_chat("Set a timer for 3 minutes for the tea."), params);
+    CHECK(result.tokens.size() == 48);
+    CHECK(tokenizer.decode(result.tokens, true).find("\"set_timer\"") != std::string::npos);
+    CHECK(unmask::plan(bundled_model()).fits == 1);
+}
+
+TEST_CASE("a C++ stream callback that throws cancels its own request, and the others finish") {
+    const auto model = unmask::Model::load(bundled_model());
+    const auto tokenizer = model.tokenizer();
+    unmask::Engine engine(model);
+    unmask::GenerateParams params;
+    params.gen_length = 48;
+    params.steps = 48;
+    params.block_length = 12;
+    int seen = 0;
+    auto throwing = engine.submit(tokenizer.encode_chat("Convert 12 EUR to GBP."), params,
+                                  [](const unmask_stream_event&) -> bool { throw std::runtime_error("no"); });
+    auto counting = engine.submit(tokenizer.encode_chat("Convert 12 EUR to GBP."), params, [&](const unmask_stream_event& e) {
+        seen += e.kind == UNMASK_STREAM_BLOCK ? 1 : 0;
+        return true;
+    });
+    CHECK(throwing.wait());
+    CHECK(counting.wait(60.0));
+    CHECK(throwing.info().finish_reason == UNMASK_FINISH_CANCELLED);
+    CHECK(counting.info().finish_reason == UNMASK_FINISH_EOS);
+    CHECK(seen >= 1);
+    CHECK(counting.text().find("\"convert_currency\"") != std::string::npos);
+    CHECK(engine.stats().requests_submitted == 2);
+    CHECK(engine.metrics().find("unmask:") != std::string::npos);
+    // A request dropped while it may still run is cancelled and freed by its destructor.
+    { auto dropped = engine.submit(tokenizer.encode_chat("hello"), params); }
+}
