@@ -1,0 +1,110 @@
+"""The Python bindings against a freshly built libunmask and the bundled model. Run from
+examples/python with UNMASK_LIBRARY_PATH set: python3 -m unittest discover -s tests"""
+import ctypes
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import unmask  # noqa: E402
+from unmask import _ffi  # noqa: E402
+
+BUNDLED = os.environ.get("UNMASK_BUNDLED_MODEL") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "models", "toolcall-llada-3m")
+
+
+class Layout(unittest.TestCase):
+    def test_structs_match_the_frozen_c_layouts(self):
+        # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
+        sizes = {_ffi.ModelParams: 80, _ffi.PlanParams: 72, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 216,
+                 _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112}
+        for struct, size in sizes.items():
+            self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
+        self.assertEqual(_ffi.GenerateParams.cache_mode.offset, 196)
+        self.assertEqual(_ffi.GenerateParams.stream_steps.offset, 192)
+        self.assertEqual(_ffi.ModelDescription.diffusion_block_size.offset, 104)
+        self.assertEqual(_ffi.lib.unmask_abi_version() >> 16, 1)
+
+
+class Bindings(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = unmask.Model.load(BUNDLED)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.model.close()
+
+    def test_errors_map_to_exceptions_with_the_status(self):
+        with self.assertRaises(unmask.ModelIOError) as caught:
+            unmask.Model.load("/nonexistent/unmask-model")
+        self.assertEqual(caught.exception.status, "IO")
+        self.assertIn("/nonexistent/unmask-model", str(caught.exception))
+        with self.assertRaises(unmask.InvalidArgument) as caught:
+            self.model.generate("hi", gen_length=48, block_length=5)
+        self.assertIn("not a multiple of block_length 5", caught.exception.message)
+        self.assertIsInstance(caught.exception, ValueError)
+        with self.assertRaises(TypeError):
+            unmask.generate_params(gen_lenght=8)
+        with self.assertRaises(ValueError):
+            unmask.generate_params(cache_mode="triple")
+        with self.assertRaises(unmask.TooLong):
+            self.model.generate([1, 2, 3], gen_length=100000)
+
+    def test_model_info_tokenizer_and_plan(self):
+        info = self.model.info()
+        self.assertEqual(info["architecture"], "llada")
+        self.assertEqual(info["parameters_total"], 3109632)
+        tokenizer = self.model.tokenizer
+        text = "Convert 3967 EUR to GBP. " * 40  # longer than the first buffer guess
+        self.assertEqual(tokenizer.decode(tokenizer.encode(text)), text)
+        plan = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache=True)
+        self.assertEqual(plan["fits"], 1)
+        self.assertEqual(plan["max_concurrent"], 4)
+        self.assertGreater(plan["sequence_state"], 0)
+
+    def test_generate_answers_a_request(self):
+        result = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48)
+        self.assertEqual(result.text, '{"name": "get_weather", "arguments": {"city": "Lisbon", "date": "2026-05-14"}}')
+        self.assertEqual(len(result.ids), 48)
+        self.assertEqual(result.steps, 48)
+        self.assertEqual(result.finish_reason, "eos")
+
+    def test_engine_generates_streams_and_reports_stats(self):
+        with unmask.Engine(self.model, max_concurrent_requests=4) as engine:
+            settings = dict(gen_length=48, block_length=12, threshold=0.9, cache_mode="dual")
+            requests = [engine.submit(p, **settings) for p in
+                        ("Set a timer for 3 minutes for the tea.", "Convert 3967 EUR to GBP.")]
+            streamed = engine.submit("Book a table at Sakura for 4 at 19:30.", stream=True, **settings)
+            events = list(streamed.events())
+            self.assertEqual([e["kind"] for e in events], ["block"] * 4)
+            self.assertEqual([e["completed_blocks"] for e in events], [1, 2, 3, 4])
+            self.assertEqual(events[-1]["tokens"], streamed.result().ids)
+            self.assertIn('"book_table"', streamed.result().text)
+            answers = [r.result() for r in requests]
+            self.assertIn('"set_timer"', answers[0].text)
+            self.assertEqual(answers[1].text,
+                             '{"name": "convert_currency", "arguments": {"amount": 3967, "from": "EUR", "to": "GBP"}}')
+            self.assertLess(answers[1].forwards, 48)  # threshold decoding
+            self.assertGreaterEqual(answers[1].timings["end_to_end_seconds"], 0)
+            result = engine.generate([1, 2, 3], gen_length=8)
+            self.assertEqual(len(result.ids), 8)
+            stats = engine.stats()
+            self.assertEqual(stats["requests_submitted"], 4)
+            self.assertEqual(stats["requests_running"], 0)
+            self.assertIn("unmask:", engine.metrics())
+            for r in requests + [streamed]:
+                r.close()
+
+    def test_a_request_can_be_cancelled(self):
+        with unmask.Engine(self.model) as engine:
+            request = engine.submit("Convert 12 EUR to GBP.", gen_length=512, steps=512)  # seconds of work
+            request.cancel()
+            self.assertTrue(request.wait(30))
+            self.assertEqual(request.info()["finish_reason"], 3)  # cancelled
+            self.assertEqual(request.result().finish_reason, "cancelled")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,174 @@
+"""The C ABI of include/unmask.h in ctypes: constants, structs (laid out exactly as the header's;
+tests/test_unmask.py checks their sizes against the frozen C layouts) and function prototypes.
+The library is found through UNMASK_LIBRARY_PATH, next to this package, or the system's paths."""
+import ctypes
+import ctypes.util
+import os
+from ctypes import POINTER, c_char, c_char_p, c_double, c_int32, c_int64, c_uint32, c_uint64, c_void_p
+
+# Status codes (frozen).
+STATUS_NAMES = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNSUPPORTED", 3: "MODEL_FORMAT", 4: "IO", 5: "OUT_OF_BUDGET",
+                6: "QUEUE_FULL", 7: "TIMEOUT", 8: "CANCELLED", 9: "TOO_LONG", 10: "SHUTTING_DOWN", 11: "DEVICE",
+                12: "INTERNAL"}
+OK, ERR_TIMEOUT = 0, 7
+
+POLICIES = {"low_confidence": 0, "random": 1, "origin": 2, "maskgit_plus": 3, "topk_margin": 4, "entropy": 5}
+CACHE_MODES = {"none": 0, "prefix": 1, "dual": 2}
+PRECISIONS = {"auto": 0, "fp32": 1, "bf16": 2, "fp16": 3}
+FINISH_REASONS = {1: "length", 2: "eos", 3: "cancelled", 4: "timeout", 5: "error"}
+STREAM_BLOCK, STREAM_STEP = 1, 2
+SHUTDOWN_DRAIN, SHUTDOWN_IMMEDIATE = 0, 1
+
+LOG_CALLBACK = ctypes.CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
+PROGRESS_CALLBACK = ctypes.CFUNCTYPE(c_int32, c_uint64, c_uint64, c_void_p)
+STEP_CALLBACK = ctypes.CFUNCTYPE(c_int32, c_int64, c_int64, c_int64, POINTER(c_int32), c_int64, c_void_p)
+
+
+class StreamEvent(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("kind", c_int32), ("request_id", c_uint64), ("step", c_int64),
+                ("completed_blocks", c_int64), ("committed", c_int64), ("tokens", POINTER(c_int32)),
+                ("token_count", c_int64)]
+
+
+STREAM_CALLBACK = ctypes.CFUNCTYPE(c_int32, POINTER(StreamEvent), c_void_p)
+
+
+class ModelParams(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("checksum_mode", c_int32), ("backend", c_int32),
+                ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32),
+                ("metadata_only", c_int32), ("progress_callback", PROGRESS_CALLBACK), ("progress_user_data", c_void_p),
+                ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double)]
+
+
+class ModelDescription(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("architecture", c_char_p),
+                ("parameters_total", c_uint64), ("parameters_active", c_uint64), ("weight_bytes", c_uint64),
+                ("vocab_size", c_int64), ("layers", c_int32), ("hidden_size", c_int32), ("attention_heads", c_int32),
+                ("kv_heads", c_int32), ("head_dim", c_int32), ("experts", c_int32), ("experts_per_token", c_int32),
+                ("mask_token_id", c_int32), ("max_sequence_length", c_int64), ("tensor_count", c_int64),
+                ("checksums_verified", c_int32), ("eos_token_id", c_int32), ("diffusion_block_size", c_int64)]
+
+
+class PlanParams(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("backend", c_int32), ("devices", c_int32),
+                ("threads", c_int32), ("kv_cache", c_int32), ("cfg", c_int32), ("max_concurrent", c_int32),
+                ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
+                ("device_memory_bytes", c_uint64), ("max_sequence_length", c_int64)]
+
+
+class MemoryPlan(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("fits", c_int32), ("devices", c_int32), ("max_concurrent", c_int32),
+                ("max_sequence_length", c_int64), ("sequences_per_device", c_int64), ("device_memory", c_uint64),
+                ("budget", c_uint64), ("margin", c_uint64), ("usable", c_uint64), ("weights", c_uint64),
+                ("weights_by_component", c_uint64 * 8), ("sequence_state", c_uint64), ("dynamic", c_uint64),
+                ("scratch", c_uint64), ("required", c_uint64), ("weights_total", c_uint64),
+                ("parameters_total", c_uint64), ("max_concurrent_at_length", c_int64),
+                ("max_length_at_concurrency", c_int64)]
+
+
+class GenerateParams(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("policy", c_int32), ("gen_length", c_int64), ("steps", c_int64),
+                ("block_length", c_int64), ("min_steps", c_int64), ("max_steps", c_int64), ("temperature", c_double),
+                ("top_k", c_int64), ("top_p", c_double), ("cfg_scale", c_double), ("threshold", c_double),
+                ("factor", c_double), ("alg_temp", c_double), ("eps", c_double), ("seed", c_uint64),
+                ("logits_eos_inf", c_int32), ("eos_confidence", c_int32), ("early_stop", c_int32),
+                ("threads", c_int32), ("eos_token_id", c_int64), ("eot_token_id", c_int64),
+                ("step_callback", STEP_CALLBACK), ("step_user_data", c_void_p), ("timeout_seconds", c_double),
+                ("stream_callback", STREAM_CALLBACK), ("stream_user_data", c_void_p), ("stream_steps", c_int32),
+                ("cache_mode", c_int32), ("cache_refresh_steps", c_int64), ("cache_vicinity", c_int64)]
+
+
+class Generation(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("finish_reason", c_int32), ("tokens", POINTER(c_int32)),
+                ("tokens_capacity", c_int64), ("token_count", c_int64), ("steps", c_int64), ("forwards", c_int64)]
+
+
+class EngineParams(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("max_concurrent_requests", c_int32), ("max_queued_requests", c_int32),
+                ("threads", c_int32), ("max_sequence_length", c_int64), ("max_tokens_per_forward", c_int64),
+                ("request_timeout_seconds", c_double), ("min_steps", c_int64), ("max_steps", c_int64),
+                ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32)]
+
+
+class RequestInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("state", c_int32), ("request_id", c_uint64), ("finish_reason", c_int32),
+                ("error_status", c_int32), ("token_count", c_int64), ("steps", c_int64), ("forwards", c_int64),
+                ("queue_seconds", c_double), ("compute_seconds", c_double), ("first_block_seconds", c_double),
+                ("end_to_end_seconds", c_double)]
+
+
+class EngineStats(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("health", c_int32), ("requests_running", c_int64),
+                ("requests_waiting", c_int64), ("requests_submitted", c_uint64), ("requests_rejected", c_uint64),
+                ("finished", c_uint64 * 6), ("steps_total", c_uint64), ("forwards_total", c_uint64),
+                ("generation_tokens_total", c_uint64), ("prompt_tokens_total", c_uint64),
+                ("queue_seconds_p50", c_double), ("queue_seconds_p95", c_double), ("queue_seconds_p99", c_double),
+                ("first_block_seconds_p50", c_double), ("first_block_seconds_p95", c_double),
+                ("first_block_seconds_p99", c_double), ("end_to_end_seconds_p50", c_double),
+                ("end_to_end_seconds_p95", c_double), ("end_to_end_seconds_p99", c_double),
+                ("memory_capacity", c_uint64), ("memory_planned", c_uint64), ("memory_reserved", c_uint64),
+                ("memory_in_use", c_uint64), ("memory_peak_in_use", c_uint64), ("max_tokens_per_forward", c_int64)]
+
+
+def _find_library():
+    """UNMASK_LIBRARY_PATH (a file or a directory), next to the package, then the system's paths."""
+    candidates = []
+    given = os.environ.get("UNMASK_LIBRARY_PATH")
+    if given:
+        candidates.append(os.path.join(given, "libunmask.so") if os.path.isdir(given) else given)
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates += [os.path.join(here, "libunmask.so"), os.path.join(here, "libunmask.so.1")]
+    for path in candidates:
+        if os.path.exists(path):
+            return path
+    system = ctypes.util.find_library("unmask")
+    if system:
+        return system
+    raise OSError("libunmask not found: set UNMASK_LIBRARY_PATH to the library (or its directory), put it next to "
+                  "the unmask package, or install it where the system finds it (tried %s)" % ", ".join(candidates))
+
+
+def _declare(lib):
+    s = c_int32  # unmask_status
+    handle = c_void_p
+    prototypes = {
+        "unmask_abi_version": (c_uint32, []),
+        "unmask_version_string": (c_char_p, []),
+        "unmask_status_string": (c_char_p, [s]),
+        "unmask_last_error": (c_char_p, []),
+        "unmask_model_params_init": (s, [POINTER(ModelParams)]),
+        "unmask_model_load": (s, [c_char_p, POINTER(ModelParams), POINTER(handle)]),
+        "unmask_model_free": (None, [handle]),
+        "unmask_model_info": (s, [handle, POINTER(ModelDescription)]),
+        "unmask_plan_params_init": (s, [POINTER(PlanParams)]),
+        "unmask_plan": (s, [c_char_p, POINTER(PlanParams), POINTER(MemoryPlan)]),
+        "unmask_generate_params_init": (s, [POINTER(GenerateParams)]),
+        "unmask_generate": (s, [handle, POINTER(GenerateParams), POINTER(c_int32), c_int64, POINTER(Generation)]),
+        "unmask_engine_params_init": (s, [POINTER(EngineParams)]),
+        "unmask_engine_create": (s, [handle, POINTER(EngineParams), POINTER(handle)]),
+        "unmask_engine_free": (None, [handle]),
+        "unmask_engine_shutdown": (s, [handle, c_int32, c_double]),
+        "unmask_engine_submit": (s, [handle, POINTER(GenerateParams), POINTER(c_int32), c_int64, c_double,
+                                     POINTER(handle)]),
+        "unmask_engine_stats_get": (s, [handle, POINTER(EngineStats)]),
+        "unmask_engine_metrics": (s, [handle, POINTER(c_char), c_int64, POINTER(c_int64)]),
+        "unmask_request_wait": (s, [handle, c_double]),
+        "unmask_request_cancel": (s, [handle]),
+        "unmask_request_info_get": (s, [handle, POINTER(RequestInfo)]),
+        "unmask_request_tokens": (s, [handle, POINTER(c_int32), c_int64, POINTER(c_int64)]),
+        "unmask_request_text": (s, [handle, POINTER(c_char), c_int64, POINTER(c_int64)]),
+        "unmask_request_free": (None, [handle]),
+        "unmask_model_tokenizer": (s, [handle, POINTER(handle)]),
+        "unmask_tokenize": (s, [handle, c_char_p, c_int64, c_int32, POINTER(c_int32), c_int64, POINTER(c_int64)]),
+        "unmask_tokenize_chat": (s, [handle, c_char_p, c_char_p, POINTER(c_int32), c_int64, POINTER(c_int64)]),
+        "unmask_detokenize": (s, [handle, POINTER(c_int32), c_int64, c_int32, POINTER(c_char), c_int64,
+                                  POINTER(c_int64)]),
+    }
+    for name, (result, arguments) in prototypes.items():
+        function = getattr(lib, name)
+        function.restype = result
+        function.argtypes = arguments
+    return lib
+
+
+lib = _declare(ctypes.CDLL(_find_library()))

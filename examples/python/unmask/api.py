@@ -1,0 +1,393 @@
+"""A Pythonic API over the C ABI: Model, Engine, Request, Tokenizer, plan(), exceptions mapped
+from the status codes. Prompts are token ids or text (chat-formatted by default)."""
+import ctypes
+import queue
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import _ffi
+from ._ffi import lib
+
+Prompt = Union[str, Sequence[int]]
+
+
+class UnmaskError(Exception):
+    """A failed call: `status` is the status name (e.g. "OUT_OF_BUDGET"), `code` its number."""
+
+    def __init__(self, code: int, what: str, message: str):
+        self.code = code
+        self.status = _ffi.STATUS_NAMES.get(code, str(code))
+        self.message = message
+        super().__init__("%s: %s: %s" % (what, self.status, message))
+
+
+class InvalidArgument(UnmaskError, ValueError):
+    pass
+
+
+class Unsupported(UnmaskError):
+    pass
+
+
+class ModelFormatError(UnmaskError):
+    pass
+
+
+class ModelIOError(UnmaskError, OSError):
+    pass
+
+
+class OutOfBudget(UnmaskError, MemoryError):
+    pass
+
+
+class QueueFull(UnmaskError):
+    pass
+
+
+class TooLong(UnmaskError, ValueError):
+    pass
+
+
+_ERRORS = {1: InvalidArgument, 2: Unsupported, 3: ModelFormatError, 4: ModelIOError, 5: OutOfBudget, 6: QueueFull,
+           9: TooLong}
+
+
+def _check(code: int, what: str) -> None:
+    if code != _ffi.OK:
+        raise _ERRORS.get(code, UnmaskError)(code, what, lib.unmask_last_error().decode("utf-8", "replace"))
+
+
+def _sized(struct_type):
+    value = struct_type()
+    value.struct_size = ctypes.sizeof(struct_type)
+    return value
+
+
+def _as_dict(struct) -> Dict[str, Any]:
+    out = {}
+    for name, _ in struct._fields_:
+        if name == "struct_size":
+            continue
+        value = getattr(struct, name)
+        if isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, ctypes.Array):
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def _ids(values: Sequence[int]):
+    return (ctypes.c_int32 * len(values))(*values)
+
+
+def _read_ids(fill, what: str) -> List[int]:
+    """Calls fill(buffer, capacity, count) once, and again with a buffer of the size it asked for."""
+    capacity, count = 256, ctypes.c_int64(0)
+    buffer = (ctypes.c_int32 * capacity)()
+    _check(fill(buffer, capacity, ctypes.byref(count)), what)
+    if count.value > capacity:
+        capacity = count.value
+        buffer = (ctypes.c_int32 * capacity)()
+        _check(fill(buffer, capacity, ctypes.byref(count)), what)
+    return list(buffer[:count.value])
+
+
+def _read_text(fill, what: str) -> str:
+    capacity, length = 1024, ctypes.c_int64(0)
+    buffer = ctypes.create_string_buffer(capacity)
+    _check(fill(buffer, capacity, ctypes.byref(length)), what)
+    if length.value > capacity:
+        capacity = length.value
+        buffer = ctypes.create_string_buffer(capacity)
+        _check(fill(buffer, capacity, ctypes.byref(length)), what)
+    return buffer.raw[:length.value].decode("utf-8", "replace")
+
+
+def generate_params(**settings) -> _ffi.GenerateParams:
+    """unmask_generate_params from keyword arguments named as the C fields (`policy` and
+    `cache_mode` also by name); `steps` defaults to `gen_length`. Unknown names are a TypeError."""
+    params = _ffi.GenerateParams()
+    _check(lib.unmask_generate_params_init(ctypes.byref(params)), "unmask_generate_params_init")
+    names = {name for name, _ in _ffi.GenerateParams._fields_} - {"struct_size", "step_callback", "step_user_data",
+                                                                   "stream_callback", "stream_user_data"}
+    for name, value in settings.items():
+        if name not in names:
+            raise TypeError("%r is not a generation parameter (known: %s)" % (name, ", ".join(sorted(names))))
+        if name == "policy" and isinstance(value, str):
+            value = _lookup(_ffi.POLICIES, value, name)
+        if name == "cache_mode" and isinstance(value, str):
+            value = _lookup(_ffi.CACHE_MODES, value, name)
+        setattr(params, name, value)
+    if "steps" not in settings:
+        params.steps = params.gen_length
+    return params
+
+
+def _lookup(names: Dict[str, int], value: str, what: str) -> int:
+    if value not in names:
+        raise ValueError("%s must be one of %s, got %r" % (what, ", ".join(names), value))
+    return names[value]
+
+
+@dataclass
+class Result:
+    """One finished generation."""
+    text: str
+    ids: List[int]
+    finish_reason: str
+    steps: int
+    forwards: int
+    timings: Dict[str, float] = field(default_factory=dict)
+
+
+class Tokenizer:
+    """A model's tokenizer (owned by the model)."""
+
+    def __init__(self, handle: ctypes.c_void_p, owner: "Model"):
+        self._handle, self._owner = handle, owner
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> List[int]:
+        data = text.encode()
+        return _read_ids(lambda b, c, n: lib.unmask_tokenize(self._handle, data, len(data), int(add_special_tokens), b,
+                                                             c, n), "unmask_tokenize")
+
+    def encode_chat(self, user: str, system: Optional[str] = None) -> List[int]:
+        """A chat prompt in the tokenizer's format, ending where the assistant's answer begins."""
+        s = system.encode() if system else None
+        return _read_ids(lambda b, c, n: lib.unmask_tokenize_chat(self._handle, s, user.encode(), b, c, n),
+                         "unmask_tokenize_chat")
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        array = _ids(ids)
+        return _read_text(lambda b, c, n: lib.unmask_detokenize(self._handle, array, len(ids), int(skip_special_tokens),
+                                                                b, c, n), "unmask_detokenize")
+
+
+class Model:
+    """A loaded model (immutable, thread-safe). Use `Model.load(path)`; close() or a `with` block
+    frees it (engines over it must be closed first)."""
+
+    def __init__(self, handle: ctypes.c_void_p):
+        self._handle = handle
+
+    @classmethod
+    def load(cls, path: str, precision: str = "auto", memory_budget_bytes: int = 0) -> "Model":
+        params = _ffi.ModelParams()
+        _check(lib.unmask_model_params_init(ctypes.byref(params)), "unmask_model_params_init")
+        params.precision = _lookup(_ffi.PRECISIONS, precision, "precision")
+        params.memory_budget_bytes = memory_budget_bytes
+        handle = ctypes.c_void_p()
+        _check(lib.unmask_model_load(str(path).encode(), ctypes.byref(params), ctypes.byref(handle)),
+               "unmask_model_load")
+        return cls(handle)
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        if not self._handle:
+            raise InvalidArgument(1, "Model", "the model was closed")
+        return self._handle
+
+    def info(self) -> Dict[str, Any]:
+        out = _sized(_ffi.ModelDescription)
+        _check(lib.unmask_model_info(self.handle, ctypes.byref(out)), "unmask_model_info")
+        return _as_dict(out)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        handle = ctypes.c_void_p()
+        _check(lib.unmask_model_tokenizer(self.handle, ctypes.byref(handle)), "unmask_model_tokenizer")
+        if not handle:
+            raise Unsupported(2, "unmask_model_tokenizer", "the model directory has no tokenizer.json")
+        return Tokenizer(handle, self)
+
+    def prompt_ids(self, prompt: Prompt, chat: bool = True) -> List[int]:
+        if isinstance(prompt, str):
+            return self.tokenizer.encode_chat(prompt) if chat else self.tokenizer.encode(prompt)
+        return list(prompt)
+
+    def generate(self, prompt: Prompt, chat: bool = True, **settings) -> Result:
+        """Generates synchronously (see generate_params for the settings)."""
+        params = generate_params(**settings)
+        ids = self.prompt_ids(prompt, chat)
+        tokens = (ctypes.c_int32 * max(params.gen_length, 1))()
+        result = _sized(_ffi.Generation)
+        result.tokens, result.tokens_capacity = tokens, max(params.gen_length, 1)
+        _check(lib.unmask_generate(self.handle, ctypes.byref(params), _ids(ids), len(ids), ctypes.byref(result)),
+               "unmask_generate")
+        out = list(tokens[:result.token_count])
+        return Result(self._answer(out), out, _ffi.FINISH_REASONS.get(result.finish_reason, "?"), result.steps,
+                      result.forwards)
+
+    def _answer(self, ids: List[int]) -> str:
+        """The text up to the first EOS, special tokens skipped (as unmask_request_text)."""
+        eos = self.info()["eos_token_id"]
+        if eos in ids:
+            ids = ids[:ids.index(eos)]
+        try:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        except Unsupported:
+            return ""
+
+    def close(self) -> None:
+        if self._handle:
+            lib.unmask_model_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Request:
+    """A submitted request; dropping it cancels it if it still runs."""
+
+    def __init__(self, handle: ctypes.c_void_p, callback, events: "queue.Queue"):
+        self._handle, self._callback, self._events = handle, callback, events
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the request has its outcome; False when `timeout` seconds passed first."""
+        code = lib.unmask_request_wait(self._handle, -1.0 if timeout is None else timeout)
+        if code == _ffi.ERR_TIMEOUT:
+            return False
+        _check(code, "unmask_request_wait")
+        return True
+
+    def cancel(self) -> None:
+        _check(lib.unmask_request_cancel(self._handle), "unmask_request_cancel")
+
+    def info(self) -> Dict[str, Any]:
+        out = _sized(_ffi.RequestInfo)
+        _check(lib.unmask_request_info_get(self._handle, ctypes.byref(out)), "unmask_request_info_get")
+        return _as_dict(out)
+
+    def result(self) -> Result:
+        """Waits, then the answer (an error outcome raises the request's failure)."""
+        self.wait()
+        info = self.info()
+        if info["finish_reason"] == 5:
+            raise _ERRORS.get(info["error_status"], UnmaskError)(info["error_status"], "request", "the request failed")
+        ids = _read_ids(lambda b, c, n: lib.unmask_request_tokens(self._handle, b, c, n), "unmask_request_tokens")
+        try:
+            text = _read_text(lambda b, c, n: lib.unmask_request_text(self._handle, b, c, n), "unmask_request_text")
+        except Unsupported:
+            text = ""
+        timings = {k: info[k] for k in ("queue_seconds", "compute_seconds", "first_block_seconds", "end_to_end_seconds")}
+        return Result(text, ids, _ffi.FINISH_REASONS.get(info["finish_reason"], "?"), info["steps"], info["forwards"],
+                      timings)
+
+    def events(self) -> Iterator[Dict[str, Any]]:
+        """The streamed events (dicts with kind "block" or "step", step, completed_blocks,
+        committed, tokens) until the request ends."""
+        if self._events is None:
+            raise InvalidArgument(1, "Request.events", "the request was submitted without stream=True")
+        while True:
+            try:
+                yield self._events.get(timeout=0.02)
+            except queue.Empty:
+                if self.wait(0):  # finished: every event was queued before the outcome
+                    while not self._events.empty():
+                        yield self._events.get()
+                    return
+
+    def close(self) -> None:
+        if self._handle:
+            lib.unmask_request_free(self._handle)  # no callback runs after this returns
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Engine:
+    """Concurrent requests over one model, batched per step; submit from any thread."""
+
+    def __init__(self, model: Model, max_concurrent_requests: int = 8, max_queued_requests: int = 64, threads: int = 0,
+                 request_timeout_seconds: float = 0.0):
+        params = _ffi.EngineParams()
+        _check(lib.unmask_engine_params_init(ctypes.byref(params)), "unmask_engine_params_init")
+        params.max_concurrent_requests = max_concurrent_requests
+        params.max_queued_requests = max_queued_requests
+        params.threads = threads
+        params.request_timeout_seconds = request_timeout_seconds
+        handle = ctypes.c_void_p()
+        _check(lib.unmask_engine_create(model.handle, ctypes.byref(params), ctypes.byref(handle)),
+               "unmask_engine_create")
+        self._handle, self.model = handle, model
+
+    def submit(self, prompt: Prompt, chat: bool = True, stream: bool = False, wait_seconds: float = 0.0,
+               **settings) -> Request:
+        """Queues a prompt; with stream=True, Request.events() yields its committed blocks (and
+        steps, with stream_steps=1)."""
+        params = generate_params(**settings)
+        events = callback = None
+        if stream:
+            events = queue.Queue()
+
+            def on_event(event_pointer, _):
+                e = event_pointer.contents
+                events.put({"kind": "block" if e.kind == _ffi.STREAM_BLOCK else "step", "step": e.step,
+                            "completed_blocks": e.completed_blocks, "committed": e.committed,
+                            "tokens": e.tokens[:e.token_count]})
+                return 0
+
+            callback = _ffi.STREAM_CALLBACK(on_event)
+            params.stream_callback = callback
+        ids = self.model.prompt_ids(prompt, chat)
+        handle = ctypes.c_void_p()
+        _check(lib.unmask_engine_submit(self._handle, ctypes.byref(params), _ids(ids), len(ids), wait_seconds,
+                                        ctypes.byref(handle)), "unmask_engine_submit")
+        return Request(handle, callback, events)
+
+    def generate(self, prompt: Prompt, chat: bool = True, **settings) -> Result:
+        request = self.submit(prompt, chat, **settings)
+        try:
+            return request.result()
+        finally:
+            request.close()
+
+    def stats(self) -> Dict[str, Any]:
+        out = _sized(_ffi.EngineStats)
+        _check(lib.unmask_engine_stats_get(self._handle, ctypes.byref(out)), "unmask_engine_stats_get")
+        return _as_dict(out)
+
+    def metrics(self) -> str:
+        """The stats in the Prometheus text format."""
+        return _read_text(lambda b, c, n: lib.unmask_engine_metrics(self._handle, b, c, n), "unmask_engine_metrics")
+
+    def close(self) -> None:
+        if self._handle:
+            lib.unmask_engine_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memory_budget_bytes: int = 0,
+         kv_cache: bool = False, cfg: bool = False, threads: int = 0) -> Dict[str, Any]:
+    """What a deployment of the model at `path` needs, from its config alone (see unmask_plan)."""
+    params = _ffi.PlanParams()
+    _check(lib.unmask_plan_params_init(ctypes.byref(params)), "unmask_plan_params_init")
+    params.max_concurrent, params.max_sequence_length = max_concurrent, max_sequence_length
+    params.memory_budget_bytes, params.kv_cache, params.cfg, params.threads = memory_budget_bytes, int(kv_cache), \
+        int(cfg), threads
+    out = _sized(_ffi.MemoryPlan)
+    _check(lib.unmask_plan(str(path).encode(), ctypes.byref(params), ctypes.byref(out)), "unmask_plan")
+    return _as_dict(out)
+
+
+def version() -> str:
+    return lib.unmask_version_string().decode()
