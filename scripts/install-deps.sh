@@ -31,6 +31,10 @@ done
 if [ "${1:-test}" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi
+# The Rust bindings' tests need cargo: Debian's when the machine has none of its own.
+if [ "${1:-test}" = test ] && ! command -v cargo >/dev/null 2>&1; then
+  missing+=(cargo)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

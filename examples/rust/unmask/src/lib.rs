@@ -1,0 +1,319 @@
+//! Safe bindings of libunmask (include/unmask.h): RAII handles, `Result<T, Error>` with the
+//! status and the library's message, and streaming through closures. Thread-safety follows
+//! unmask.h: a `Model` is immutable and shareable (`Send + Sync`), an `Engine` accepts submissions
+//! from any thread (`Send + Sync`), a `Request` has one owner (`Send`).
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::raw::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+pub use unmask_sys as sys;
+
+/// A failed call: the status (`sys::UNMASK_ERR_*`), its name and the library's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub status: i32,
+    pub status_name: String,
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status_name, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn text_of(pointer: *const c_char) -> String {
+    if pointer.is_null() {
+        return String::new();
+    }
+    unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned()
+}
+
+fn error(status: i32, message: String) -> Error {
+    Error { status, status_name: text_of(unsafe { sys::unmask_status_string(status) }), message }
+}
+
+fn check(status: i32) -> Result<()> {
+    if status == sys::UNMASK_OK {
+        Ok(())
+    } else {
+        Err(error(status, text_of(unsafe { sys::unmask_last_error() })))
+    }
+}
+
+fn c_string(text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| error(sys::UNMASK_ERR_INVALID_ARGUMENT, "the text contains a NUL byte".into()))
+}
+
+// Calls `fill(buffer, capacity, &count)` and again with the size it asked for.
+fn read_ids(mut fill: impl FnMut(*mut i32, i64, *mut i64) -> i32) -> Result<Vec<i32>> {
+    let mut ids = vec![0i32; 256];
+    let mut count = 0i64;
+    check(fill(ids.as_mut_ptr(), ids.len() as i64, &mut count))?;
+    if count > ids.len() as i64 {
+        ids.resize(count as usize, 0);
+        check(fill(ids.as_mut_ptr(), count, &mut count))?;
+    }
+    ids.truncate(count as usize);
+    Ok(ids)
+}
+
+fn read_text(mut fill: impl FnMut(*mut c_char, i64, *mut i64) -> i32) -> Result<String> {
+    let mut bytes = vec![0u8; 1024];
+    let mut length = 0i64;
+    check(fill(bytes.as_mut_ptr() as *mut c_char, bytes.len() as i64, &mut length))?;
+    if length > bytes.len() as i64 {
+        bytes.resize(length as usize, 0);
+        check(fill(bytes.as_mut_ptr() as *mut c_char, length, &mut length))?;
+    }
+    bytes.truncate(length as usize);
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Generation settings: `unmask_generate_params` with its defaults (see unmask.h for each field).
+pub struct GenerateParams(pub sys::unmask_generate_params);
+
+impl GenerateParams {
+    /// The defaults, with `gen_length` positions and as many steps.
+    pub fn new(gen_length: i64) -> Self {
+        let mut params = std::mem::MaybeUninit::<sys::unmask_generate_params>::zeroed();
+        unsafe { sys::unmask_generate_params_init(params.as_mut_ptr()) };
+        let mut params = unsafe { params.assume_init() };
+        params.gen_length = gen_length;
+        params.steps = gen_length;
+        GenerateParams(params)
+    }
+}
+
+/// A loaded model: immutable, shareable between threads.
+pub struct Model {
+    handle: *mut sys::unmask_model,
+}
+
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+/// What one synchronous generation produced.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub tokens: Vec<i32>,
+    pub finish_reason: i32,
+    pub steps: i64,
+    pub forwards: i64,
+}
+
+impl Model {
+    /// Loads a Hugging Face model directory with the default parameters.
+    pub fn load(path: &str) -> Result<Model> {
+        let path = c_string(path)?;
+        let mut params = std::mem::MaybeUninit::<sys::unmask_model_params>::zeroed();
+        check(unsafe { sys::unmask_model_params_init(params.as_mut_ptr()) })?;
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::unmask_model_load(path.as_ptr(), params.as_ptr(), &mut handle) })?;
+        Ok(Model { handle })
+    }
+
+    /// (architecture, parameters, mask token id, EOS token id)
+    pub fn describe(&self) -> Result<(String, u64, i32, i32)> {
+        let mut info: sys::unmask_model_description = unsafe { std::mem::zeroed() };
+        info.struct_size = std::mem::size_of::<sys::unmask_model_description>() as u32;
+        check(unsafe { sys::unmask_model_info(self.handle, &mut info) })?;
+        Ok((text_of(info.architecture), info.parameters_total, info.mask_token_id, info.eos_token_id))
+    }
+
+    /// The model's tokenizer (borrowed from it).
+    pub fn tokenizer(&self) -> Result<Tokenizer<'_>> {
+        let mut handle = ptr::null();
+        check(unsafe { sys::unmask_model_tokenizer(self.handle, &mut handle) })?;
+        if handle.is_null() {
+            return Err(error(sys::UNMASK_ERR_UNSUPPORTED, "the model directory has no tokenizer.json".into()));
+        }
+        Ok(Tokenizer { handle, _model: self })
+    }
+
+    /// Generates for one prompt of token ids, synchronously.
+    pub fn generate(&self, prompt: &[i32], params: &GenerateParams) -> Result<Generation> {
+        let mut tokens = vec![0i32; params.0.gen_length.max(1) as usize];
+        let mut result = sys::unmask_generation {
+            struct_size: std::mem::size_of::<sys::unmask_generation>() as u32,
+            finish_reason: 0,
+            tokens: tokens.as_mut_ptr(),
+            tokens_capacity: tokens.len() as i64,
+            token_count: 0,
+            steps: 0,
+            forwards: 0,
+        };
+        check(unsafe { sys::unmask_generate(self.handle, &params.0, prompt.as_ptr(), prompt.len() as i64, &mut result) })?;
+        tokens.truncate(result.token_count as usize);
+        Ok(Generation { tokens, finish_reason: result.finish_reason, steps: result.steps, forwards: result.forwards })
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        unsafe { sys::unmask_model_free(self.handle) };
+    }
+}
+
+/// A model's tokenizer; lives as long as the model.
+pub struct Tokenizer<'model> {
+    handle: *const sys::unmask_tokenizer,
+    _model: &'model Model,
+}
+
+impl Tokenizer<'_> {
+    pub fn encode(&self, text: &str) -> Result<Vec<i32>> {
+        read_ids(|ids, capacity, count| unsafe {
+            sys::unmask_tokenize(self.handle, text.as_ptr() as *const c_char, text.len() as i64, 0, ids, capacity, count)
+        })
+    }
+
+    /// A chat prompt in the tokenizer's format, ending where the assistant's answer begins.
+    pub fn encode_chat(&self, user: &str) -> Result<Vec<i32>> {
+        let user = c_string(user)?;
+        read_ids(|ids, capacity, count| unsafe {
+            sys::unmask_tokenize_chat(self.handle, ptr::null(), user.as_ptr(), ids, capacity, count)
+        })
+    }
+
+    pub fn decode(&self, ids: &[i32], skip_special_tokens: bool) -> Result<String> {
+        read_text(|text, capacity, length| unsafe {
+            sys::unmask_detokenize(self.handle, ids.as_ptr(), ids.len() as i64, skip_special_tokens as i32, text,
+                                   capacity, length)
+        })
+    }
+}
+
+/// What a stream closure sees after each committed block (and step, with stream_steps).
+#[derive(Debug, Clone)]
+pub struct StreamEvent {
+    pub is_block: bool,
+    pub step: i64,
+    pub completed_blocks: i64,
+    pub committed: i64,
+    pub tokens: Vec<i32>,
+}
+
+type StreamClosure = Box<dyn FnMut(&StreamEvent) -> bool + Send>;
+
+unsafe extern "C" fn stream_trampoline(event: *const sys::unmask_stream_event, user_data: *mut c_void) -> i32 {
+    let closure = &mut *(user_data as *mut StreamClosure);
+    let e = &*event;
+    let tokens = if e.tokens.is_null() { Vec::new() } else { std::slice::from_raw_parts(e.tokens, e.token_count as usize).to_vec() };
+    let event = StreamEvent {
+        is_block: e.kind == sys::UNMASK_STREAM_BLOCK,
+        step: e.step,
+        completed_blocks: e.completed_blocks,
+        committed: e.committed,
+        tokens,
+    };
+    // A panic must not unwind into C: it cancels the request instead.
+    match catch_unwind(AssertUnwindSafe(|| closure(&event))) {
+        Ok(true) => 0,
+        _ => 1,
+    }
+}
+
+/// An engine over a model: requests submitted from any thread are batched per step.
+pub struct Engine<'model> {
+    handle: *mut sys::unmask_engine,
+    _model: &'model Model,
+}
+
+unsafe impl Send for Engine<'_> {}
+unsafe impl Sync for Engine<'_> {}
+
+impl<'model> Engine<'model> {
+    pub fn new(model: &'model Model, max_concurrent_requests: i32) -> Result<Engine<'model>> {
+        let mut params = std::mem::MaybeUninit::<sys::unmask_engine_params>::zeroed();
+        check(unsafe { sys::unmask_engine_params_init(params.as_mut_ptr()) })?;
+        let mut params = unsafe { params.assume_init() };
+        params.max_concurrent_requests = max_concurrent_requests;
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::unmask_engine_create(model.handle, &params, &mut handle) })?;
+        Ok(Engine { handle, _model: model })
+    }
+
+    /// Queues a prompt; `on_event` (optional) runs on the engine's thread after each committed
+    /// block and returns whether to continue (a panic cancels the request).
+    pub fn submit(&self, prompt: &[i32], params: &GenerateParams,
+                  on_event: Option<Box<dyn FnMut(&StreamEvent) -> bool + Send>>) -> Result<Request> {
+        let mut raw = params.0;
+        let mut closure: Option<Box<StreamClosure>> = on_event.map(Box::new);
+        if let Some(c) = closure.as_mut() {
+            raw.stream_callback = Some(stream_trampoline);
+            raw.stream_user_data = &mut **c as *mut StreamClosure as *mut c_void;
+        }
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::unmask_engine_submit(self.handle, &raw, prompt.as_ptr(), prompt.len() as i64, 0.0, &mut handle) })?;
+        Ok(Request { handle, _closure: closure })
+    }
+
+    /// (submitted, forwards in total, running now)
+    pub fn stats(&self) -> Result<(u64, u64, i64)> {
+        let mut stats: sys::unmask_engine_stats = unsafe { std::mem::zeroed() };
+        stats.struct_size = std::mem::size_of::<sys::unmask_engine_stats>() as u32;
+        check(unsafe { sys::unmask_engine_stats_get(self.handle, &mut stats) })?;
+        Ok((stats.requests_submitted, stats.forwards_total, stats.requests_running))
+    }
+}
+
+impl Drop for Engine<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::unmask_engine_free(self.handle) };
+    }
+}
+
+/// A submitted request. Dropping it cancels it if it still runs; its closure is freed after the
+/// request (unmask_request_free promises no call once it returns).
+pub struct Request {
+    handle: *mut sys::unmask_request,
+    _closure: Option<Box<StreamClosure>>,
+}
+
+unsafe impl Send for Request {}
+
+impl Request {
+    /// Waits for the outcome (forever).
+    pub fn wait(&self) -> Result<()> {
+        check(unsafe { sys::unmask_request_wait(self.handle, -1.0) })
+    }
+
+    pub fn cancel(&mut self) -> Result<()> {
+        check(unsafe { sys::unmask_request_cancel(self.handle) })
+    }
+
+    /// The finish reason (`sys::UNMASK_FINISH_*`), steps and forwards once finished.
+    pub fn outcome(&self) -> Result<(i32, i64, i64)> {
+        let mut info: sys::unmask_request_info = unsafe { std::mem::zeroed() };
+        info.struct_size = std::mem::size_of::<sys::unmask_request_info>() as u32;
+        check(unsafe { sys::unmask_request_info_get(self.handle, &mut info) })?;
+        Ok((info.finish_reason, info.steps, info.forwards))
+    }
+
+    pub fn tokens(&self) -> Result<Vec<i32>> {
+        read_ids(|ids, capacity, count| unsafe { sys::unmask_request_tokens(self.handle, ids, capacity, count) })
+    }
+
+    /// The answer as text (up to the first EOS, special tokens skipped).
+    pub fn text(&self) -> Result<String> {
+        read_text(|text, capacity, length| unsafe { sys::unmask_request_text(self.handle, text, capacity, length) })
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        unsafe { sys::unmask_request_free(self.handle) };
+    }
+}
+
+/// The library's version string, e.g. "0.1.0 (cpu, cuda, nccl)".
+pub fn version() -> String {
+    text_of(unsafe { sys::unmask_version_string() })
+}

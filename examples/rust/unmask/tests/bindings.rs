@@ -1,0 +1,93 @@
+// The safe bindings against a freshly built libunmask and the bundled model.
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+fn bundled_model() -> String {
+    format!("{}/../../../models/toolcall-llada-3m", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn errors_carry_the_status_and_the_message() {
+    let error = unmask::Model::load("/nonexistent/unmask-model").err().expect("loading a missing directory fails");
+    assert_eq!(error.status, unmask::sys::UNMASK_ERR_IO);
+    assert_eq!(error.status_name, "IO");
+    assert!(error.message.contains("/nonexistent/unmask-model"));
+    let model = unmask::Model::load(&bundled_model()).unwrap();
+    let mut params = unmask::GenerateParams::new(48);
+    params.0.block_length = 5;
+    let error = model.generate(&[1, 2, 3], &params).err().expect("a bad block length fails");
+    assert_eq!(error.status, unmask::sys::UNMASK_ERR_INVALID_ARGUMENT);
+    assert!(error.message.contains("not a multiple of block_length 5"), "{}", error);
+}
+
+#[test]
+fn generate_answers_a_tool_call() {
+    let model = unmask::Model::load(&bundled_model()).unwrap();
+    let (architecture, parameters, _, eos) = model.describe().unwrap();
+    assert_eq!(architecture, "llada");
+    assert_eq!(parameters, 3_109_632);
+    let tokenizer = model.tokenizer().unwrap();
+    let prompt = tokenizer.encode_chat("What's the weather in Lisbon on May 14?").unwrap();
+    let result = model.generate(&prompt, &unmask::GenerateParams::new(48)).unwrap();
+    assert_eq!(result.tokens.len(), 48);
+    let end = result.tokens.iter().position(|&t| t == eos).unwrap();
+    assert_eq!(tokenizer.decode(&result.tokens[..end], true).unwrap(),
+               r#"{"name": "get_weather", "arguments": {"city": "Lisbon", "date": "2026-05-14"}}"#);
+    let long = "Convert 3967 EUR to GBP. ".repeat(60); // longer than the first buffer guess
+    assert_eq!(tokenizer.decode(&tokenizer.encode(&long).unwrap(), false).unwrap(), long);
+}
+
+#[test]
+fn an_engine_streams_blocks_to_a_closure_from_several_threads() {
+    let model = unmask::Model::load(&bundled_model()).unwrap();
+    let engine = unmask::Engine::new(&model, 4).unwrap();
+    let tokenizer = model.tokenizer().unwrap();
+    let prompts = ["Set a timer for 3 minutes for the tea.", "Convert 3967 EUR to GBP."];
+    let blocks = Arc::new(AtomicI64::new(0));
+    let answers: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = prompts
+            .iter()
+            .map(|prompt| {
+                let (engine, blocks) = (&engine, blocks.clone());
+                let ids = tokenizer.encode_chat(prompt).unwrap();
+                scope.spawn(move || {
+                    let mut params = unmask::GenerateParams::new(48);
+                    params.0.block_length = 12;
+                    params.0.threshold = 0.9;
+                    params.0.cache_mode = unmask::sys::UNMASK_CACHE_DUAL;
+                    let request = engine
+                        .submit(&ids, &params, Some(Box::new(move |event: &unmask::StreamEvent| {
+                            if event.is_block {
+                                blocks.fetch_add(1, Ordering::SeqCst);
+                            }
+                            true
+                        })))
+                        .unwrap();
+                    request.wait().unwrap();
+                    assert_eq!(request.outcome().unwrap().0, unmask::sys::UNMASK_FINISH_EOS);
+                    request.text().unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(answers[0].contains(r#""set_timer""#), "{}", answers[0]);
+    assert_eq!(answers[1], r#"{"name": "convert_currency", "arguments": {"amount": 3967, "from": "EUR", "to": "GBP"}}"#);
+    assert_eq!(blocks.load(Ordering::SeqCst), 8); // 4 blocks of 12 each
+    assert_eq!(engine.stats().unwrap().0, 2);
+}
+
+#[test]
+fn a_panicking_closure_cancels_only_its_request() {
+    let model = unmask::Model::load(&bundled_model()).unwrap();
+    let engine = unmask::Engine::new(&model, 4).unwrap();
+    let ids = model.tokenizer().unwrap().encode_chat("Convert 12 EUR to GBP.").unwrap();
+    let mut params = unmask::GenerateParams::new(48);
+    params.0.block_length = 12;
+    let panicking = engine.submit(&ids, &params, Some(Box::new(|_: &unmask::StreamEvent| -> bool { panic!("no") }))).unwrap();
+    let calm = engine.submit(&ids, &params, None).unwrap();
+    panicking.wait().unwrap();
+    calm.wait().unwrap();
+    assert_eq!(panicking.outcome().unwrap().0, unmask::sys::UNMASK_FINISH_CANCELLED);
+    assert_eq!(calm.outcome().unwrap().0, unmask::sys::UNMASK_FINISH_EOS);
+}
