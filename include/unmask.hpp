@@ -95,30 +95,27 @@ public:
     }
     const unmask_tokenizer* get() const noexcept { return tokenizer_; }
 
-    // Calls `fill(buffer, capacity, &count)` once to size the result and again when it was short.
+    // Calls `fill(buffer, capacity, &count)` until the buffer held everything (outputs such as
+    // the metrics may grow between calls).
     template <typename Fill>
     static std::vector<int32_t> read_ids(const Fill& fill, const char* what) {
         std::vector<int32_t> ids(256);
-        int64_t count = 0;
-        check(fill(ids.data(), static_cast<int64_t>(ids.size()), &count), what);
-        if (count > static_cast<int64_t>(ids.size())) {
+        for (int64_t count = 0;;) {
+            check(fill(ids.data(), static_cast<int64_t>(ids.size()), &count), what);
+            const bool complete = count <= static_cast<int64_t>(ids.size());
             ids.resize(static_cast<size_t>(count));
-            check(fill(ids.data(), count, &count), what);
+            if (complete) return ids;
         }
-        ids.resize(static_cast<size_t>(count));
-        return ids;
     }
     template <typename Fill>
     static std::string read_text(const Fill& fill, const char* what) {
         std::string text(1024, '\0');
-        int64_t length = 0;
-        check(fill(text.data(), static_cast<int64_t>(text.size()), &length), what);
-        if (length > static_cast<int64_t>(text.size())) {
+        for (int64_t length = 0;;) {
+            check(fill(text.data(), static_cast<int64_t>(text.size()), &length), what);
+            const bool complete = length <= static_cast<int64_t>(text.size());
             text.resize(static_cast<size_t>(length));
-            check(fill(text.data(), length, &length), what);
+            if (complete) return text;
         }
-        text.resize(static_cast<size_t>(length));
-        return text;
     }
 
 private:
@@ -135,7 +132,8 @@ struct Generation {
     int64_t steps = 0, forwards = 0;
 };
 
-// A loaded model: immutable and thread-safe; engines keep a pointer to it, so it must outlive them.
+// A loaded model: immutable and thread-safe. Its engines, their requests (for text()) and its
+// tokenizer views point into it, so it must outlive them.
 class Model {
 public:
     static Model load(const std::string& path, const ModelParams& params = {}) {
@@ -216,6 +214,18 @@ public:
         }, "unmask_request_text");
     }
     const unmask_request* get() const noexcept { return request_.get(); }
+
+    Request() = default;
+    Request(Request&&) noexcept = default;
+    // The old request goes before its callback (the default would free the callback first).
+    Request& operator=(Request&& other) noexcept {
+        if (this != &other) {
+            request_.reset();
+            callback_ = std::move(other.callback_);
+            request_ = std::move(other.request_);
+        }
+        return *this;
+    }
 
 private:
     friend class Engine;

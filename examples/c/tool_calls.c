@@ -88,6 +88,11 @@ int main(int argc, char **argv) {
         int64_t prompt_length = 0;
         if (failed(unmask_tokenize_chat(tokenizer, NULL, requests_text[i], prompt, 256, &prompt_length), "tokenize"))
             goto done;
+        if (prompt_length > 256) { /* the ids did not all fit: *count is the whole prompt's */
+            fprintf(stderr, "request %d: the prompt has %lld tokens, more than the buffer's 256\n", i,
+                    (long long)prompt_length);
+            goto done;
+        }
         params.stream_user_data = &blocks[i];
         if (failed(unmask_engine_submit(engine, &params, prompt, prompt_length, 5.0, &requests[i]), "submit")) goto done;
     }

@@ -68,4 +68,18 @@ TEST_CASE("a C++ stream callback that throws cancels its own request, and the ot
     CHECK(engine.metrics().find("unmask:") != std::string::npos);
     // A request dropped while it may still run is cancelled and freed by its destructor.
     { auto dropped = engine.submit(tokenizer.encode_chat("hello"), params); }
+    // Assigning over a running request with a callback frees that request before its callback
+    // (ASan in CI sees the other order).
+    int calls = 0;
+    auto reused = engine.submit(tokenizer.encode_chat("Convert 12 EUR to GBP."), params, [&](const unmask_stream_event&) {
+        ++calls;
+        return true;
+    });
+    reused = engine.submit(tokenizer.encode_chat("Convert 3967 EUR to GBP."), params, [&](const unmask_stream_event&) {
+        ++calls;
+        return true;
+    });
+    CHECK(reused.wait(60.0));
+    CHECK(reused.info().finish_reason == UNMASK_FINISH_EOS);
+    CHECK(calls >= 1);
 }

@@ -24,6 +24,19 @@ class Layout(unittest.TestCase):
         self.assertEqual(_ffi.GenerateParams.cache_mode.offset, 196)
         self.assertEqual(_ffi.GenerateParams.stream_steps.offset, 192)
         self.assertEqual(_ffi.ModelDescription.diffusion_block_size.offset, 104)
+        # Offsets tests/unit/test_struct_layout.cpp freezes (fields of equal size could swap unseen).
+        offsets = {(_ffi.ModelParams, "memory_budget_bytes"): 56, (_ffi.ModelParams, "memory_margin"): 72,
+                   (_ffi.PlanParams, "memory_budget_bytes"): 32, (_ffi.PlanParams, "memory_margin"): 48,
+                   (_ffi.MemoryPlan, "weights_by_component"): 72, (_ffi.MemoryPlan, "max_length_at_concurrency"): 192,
+                   (_ffi.EngineParams, "min_steps"): 40, (_ffi.EngineParams, "log_level"): 72,
+                   (_ffi.RequestInfo, "queue_seconds"): 48, (_ffi.RequestInfo, "end_to_end_seconds"): 72,
+                   (_ffi.EngineStats, "memory_capacity"): 192, (_ffi.StreamEvent, "tokens"): 40,
+                   (_ffi.StreamEvent, "token_count"): 48, (_ffi.GenerateParams, "seed"): 112,
+                   (_ffi.GenerateParams, "step_callback"): 152, (_ffi.Generation, "forwards"): 40}
+        for (struct, name), offset in offsets.items():
+            self.assertEqual(getattr(struct, name).offset, offset, "%s.%s" % (struct.__name__, name))
+        self.assertEqual(ctypes.sizeof(_ffi.StreamEvent), 56)
+        self.assertEqual(ctypes.sizeof(_ffi.Generation), 48)
         self.assertEqual(_ffi.lib.unmask_abi_version() >> 16, 1)
 
 
@@ -57,7 +70,7 @@ class Bindings(unittest.TestCase):
         self.assertEqual(info["architecture"], "llada")
         self.assertEqual(info["parameters_total"], 3109632)
         tokenizer = self.model.tokenizer
-        text = "Convert 3967 EUR to GBP. " * 40  # longer than the first buffer guess
+        text = "Convert 3967 EUR to GBP. " * 100  # 2500 bytes: longer than the first buffer guesses
         self.assertEqual(tokenizer.decode(tokenizer.encode(text)), text)
         plan = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache=True)
         self.assertEqual(plan["fits"], 1)
@@ -96,6 +109,15 @@ class Bindings(unittest.TestCase):
             self.assertIn("unmask:", engine.metrics())
             for r in requests + [streamed]:
                 r.close()
+
+    def test_a_request_keeps_its_engine_and_a_model_outlives_its_engines(self):
+        model = unmask.Model.load(BUNDLED)
+        request = unmask.Engine(model).submit("Convert 3967 EUR to GBP.", gen_length=48)  # the engine is not named
+        self.assertIn('"convert_currency"', request.result().text)
+        with self.assertRaises(unmask.InvalidArgument):
+            model.close()  # the request's engine is still open
+        request._engine.close()
+        model.close()
 
     def test_a_request_can_be_cancelled(self):
         with unmask.Engine(self.model) as engine:

@@ -2,6 +2,7 @@
 from the status codes. Prompts are token ids or text (chat-formatted by default)."""
 import ctypes
 import queue
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -83,26 +84,25 @@ def _ids(values: Sequence[int]):
 
 
 def _read_ids(fill, what: str) -> List[int]:
-    """Calls fill(buffer, capacity, count) once, and again with a buffer of the size it asked for."""
+    """Calls fill(buffer, capacity, count) until the buffer held everything."""
     capacity, count = 256, ctypes.c_int64(0)
-    buffer = (ctypes.c_int32 * capacity)()
-    _check(fill(buffer, capacity, ctypes.byref(count)), what)
-    if count.value > capacity:
-        capacity = count.value
+    while True:
         buffer = (ctypes.c_int32 * capacity)()
         _check(fill(buffer, capacity, ctypes.byref(count)), what)
-    return list(buffer[:count.value])
+        if count.value <= capacity:
+            return list(buffer[:count.value])
+        capacity = count.value
 
 
 def _read_text(fill, what: str) -> str:
+    """The same for text (outputs such as the metrics may grow between calls)."""
     capacity, length = 1024, ctypes.c_int64(0)
-    buffer = ctypes.create_string_buffer(capacity)
-    _check(fill(buffer, capacity, ctypes.byref(length)), what)
-    if length.value > capacity:
-        capacity = length.value
+    while True:
         buffer = ctypes.create_string_buffer(capacity)
         _check(fill(buffer, capacity, ctypes.byref(length)), what)
-    return buffer.raw[:length.value].decode("utf-8", "replace")
+        if length.value <= capacity:
+            return buffer.raw[:length.value].decode("utf-8", "replace")
+        capacity = length.value
 
 
 def generate_params(**settings) -> _ffi.GenerateParams:
@@ -171,6 +171,7 @@ class Model:
 
     def __init__(self, handle: ctypes.c_void_p):
         self._handle = handle
+        self._engines = weakref.WeakSet()  # engines over this model: it must outlive them
 
     @classmethod
     def load(cls, path: str, precision: str = "auto", memory_budget_bytes: int = 0) -> "Model":
@@ -231,6 +232,9 @@ class Model:
             return ""
 
     def close(self) -> None:
+        """Frees the model; InvalidArgument while an engine over it is open (close it first)."""
+        if any(engine._handle for engine in self._engines):
+            raise InvalidArgument(1, "Model.close", "an engine over this model is still open; close it first")
         if self._handle:
             lib.unmask_model_free(self._handle)
             self._handle = None
@@ -246,10 +250,11 @@ class Model:
 
 
 class Request:
-    """A submitted request; dropping it cancels it if it still runs."""
+    """A submitted request; dropping it cancels it if it still runs. It keeps its engine (and so
+    the model) alive."""
 
-    def __init__(self, handle: ctypes.c_void_p, callback, events: "queue.Queue"):
-        self._handle, self._callback, self._events = handle, callback, events
+    def __init__(self, handle: ctypes.c_void_p, engine: "Engine", callback, events: "queue.Queue"):
+        self._handle, self._engine, self._callback, self._events = handle, engine, callback, events
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """True once the request has its outcome; False when `timeout` seconds passed first."""
@@ -310,6 +315,7 @@ class Engine:
 
     def __init__(self, model: Model, max_concurrent_requests: int = 8, max_queued_requests: int = 64, threads: int = 0,
                  request_timeout_seconds: float = 0.0):
+        self._handle = None
         params = _ffi.EngineParams()
         _check(lib.unmask_engine_params_init(ctypes.byref(params)), "unmask_engine_params_init")
         params.max_concurrent_requests = max_concurrent_requests
@@ -320,6 +326,7 @@ class Engine:
         _check(lib.unmask_engine_create(model.handle, ctypes.byref(params), ctypes.byref(handle)),
                "unmask_engine_create")
         self._handle, self.model = handle, model
+        model._engines.add(self)
 
     def submit(self, prompt: Prompt, chat: bool = True, stream: bool = False, wait_seconds: float = 0.0,
                **settings) -> Request:
@@ -330,12 +337,15 @@ class Engine:
         if stream:
             events = queue.Queue()
 
-            def on_event(event_pointer, _):
-                e = event_pointer.contents
-                events.put({"kind": "block" if e.kind == _ffi.STREAM_BLOCK else "step", "step": e.step,
-                            "completed_blocks": e.completed_blocks, "committed": e.committed,
-                            "tokens": e.tokens[:e.token_count]})
-                return 0
+            def on_event(event_pointer, _):  # on the engine's thread; it only queues the event
+                try:
+                    e = event_pointer.contents
+                    events.put({"kind": "block" if e.kind == _ffi.STREAM_BLOCK else "step", "step": e.step,
+                                "completed_blocks": e.completed_blocks, "committed": e.committed,
+                                "tokens": e.tokens[:e.token_count]})
+                    return 0
+                except BaseException:  # never into C: cancel the request instead
+                    return 1
 
             callback = _ffi.STREAM_CALLBACK(on_event)
             params.stream_callback = callback
@@ -343,7 +353,7 @@ class Engine:
         handle = ctypes.c_void_p()
         _check(lib.unmask_engine_submit(self._handle, ctypes.byref(params), _ids(ids), len(ids), wait_seconds,
                                         ctypes.byref(handle)), "unmask_engine_submit")
-        return Request(handle, callback, events)
+        return Request(handle, self, callback, events)
 
     def generate(self, prompt: Prompt, chat: bool = True, **settings) -> Result:
         request = self.submit(prompt, chat, **settings)

@@ -351,6 +351,7 @@ mod tests {
         assert_eq!(size_of::<unmask_engine_stats>(), 240);
         assert_eq!(size_of::<unmask_model_description>(), 112);
         assert_eq!(size_of::<unmask_generation>(), 48);
+        assert_eq!(size_of::<unmask_stream_event>(), 56);
     }
 
     #[test]
@@ -368,6 +369,18 @@ mod tests {
         assert_eq!(offset!(unmask_generate_params, cache_vicinity), 208);
         assert_eq!(offset!(unmask_engine_stats, memory_capacity), 192);
         assert_eq!(offset!(unmask_memory_plan, weights_by_component), 72);
+        assert_eq!(offset!(unmask_memory_plan, max_length_at_concurrency), 192);
+        assert_eq!(offset!(unmask_plan_params, memory_budget_bytes), 32);
+        assert_eq!(offset!(unmask_plan_params, memory_margin), 48);
+        assert_eq!(offset!(unmask_engine_params, min_steps), 40);
+        assert_eq!(offset!(unmask_engine_params, max_steps), 48);
+        assert_eq!(offset!(unmask_engine_params, log_level), 72);
+        assert_eq!(offset!(unmask_request_info, queue_seconds), 48);
+        assert_eq!(offset!(unmask_request_info, end_to_end_seconds), 72);
+        assert_eq!(offset!(unmask_stream_event, tokens), 40);
+        assert_eq!(offset!(unmask_stream_event, token_count), 48);
+        assert_eq!(offset!(unmask_generation, tokens), 8);
+        assert_eq!(offset!(unmask_generation, forwards), 40);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! from any thread (`Send + Sync`), a `Request` has one owner (`Send`).
 use std::ffi::{CStr, CString};
 use std::fmt;
+use std::marker::PhantomData;
 use std::os::raw::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -51,29 +52,32 @@ fn c_string(text: &str) -> Result<CString> {
     CString::new(text).map_err(|_| error(sys::UNMASK_ERR_INVALID_ARGUMENT, "the text contains a NUL byte".into()))
 }
 
-// Calls `fill(buffer, capacity, &count)` and again with the size it asked for.
+// Calls `fill(buffer, capacity, &count)` until the buffer held everything (outputs such as the
+// metrics may grow between calls).
 fn read_ids(mut fill: impl FnMut(*mut i32, i64, *mut i64) -> i32) -> Result<Vec<i32>> {
     let mut ids = vec![0i32; 256];
-    let mut count = 0i64;
-    check(fill(ids.as_mut_ptr(), ids.len() as i64, &mut count))?;
-    if count > ids.len() as i64 {
+    loop {
+        let mut count = 0i64;
+        check(fill(ids.as_mut_ptr(), ids.len() as i64, &mut count))?;
+        let complete = count <= ids.len() as i64;
         ids.resize(count as usize, 0);
-        check(fill(ids.as_mut_ptr(), count, &mut count))?;
+        if complete {
+            return Ok(ids);
+        }
     }
-    ids.truncate(count as usize);
-    Ok(ids)
 }
 
 fn read_text(mut fill: impl FnMut(*mut c_char, i64, *mut i64) -> i32) -> Result<String> {
     let mut bytes = vec![0u8; 1024];
-    let mut length = 0i64;
-    check(fill(bytes.as_mut_ptr() as *mut c_char, bytes.len() as i64, &mut length))?;
-    if length > bytes.len() as i64 {
+    loop {
+        let mut length = 0i64;
+        check(fill(bytes.as_mut_ptr() as *mut c_char, bytes.len() as i64, &mut length))?;
+        let complete = length <= bytes.len() as i64;
         bytes.resize(length as usize, 0);
-        check(fill(bytes.as_mut_ptr() as *mut c_char, length, &mut length))?;
+        if complete {
+            return Ok(String::from_utf8_lossy(&bytes).into_owned());
+        }
     }
-    bytes.truncate(length as usize);
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Generation settings: `unmask_generate_params` with its defaults (see unmask.h for each field).
@@ -243,7 +247,7 @@ impl<'model> Engine<'model> {
     /// Queues a prompt; `on_event` (optional) runs on the engine's thread after each committed
     /// block and returns whether to continue (a panic cancels the request).
     pub fn submit(&self, prompt: &[i32], params: &GenerateParams,
-                  on_event: Option<Box<dyn FnMut(&StreamEvent) -> bool + Send>>) -> Result<Request> {
+                  on_event: Option<Box<dyn FnMut(&StreamEvent) -> bool + Send>>) -> Result<Request<'model>> {
         let mut raw = params.0;
         let mut closure: Option<Box<StreamClosure>> = on_event.map(Box::new);
         if let Some(c) = closure.as_mut() {
@@ -252,7 +256,7 @@ impl<'model> Engine<'model> {
         }
         let mut handle = ptr::null_mut();
         check(unsafe { sys::unmask_engine_submit(self.handle, &raw, prompt.as_ptr(), prompt.len() as i64, 0.0, &mut handle) })?;
-        Ok(Request { handle, _closure: closure })
+        Ok(Request { handle, _closure: closure, _model: PhantomData })
     }
 
     /// (submitted, forwards in total, running now)
@@ -271,15 +275,17 @@ impl Drop for Engine<'_> {
 }
 
 /// A submitted request. Dropping it cancels it if it still runs; its closure is freed after the
-/// request (unmask_request_free promises no call once it returns).
-pub struct Request {
+/// request (unmask_request_free promises no call once it returns). It may outlive its engine,
+/// not its model (its text is decoded with the model's tokenizer).
+pub struct Request<'model> {
     handle: *mut sys::unmask_request,
     _closure: Option<Box<StreamClosure>>,
+    _model: PhantomData<&'model Model>,
 }
 
-unsafe impl Send for Request {}
+unsafe impl Send for Request<'_> {}
 
-impl Request {
+impl Request<'_> {
     /// Waits for the outcome (forever).
     pub fn wait(&self) -> Result<()> {
         check(unsafe { sys::unmask_request_wait(self.handle, -1.0) })
@@ -307,7 +313,7 @@ impl Request {
     }
 }
 
-impl Drop for Request {
+impl Drop for Request<'_> {
     fn drop(&mut self) {
         unsafe { sys::unmask_request_free(self.handle) };
     }
