@@ -1,7 +1,9 @@
 // unmask.hpp: a header-only C++20 wrapper over the C ABI (unmask.h). Handles are RAII objects,
 // failures are unmask::Error exceptions carrying the status and the library's message, inputs are
 // spans and string_views, outputs vectors and strings, and a stream callback can be any callable.
-// Nothing here adds behaviour: every call is one C call (or two, to size a buffer).
+// Nothing here adds behaviour: every call is one C call (or a few, to size a buffer).
+// The namespace is unmask::api: the library's own C++ internals live in namespace unmask (in the
+// static library too), and the wrapper's Model, Engine, Error... must never share their names.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@
 
 #include "unmask.h"
 
-namespace unmask {
+namespace unmask::api {
 
 // A failed call: what() is "<function>: <STATUS>: <message>".
 class Error : public std::runtime_error {
@@ -290,4 +292,4 @@ private:
     std::unique_ptr<unmask_engine, void (*)(unmask_engine*)> engine_{nullptr, unmask_engine_free};
 };
 
-}  // namespace unmask
+}  // namespace unmask::api

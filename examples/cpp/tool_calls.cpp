@@ -15,13 +15,13 @@
 
 int main(int argc, char** argv) try {
     const std::string model_dir = argc > 1 ? argv[1] : EXAMPLE_DEFAULT_MODEL;
-    const unmask::Model model = unmask::Model::load(model_dir);
-    const unmask::Tokenizer tokenizer = model.tokenizer();
+    const unmask::api::Model model = unmask::api::Model::load(model_dir);
+    const unmask::api::Tokenizer tokenizer = model.tokenizer();
     std::printf("model: %s, %llu parameters\n", model.info().architecture,
                 static_cast<unsigned long long>(model.info().parameters_total));
 
     // Synchronous: one prompt, the default (exact) decoding.
-    unmask::GenerateParams params;
+    unmask::api::GenerateParams params;
     params.gen_length = 48;
     params.steps = 48;
     const auto answer = model.generate(tokenizer.encode_chat("Book a table at Sakura for 4 at 19:30."), params);
@@ -29,16 +29,16 @@ int main(int argc, char** argv) try {
                 static_cast<long long>(answer.steps));
 
     // Concurrent: an engine, threshold decoding with the dual cache, a callback per block.
-    unmask::EngineParams engine_params;
+    unmask::api::EngineParams engine_params;
     engine_params.max_concurrent_requests = 4;
-    unmask::Engine engine(model, engine_params);
+    unmask::api::Engine engine(model, engine_params);
     params.block_length = 12;
     params.threshold = 0.9;
     params.cache_mode = UNMASK_CACHE_DUAL;
     const std::vector<std::string> prompts = {"Set a timer for 12 minutes for the oven.",
                                               "Drop alice@corp.io a note about the travel plans."};
     std::vector<int> blocks(prompts.size(), 0);
-    std::vector<unmask::Request> requests;
+    std::vector<unmask::api::Request> requests;
     for (size_t i = 0; i < prompts.size(); ++i)
         requests.push_back(engine.submit(tokenizer.encode_chat(prompts[i]), params, [&blocks, i](const unmask_stream_event& e) {
             if (e.kind == UNMASK_STREAM_BLOCK) ++blocks[i];
@@ -55,7 +55,7 @@ int main(int argc, char** argv) try {
     try {
         params.block_length = 5;  // 48 is not a multiple of 5
         model.generate(tokenizer.encode_chat("hi"), params);
-    } catch (const unmask::Error& e) {
+    } catch (const unmask::api::Error& e) {
         std::printf("error: %s (status %d)\n", e.what(), static_cast<int>(e.status()));
     }
     return 0;

@@ -17,37 +17,37 @@ std::string bundled_model() { return UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED
 
 TEST_CASE("the C++ wrapper turns failures into exceptions that carry the status and the message") {
     try {
-        unmask::Model::load("/nonexistent/unmask-model");
+        unmask::api::Model::load("/nonexistent/unmask-model");
         FAIL("loading a missing directory must throw");
-    } catch (const unmask::Error& e) {
+    } catch (const unmask::api::Error& e) {
         CHECK(e.status() == UNMASK_ERR_IO);
         CHECK(std::string(e.what()).find("unmask_model_load: IO: ") == 0);
         CHECK(std::string(e.what()).find("/nonexistent/unmask-model") != std::string::npos);
     }
-    unmask::PlanParams plan_params;
+    unmask::api::PlanParams plan_params;
     plan_params.memory_margin = 2.0;
-    CHECK_THROWS_AS(unmask::plan(bundled_model(), plan_params), unmask::Error);
+    CHECK_THROWS_AS(unmask::api::plan(bundled_model(), plan_params), unmask::api::Error);
 }
 
 TEST_CASE("the C++ wrapper generates, encodes and decodes through the bundled model") {
-    const auto model = unmask::Model::load(bundled_model());
+    const auto model = unmask::api::Model::load(bundled_model());
     const auto tokenizer = model.tokenizer();
     const std::string text(3000, 'a');  // longer than the first buffer guess
     CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
-    unmask::GenerateParams params;
+    unmask::api::GenerateParams params;
     params.gen_length = 48;
     params.steps = 48;
     const auto result = model.generate(tokenizer.encode_chat("Set a timer for 3 minutes for the tea."), params);
     CHECK(result.tokens.size() == 48);
     CHECK(tokenizer.decode(result.tokens, true).find("\"set_timer\"") != std::string::npos);
-    CHECK(unmask::plan(bundled_model()).fits == 1);
+    CHECK(unmask::api::plan(bundled_model()).fits == 1);
 }
 
 TEST_CASE("a C++ stream callback that throws cancels its own request, and the others finish") {
-    const auto model = unmask::Model::load(bundled_model());
+    const auto model = unmask::api::Model::load(bundled_model());
     const auto tokenizer = model.tokenizer();
-    unmask::Engine engine(model);
-    unmask::GenerateParams params;
+    unmask::api::Engine engine(model);
+    unmask::api::GenerateParams params;
     params.gen_length = 48;
     params.steps = 48;
     params.block_length = 12;
