@@ -40,7 +40,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 2
+#define UNMASK_ABI_VERSION_MINOR 3
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -515,6 +515,19 @@ typedef struct unmask_service_config {
     double memory_fraction;            /* default 1 */
     int32_t log_level;                 /* UNMASK_LOG_* */
     int32_t log_rotation_size_mb;      /* 0: no rotation */
+    /* Since ABI 1.3: the section `server`, read by the HTTP server (examples/server). Strings are
+     * NUL-terminated, "" when not given; paths are resolved like weights_path. */
+    char bind_address[256];            /* default "127.0.0.1" */
+    char api_keys_env[256];            /* the environment variable holding API keys */
+    char api_key_file[UNMASK_MAX_PATH];
+    double rate_limit_per_second;      /* requests per API key; 0: no limit */
+    int64_t rate_limit_burst;          /* the bucket's size; 0: max(1, rate_limit_per_second) */
+    int64_t max_body_bytes;            /* default 1 MiB */
+    char tls_certificate[UNMASK_MAX_PATH];
+    char tls_private_key[UNMASK_MAX_PATH];
+    double drain_timeout_seconds;      /* default 30 */
+    char log_file[UNMASK_MAX_PATH];    /* "": standard error */
+    int32_t log_prompts;               /* 1: access log lines include the prompt text */
 } unmask_service_config;
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */

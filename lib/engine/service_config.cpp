@@ -101,6 +101,12 @@ public:
                  min, max, value);
         out = value;
     }
+    void boolean(const char* key, bool& out) const {
+        const json* v = find(key);
+        if (v == nullptr) return;
+        if (!v->is_boolean()) fail(Status::invalid_argument, "'{}.{}' must be true or false, got {}", name_, key, v->dump());
+        out = v->get<bool>();
+    }
     std::optional<std::string> string(const char* key) const {
         const json* v = find(key);
         if (v == nullptr) return std::nullopt;
@@ -144,10 +150,13 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
     }
     if (!root.is_object()) fail(Status::invalid_argument, "the configuration must be a mapping of sections");
     for (const auto& [key, value] : root.items())
-        if (key != "service" && key != "model" && key != "resources")
-            fail(Status::invalid_argument, "'{}' is not a known section (known: service, model, resources)", key);
+        if (key != "service" && key != "model" && key != "resources" && key != "server")
+            fail(Status::invalid_argument, "'{}' is not a known section (known: service, model, resources, server)", key);
 
     ServiceConfig config;
+    const auto anchored = [&](const std::string& path) {
+        return path.empty() || std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : directory / path;
+    };
     const Section service(root, "service");
     service.allow_only({"listen_port", "max_concurrent_requests", "max_queued_requests", "request_timeout_seconds"});
     service.integer("listen_port", config.listen_port, 0, 65535);
@@ -159,8 +168,7 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
     model.allow_only({"weights_path", "precision", "max_sequence_length", "min_diffusion_steps", "max_diffusion_steps"});
     const auto weights = model.string("weights_path");
     if (!weights || weights->empty()) fail(Status::invalid_argument, "'model.weights_path' is required");
-    config.weights_path = std::filesystem::path(*weights).is_absolute() ? std::filesystem::path(*weights)
-                                                                        : directory / *weights;
+    config.weights_path = anchored(*weights);
     model.choice<Precision>("precision", config.precision,
                             {{"auto", Precision::automatic}, {"fp32", Precision::fp32}, {"bf16", Precision::bf16},
                              {"fp16", Precision::fp16}});
@@ -188,6 +196,27 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
                                {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn},
                                 {"warning", LogLevel::warn}, {"error", LogLevel::error}});
     resources.integer("log_rotation_size_mb", config.log_rotation_size_mb, 0, 1 << 20);
+
+    const Section server(root, "server");
+    server.allow_only({"bind_address", "api_keys_env", "api_key_file", "rate_limit_per_second", "rate_limit_burst",
+                       "max_body_bytes", "tls_certificate", "tls_private_key", "drain_timeout_seconds", "log_file",
+                       "log_prompts"});
+    if (auto v = server.string("bind_address")) {
+        if (v->empty()) fail(Status::invalid_argument, "'server.bind_address' must not be empty");
+        config.bind_address = *v;
+    }
+    if (auto v = server.string("api_keys_env")) config.api_keys_env = *v;
+    if (auto v = server.string("api_key_file")) config.api_key_file = anchored(*v);
+    server.number("rate_limit_per_second", config.rate_limit_per_second, 0, 1e9, false);
+    server.integer("rate_limit_burst", config.rate_limit_burst, 0, 1'000'000'000);
+    server.integer("max_body_bytes", config.max_body_bytes, 1, int64_t(1) << 40);
+    if (auto v = server.string("tls_certificate")) config.tls_certificate = anchored(*v);
+    if (auto v = server.string("tls_private_key")) config.tls_private_key = anchored(*v);
+    if (config.tls_certificate.empty() != config.tls_private_key.empty())
+        fail(Status::invalid_argument, "'server.tls_certificate' and 'server.tls_private_key' go together");
+    server.number("drain_timeout_seconds", config.drain_timeout_seconds, 0, 1e9, false);
+    if (auto v = server.string("log_file")) config.log_file = anchored(*v);
+    server.boolean("log_prompts", config.log_prompts);
     return config;
 }
 

@@ -4,6 +4,9 @@
 //   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds
 //   model:     weights_path, precision, max_sequence_length, min_diffusion_steps, max_diffusion_steps
 //   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
+//   server:    bind_address, api_keys_env, api_key_file, rate_limit_per_second, rate_limit_burst,
+//              max_body_bytes, tls_certificate, tls_private_key, drain_timeout_seconds, log_file,
+//              log_prompts (read by examples/server, the HTTP server)
 //
 // Every key is optional except model.weights_path (an empty section is all defaults; 0 means
 // "none" for listen_port and the step bounds); an unknown key, a wrong type or an impossible value
@@ -34,6 +37,17 @@ struct ServiceConfig {
     double memory_fraction = 1.0;
     LogLevel log_level = LogLevel::info;
     int64_t log_rotation_size_mb = 0;  // 0: no rotation
+    // The HTTP server's keys. Paths are resolved like weights_path; empty means not given.
+    std::string bind_address = "127.0.0.1";
+    std::string api_keys_env;  // the environment variable holding the API keys
+    std::filesystem::path api_key_file;
+    double rate_limit_per_second = 0;  // per API key; 0: no limit
+    int64_t rate_limit_burst = 0;      // bucket size; 0: max(1, rate_limit_per_second)
+    int64_t max_body_bytes = 1 << 20;
+    std::filesystem::path tls_certificate, tls_private_key;
+    double drain_timeout_seconds = 30;
+    std::filesystem::path log_file;  // empty: standard error
+    bool log_prompts = false;
 };
 
 // Reads a file: YAML for the extensions .yaml and .yml, JSON otherwise. Throws IO or INVALID_ARGUMENT.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -444,7 +445,50 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
         CHECK(c.memory_fraction == 0.85);
         CHECK(c.log_level == LogLevel::info);
         CHECK(c.log_rotation_size_mb == 100);
+        CHECK(c.bind_address == "0.0.0.0");
+        CHECK(c.api_keys_env == "UNMASK_API_KEYS");
+        CHECK(c.api_key_file == std::filesystem::path(UNMASK_SOURCE_DIR) / "tests/data/keys.txt");
+        CHECK(c.rate_limit_per_second == 5.0);
+        CHECK(c.rate_limit_burst == 10);
+        CHECK(c.max_body_bytes == 65536);
+        CHECK(c.tls_certificate == "/etc/unmask/cert.pem");
+        CHECK(c.tls_private_key == "/etc/unmask/key.pem");
+        CHECK(c.drain_timeout_seconds == 20.0);
+        CHECK(c.log_file == "/var/log/unmask/server.log");
+        CHECK(c.log_prompts);
     }
+    // The C ABI copies the same values, the server section included.
+    unmask_service_config config{};
+    config.struct_size = sizeof config;
+    REQUIRE(unmask_service_config_read((std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.yaml").c_str(),
+                                       &config) == UNMASK_OK);
+    CHECK(std::string(config.bind_address) == "0.0.0.0");
+    CHECK(std::string(config.api_keys_env) == "UNMASK_API_KEYS");
+    CHECK(config.rate_limit_burst == 10);
+    CHECK(config.max_body_bytes == 65536);
+    CHECK(std::string(config.tls_private_key) == "/etc/unmask/key.pem");
+    CHECK(config.drain_timeout_seconds == 20.0);
+    CHECK(std::string(config.log_file) == "/var/log/unmask/server.log");
+    CHECK(config.log_prompts == 1);
+    // A caller built against ABI 1.2 passes the older size and gets only the fields it knows.
+    unmask_service_config older{};
+    std::memset(&older, 0x5a, sizeof older);
+    older.struct_size = 4168;
+    REQUIRE(unmask_service_config_read((std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.yaml").c_str(),
+                                       &older) == UNMASK_OK);
+    CHECK(older.listen_port == 8080);
+    CHECK(older.bind_address[0] == 0x5a);
+}
+
+TEST_CASE("the server section's defaults") {
+    const ServiceConfig c = parse_service_config("model:\n  weights_path: m\n", true, ".");
+    CHECK(c.bind_address == "127.0.0.1");
+    CHECK(c.max_body_bytes == 1 << 20);
+    CHECK(c.drain_timeout_seconds == 30.0);
+    CHECK(c.rate_limit_per_second == 0.0);
+    CHECK(c.api_key_file.empty());
+    CHECK(c.log_file.empty());
+    CHECK_FALSE(c.log_prompts);
 }
 
 TEST_CASE("each wrong key, type or value in a service configuration is named") {
@@ -465,6 +509,12 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "resources:\n  log_level: loud\n", "'resources.log_level' must be one of"},
         {"service:\n  listen_port: 80\n", "'model.weights_path' is required"},
         {base + "service: [1, 2]\n", "'service' must be a mapping"},
+        {base + "server:\n  api_key: abc\n", "'server.api_key' is not a known key"},
+        {base + "server:\n  max_body_bytes: 0\n", "'server.max_body_bytes' must be within"},
+        {base + "server:\n  rate_limit_per_second: -1\n", "'server.rate_limit_per_second' must be within"},
+        {base + "server:\n  log_prompts: 1\n", "'server.log_prompts' must be true or false"},
+        {base + "server:\n  bind_address: ''\n", "'server.bind_address' must not be empty"},
+        {base + "server:\n  tls_certificate: c.pem\n", "go together"},
         {"model: {weights_path: m\n", "not valid YAML"},
     };
     for (const auto& item : cases) {

@@ -170,7 +170,15 @@ static_assert(offsetof(unmask_service_config, precision) == 4120);
 static_assert(offsetof(unmask_service_config, max_sequence_length) == 4128);
 static_assert(offsetof(unmask_service_config, memory_fraction) == 4152);
 static_assert(offsetof(unmask_service_config, log_rotation_size_mb) == 4164);
-static_assert(sizeof(unmask_service_config) == 4168);
+static_assert(offsetof(unmask_service_config, bind_address) == 4168);  // ABI 1.3: the server section
+static_assert(offsetof(unmask_service_config, api_key_file) == 4680);
+static_assert(offsetof(unmask_service_config, rate_limit_per_second) == 8776);
+static_assert(offsetof(unmask_service_config, max_body_bytes) == 8792);
+static_assert(offsetof(unmask_service_config, tls_private_key) == 12896);
+static_assert(offsetof(unmask_service_config, drain_timeout_seconds) == 16992);
+static_assert(offsetof(unmask_service_config, log_file) == 17000);
+static_assert(offsetof(unmask_service_config, log_prompts) == 21096);
+static_assert(sizeof(unmask_service_config) == 21104);
 
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
