@@ -1,48 +1,10 @@
 #include "engine_session.hpp"
 
-#include <sys/stat.h>
-
-#include <ctime>
+#include <stdexcept>
 
 #include "commands.hpp"
 
 namespace unmask_cli {
-
-LogFile::LogFile(std::string path, uint64_t rotate_bytes) : path_(std::move(path)), rotate_bytes_(rotate_bytes) {
-    file_ = std::fopen(path_.c_str(), "a");
-    if (file_ == nullptr) throw CommandError(UNMASK_ERR_IO, "IO: cannot open the log file '" + path_ + "'");
-    struct stat info{};
-    if (stat(path_.c_str(), &info) == 0) size_ = static_cast<uint64_t>(info.st_size);
-}
-
-LogFile::~LogFile() {
-    if (file_ != nullptr) std::fclose(file_);
-}
-
-void LogFile::sink(int32_t level, const char* message, void* user_data) {
-    static_cast<LogFile*>(user_data)->write(level, message);
-}
-
-void LogFile::write(int32_t level, const char* message) {
-    static const char* const names[] = {"debug", "info", "warn", "error"};
-    std::lock_guard lock(mutex_);
-    if (file_ == nullptr) return;
-    if (rotate_bytes_ > 0 && size_ >= rotate_bytes_) {
-        std::fclose(file_);
-        std::rename(path_.c_str(), (path_ + ".1").c_str());
-        file_ = std::fopen(path_.c_str(), "w");
-        size_ = 0;
-        if (file_ == nullptr) return;
-    }
-    char stamp[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    const int written = std::fprintf(file_, "%s %s %s\n", stamp, names[level >= 0 && level <= 3 ? level : 3], message);
-    if (written > 0) size_ += static_cast<uint64_t>(written);
-    std::fflush(file_);
-}
 
 std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
     const std::vector<OptionSpec> engine = {
@@ -114,7 +76,11 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
 
     EngineSession session;
     if (auto log_path = args.value("log-file")) {
-        session.log = std::make_unique<LogFile>(*log_path, static_cast<uint64_t>(rotation_mb * 1048576.0));
+        try {
+            session.log = std::make_unique<LogFile>(*log_path, static_cast<uint64_t>(rotation_mb * 1048576.0));
+        } catch (const std::runtime_error& e) {
+            throw CommandError(UNMASK_ERR_IO, std::string("IO: ") + e.what());
+        }
         model_params.log_callback = &LogFile::sink;
         model_params.log_user_data = session.log.get();
         engine_params.log_callback = &LogFile::sink;

@@ -3,33 +3,18 @@
 // that generate.
 #pragma once
 
-#include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
+#include "log_file.hpp"
 #include "model_options.hpp"
 #include "unmask.h"
 
 namespace unmask_cli {
 
-// Appends log lines to a file, moving it to FILE.1 when it passes `rotate_bytes` (0: never).
-class LogFile {
-public:
-    LogFile(std::string path, uint64_t rotate_bytes);
-    ~LogFile();
-    static void sink(int32_t level, const char* message, void* user_data);
-
-private:
-    void write(int32_t level, const char* message);
-    std::string path_;
-    uint64_t rotate_bytes_;
-    std::mutex mutex_;
-    FILE* file_ = nullptr;
-    uint64_t size_ = 0;
-};
+using unmask_examples::LogFile;
 
 struct EngineDeleter {
     void operator()(unmask_engine* engine) const noexcept { unmask_engine_free(engine); }
