@@ -9,12 +9,14 @@ build_packages=(
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev   # tokenizer: Unicode regexes and normalisation
   libyaml-cpp-dev                # engine: service configuration files in YAML
+  libcpp-httplib-dev             # unmask-server: HTTP(S) (brings OpenSSL, zlib and brotli headers)
   python3
 )
 test_packages=(
   python3-torch              # tests/reference: the PyTorch reference of the forward pass
   libopenblas0-pthread       # a fast BLAS for python3-torch (the references, training/)
   clang libclang-rt-14-dev   # libFuzzer targets
+  openssl                    # unmask-server's TLS test makes a self-signed certificate
 )
 
 case "${1:-test}" in

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time on a seed corpus made from the model fixtures
-# (good and malformed safetensors files and config.json files).
+# (good and malformed safetensors files and config.json files), tokenizer files and text, and
+# request bodies of unmask-server.
 # usage: run_fuzzers.sh FUZZ_BUILD_DIR SECONDS_PER_TARGET
 set -euo pipefail
 build=$1
@@ -44,4 +45,7 @@ printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' >
 run fuzz_safetensors "$work/corpus/safetensors"
 run fuzz_model_config "$work/corpus/config"
 run fuzz_tokenizer "$work/corpus/tokenizer"
+# unmask-server's request bodies: the checked-in examples of each endpoint.
+cp -r "$source_dir/tests/fuzz/corpus/openai_request" "$work/corpus/openai_request"
+run fuzz_openai_request "$work/corpus/openai_request"
 echo "fuzzing passed"

@@ -1,0 +1,204 @@
+// unmask-server: serves a model over HTTP with the OpenAI API. See the README's "HTTP server".
+//
+//   unmask-server [--config FILE] [-m DIR] [--host ADDR] [--port N] [--model-name NAME]
+//                 [--threads N] [--max-concurrent N] [--max-queued N] [--timeout S]
+//                 [--warmup N] [--log-file PATH] [--log-rotation-mb MB]
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "bundled_model.hpp"
+#include "log_file.hpp"
+#include "server.hpp"
+
+namespace {
+
+const char* const usage =
+    "usage: unmask-server [options]\n"
+    "  --config FILE        a service configuration (JSON or YAML): service, model, resources, server\n"
+    "  -m, --model DIR      the model directory (default: the configuration's, $UNMASK_MODEL or the bundled model)\n"
+    "  --host ADDR          the address to listen on (default: server.bind_address or 127.0.0.1)\n"
+    "  --port N             the port (default: service.listen_port or 8080; 0: any free port)\n"
+    "  --model-name NAME    the model id of the API (default: the model folder's name)\n"
+    "  --threads N          CPU threads of the engine (default: all)\n"
+    "  --max-concurrent N   requests running at once (default: the configuration's or 8)\n"
+    "  --max-queued N       requests waiting for admission (default: the configuration's or 64)\n"
+    "  --timeout SECONDS    default deadline of a request (0: none)\n"
+    "  --warmup N           run N generations before turning ready (default 0)\n"
+    "  --log-file PATH      the log, access lines included (default: server.log_file or standard error)\n"
+    "  --log-rotation-mb MB move the log file to PATH.1 when it passes this size (default: log_rotation_size_mb)\n"
+    "API keys, rate limits, body limits, TLS and draining are set in the configuration's server section.\n";
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::map<std::string, std::string> parse_arguments(int argc, char** argv) {
+    static const char* const known[] = {"config", "model", "host", "port", "model-name", "threads", "max-concurrent",
+                                        "max-queued", "timeout", "warmup", "log-file", "log-rotation-mb"};
+    std::map<std::string, std::string> values;
+    for (int i = 1; i < argc; ++i) {
+        std::string name = argv[i];
+        if (name == "-h" || name == "--help") throw UsageError("");
+        if (name == "-m") name = "--model";
+        if (name.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + name + "'");
+        name = name.substr(2);
+        std::string value;
+        if (const auto equals = name.find('='); equals != std::string::npos) {
+            value = name.substr(equals + 1);
+            name = name.substr(0, equals);
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            throw UsageError("--" + name + " needs a value");
+        }
+        if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+            throw UsageError("unknown option --" + name);
+        values[name] = value;
+    }
+    return values;
+}
+
+int64_t integer(const std::map<std::string, std::string>& args, const char* name, int64_t min, int64_t max,
+                int64_t otherwise) {
+    const auto it = args.find(name);
+    if (it == args.end()) return otherwise;
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || errno != 0 || value < min || value > max)
+        throw UsageError(std::string("--") + name + " must be an integer within " + std::to_string(min) + ".." +
+                         std::to_string(max));
+    return value;
+}
+
+double number(const std::map<std::string, std::string>& args, const char* name, double otherwise) {
+    const auto it = args.find(name);
+    if (it == args.end()) return otherwise;
+    char* end = nullptr;
+    const double value = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0' || !(value >= 0 && value <= 1e9))
+        throw UsageError(std::string("--") + name + " must be a number, at least 0");
+    return value;
+}
+
+// The options of a configuration file, then the command line's on top.
+unmask_server::ServerOptions server_options(const std::map<std::string, std::string>& args, std::string& log_path,
+                                            uint64_t& log_rotate_bytes) {
+    unmask_server::ServerOptions o;
+    unmask_model_params_init(&o.model_params);
+    unmask_engine_params_init(&o.engine_params);
+    if (const auto it = args.find("config"); it != args.end()) {
+        auto config = std::make_unique<unmask_service_config>();
+        config->struct_size = sizeof *config;
+        if (unmask_service_config_read(it->second.c_str(), config.get()) != UNMASK_OK)
+            throw std::runtime_error(unmask_last_error());
+        const unmask_service_config& c = *config;
+        o.model_path = c.weights_path;
+        if (c.listen_port > 0) o.port = c.listen_port;
+        o.model_params.precision = c.precision;
+        o.model_params.memory_fraction = c.memory_fraction;
+        o.model_params.log_level = c.log_level;
+        if (c.gpu_device_count > 0) o.model_params.backend = UNMASK_BACKEND_CUDA;
+        o.engine_params.max_concurrent_requests = c.max_concurrent_requests;
+        o.engine_params.max_queued_requests = c.max_queued_requests;
+        o.engine_params.request_timeout_seconds = c.request_timeout_seconds;
+        o.engine_params.max_sequence_length = c.max_sequence_length;
+        o.engine_params.min_steps = c.min_diffusion_steps;
+        o.engine_params.max_steps = c.max_diffusion_steps;
+        o.engine_params.log_level = c.log_level;
+        o.host = c.bind_address;
+        o.keys = unmask_server::ApiKeys::load(c.api_keys_env, c.api_key_file);
+        o.rate_limit_per_second = c.rate_limit_per_second;
+        o.rate_limit_burst = static_cast<double>(c.rate_limit_burst);
+        o.max_body_bytes = c.max_body_bytes;
+        o.tls_certificate = c.tls_certificate;
+        o.tls_private_key = c.tls_private_key;
+        o.drain_timeout_seconds = c.drain_timeout_seconds;
+        o.log_prompts = c.log_prompts != 0;
+        log_path = c.log_file;
+        log_rotate_bytes = static_cast<uint64_t>(c.log_rotation_size_mb) << 20;
+    }
+    if (const auto it = args.find("model"); it != args.end()) o.model_path = it->second;
+    if (o.model_path.empty()) o.model_path = unmask_examples::default_model_path();
+    if (const auto it = args.find("host"); it != args.end()) o.host = it->second;
+    if (const auto it = args.find("model-name"); it != args.end()) o.model_name = it->second;
+    if (const auto it = args.find("log-file"); it != args.end()) log_path = it->second;
+    o.port = static_cast<int>(integer(args, "port", 0, 65535, o.port));
+    o.engine_params.threads = static_cast<int32_t>(integer(args, "threads", 0, 4096, o.engine_params.threads));
+    o.engine_params.max_concurrent_requests =
+        static_cast<int32_t>(integer(args, "max-concurrent", 1, 65536, o.engine_params.max_concurrent_requests));
+    o.engine_params.max_queued_requests =
+        static_cast<int32_t>(integer(args, "max-queued", 1, 1'000'000, o.engine_params.max_queued_requests));
+    o.engine_params.request_timeout_seconds = number(args, "timeout", o.engine_params.request_timeout_seconds);
+    log_rotate_bytes = static_cast<uint64_t>(number(args, "log-rotation-mb", double(log_rotate_bytes) / 1048576.0) * 1048576.0);
+    o.warmup_requests = static_cast<int>(integer(args, "warmup", 0, 1000, 0));
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // SIGTERM and SIGINT start the graceful shutdown on a thread of their own; blocked here before
+    // any other thread starts, so every thread inherits the mask. SIGPIPE: a client that went
+    // away is a failed write, not the end of the server.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    std::unique_ptr<unmask_examples::LogFile> log;
+    std::unique_ptr<unmask_server::Server> server;
+    try {
+        const auto args = parse_arguments(argc, argv);
+        std::string log_path;
+        uint64_t log_rotate_bytes = 0;
+        auto options = server_options(args, log_path, log_rotate_bytes);
+        log = std::make_unique<unmask_examples::LogFile>(log_path, log_rotate_bytes);
+        const std::string address = (options.tls_certificate.empty() ? "http://" : "https://") + options.host;
+        server = std::make_unique<unmask_server::Server>(std::move(options), *log);
+        std::printf("unmask-server listening on %s:%d\n", address.c_str(), server->port());
+        std::fflush(stdout);
+    } catch (const UsageError& e) {
+        if (*e.what() != '\0') std::fprintf(stderr, "unmask-server: %s\n", e.what());
+        std::fputs(usage, *e.what() != '\0' ? stderr : stdout);
+        return *e.what() != '\0' ? 2 : 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "unmask-server: %s\n", e.what());
+        return 1;
+    }
+
+    std::atomic<bool> finished{false};
+    std::thread signal_waiter([&] {
+        int received = 0;
+        sigwait(&signals, &received);
+        if (finished) return;
+        log->write(UNMASK_LOG_INFO, std::string("server: ") + strsignal(received) + ": draining, then exiting");
+        server->shutdown();
+        // A second signal while draining: stop now, as an operator pressing Ctrl-C twice expects.
+        sigwait(&signals, &received);
+        if (finished) return;
+        log->write(UNMASK_LOG_WARN, std::string("server: ") + strsignal(received) + " again: exiting at once");
+        std::_Exit(1);
+    });
+    const int status = server->run();
+    // Wake the signal thread when the server stopped by itself (a failed load).
+    finished = true;
+    pthread_kill(signal_waiter.native_handle(), SIGTERM);
+    signal_waiter.join();
+    server.reset();
+    return status;
+}

@@ -1,0 +1,291 @@
+#include "openai_request.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "parameter_names.hpp"
+
+namespace unmask_server {
+namespace {
+
+using nlohmann::json;
+
+// How deeply arrays and objects nest in a JSON text (strings skipped). Checked before parsing:
+// nlohmann's parser is iterative, but copying or printing a deep value recurses.
+int nesting_depth(std::string_view text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false, escaped = false;
+    for (const char c : text) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+// A value for an error message: scalars as JSON, short; containers by their kind.
+std::string shown(const nlohmann::json& v) {
+    if (v.is_structured()) return v.is_array() ? "a list" : "an object";
+    std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return text.size() > 64 ? text.substr(0, 64) + "..." : text;
+}
+
+std::string type_name(const json& v) {
+    if (v.is_number_integer()) return "an integer";
+    if (v.is_number()) return "a number";
+    return std::string("a ") + v.type_name();
+}
+
+// Typed access to the fields of the body, each failure naming its field.
+class Fields {
+public:
+    explicit Fields(const json& body) : body_(body) {}
+
+    const json* find(const char* key) const {
+        const auto it = body_.find(key);
+        return it == body_.end() || it->is_null() ? nullptr : &*it;
+    }
+    bool given(const char* key) const { return find(key) != nullptr; }
+
+    int64_t integer(const char* key, int64_t min, int64_t max, int64_t otherwise) const {
+        const json* v = find(key);
+        if (v == nullptr) return otherwise;
+        if (!v->is_number_integer()) throw invalid_field(key, "must be an integer, got " + type_name(*v));
+        if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+            throw invalid_field(key, "must be within " + std::to_string(min) + ".." + std::to_string(max));
+        const auto value = v->get<int64_t>();
+        if (value < min || value > max)
+            throw invalid_field(key, "must be within " + std::to_string(min) + ".." + std::to_string(max) + ", got " +
+                                         std::to_string(value));
+        return value;
+    }
+    double number(const char* key, double min, double max, double otherwise) const {
+        const json* v = find(key);
+        if (v == nullptr) return otherwise;
+        if (!v->is_number()) throw invalid_field(key, "must be a number, got " + type_name(*v));
+        const auto value = v->get<double>();
+        if (!std::isfinite(value) || value < min || value > max)
+            throw invalid_field(key, "must be within [" + json(min).dump() + ", " + json(max).dump() + "], got " +
+                                         json(value).dump());
+        return value;
+    }
+    bool boolean(const char* key, bool otherwise) const {
+        const json* v = find(key);
+        if (v == nullptr) return otherwise;
+        if (!v->is_boolean()) throw invalid_field(key, "must be true or false, got " + type_name(*v));
+        return v->get<bool>();
+    }
+    std::string string(const char* key) const {
+        const json* v = find(key);
+        if (v == nullptr) return {};
+        if (!v->is_string()) throw invalid_field(key, "must be a string, got " + type_name(*v));
+        return v->get<std::string>();
+    }
+    int32_t name_or_number(const char* key, const unmask_names::Names& names, int32_t otherwise) const {
+        const json* v = find(key);
+        if (v == nullptr) return otherwise;
+        if (v->is_string()) {
+            if (auto value = unmask_names::lookup(names, v->get<std::string>())) return *value;
+        } else if (v->is_number_integer()) {
+            const auto value = v->get<int64_t>();
+            for (const auto& entry : names)
+                if (entry.second == value) return entry.second;
+        }
+        throw invalid_field(key, "must be one of " + unmask_names::listed(names) + ", got " + shown(*v));
+    }
+    // OpenAI fields unmask does not implement, accepted at the value that asks for nothing.
+    void only_neutral(const char* key, const std::vector<json>& neutral) const {
+        const json* v = find(key);
+        if (v == nullptr) return;
+        for (const json& n : neutral)
+            if (*v == n) return;
+        throw invalid_field(key, "is not supported (only " + json(neutral).dump() + ", got " + shown(*v) + ")");
+    }
+
+private:
+    const json& body_;
+};
+
+// The text of a chat message: a string, or a list of {"type": "text", "text": ...} parts.
+std::string message_text(const json& content, const std::string& field) {
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) throw invalid_field(field, "must be a string or a list of text parts");
+    std::string text;
+    for (const json& part : content) {
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        const auto value = part.is_object() ? part.find("text") : part.end();
+        if (!part.is_object() || type == part.end() || *type != "text" || value == part.end() || !value->is_string())
+            throw invalid_field(field, "parts must be {\"type\": \"text\", \"text\": ...}; only text is supported");
+        text += value->get<std::string>();
+    }
+    return text;
+}
+
+void read_messages(const json& messages, CompletionRequest& out) {
+    if (!messages.is_array() || messages.empty()) throw invalid_field("messages", "must be a non-empty list");
+    bool have_user = false;
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const std::string field = "messages[" + std::to_string(i) + "]";
+        const json& m = messages[i];
+        if (!m.is_object() || !m.contains("role") || !m.at("role").is_string() || !m.contains("content"))
+            throw invalid_field(field, "must be an object with a string 'role' and a 'content'");
+        const std::string role = m.at("role").get<std::string>();
+        const std::string text = message_text(m.at("content"), field + ".content");
+        if (text.find('\0') != std::string::npos) throw invalid_field(field + ".content", "must not contain NUL characters");
+        if (role == "system" && i == 0) {
+            out.system = text;
+        } else if (role == "user" && !have_user) {
+            out.user = text;
+            have_user = true;
+        } else {
+            throw invalid_field(field, "is not supported: the models take one optional system message first, then "
+                                       "one user message (got role '" + role + "')");
+        }
+    }
+    if (!have_user) throw invalid_field("messages", "must contain a user message");
+}
+
+void read_prompt(const json& prompt, CompletionRequest& out) {
+    if (prompt.is_string()) {
+        out.prompt = prompt.get<std::string>();
+        return;
+    }
+    if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+        out.prompt = prompt[0].get<std::string>();
+        return;
+    }
+    if (prompt.is_array() && !prompt.empty() && prompt[0].is_number_integer()) {
+        for (const json& id : prompt) {
+            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+                throw invalid_field("prompt", "token ids must be integers from 0");
+            out.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+        }
+        return;
+    }
+    throw invalid_field("prompt", "must be a string, a list of one string or a list of token ids");
+}
+
+std::vector<std::string> read_stop(const json* stop) {
+    if (stop == nullptr) return {};
+    std::vector<std::string> out;
+    if (stop->is_string()) {
+        out.push_back(stop->get<std::string>());
+    } else if (stop->is_array() && stop->size() <= 4) {
+        for (const json& s : *stop) {
+            if (!s.is_string()) throw invalid_field("stop", "must be a string or a list of up to 4 strings");
+            out.push_back(s.get<std::string>());
+        }
+    } else {
+        throw invalid_field("stop", "must be a string or a list of up to 4 strings");
+    }
+    for (const auto& s : out)
+        if (s.empty()) throw invalid_field("stop", "must not contain empty strings");
+    return out;
+}
+
+const std::set<std::string>& known_fields(Endpoint endpoint) {
+    static const std::set<std::string> common = {
+        "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options", "n", "user",
+        "logprobs", "frequency_penalty", "presence_penalty",
+        // unmask's diffusion parameters, by their unmask_generate_params names
+        "steps", "block_length", "min_steps", "max_steps", "policy", "threshold", "factor", "alg_temp", "top_k",
+        "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity", "early_stop", "timeout_seconds"};
+    static const std::set<std::string> completions = [] {
+        auto s = common;
+        s.insert({"prompt", "echo", "best_of", "suffix"});
+        return s;
+    }();
+    static const std::set<std::string> chat = [] {
+        auto s = common;
+        s.insert({"messages", "max_completion_tokens", "top_logprobs"});
+        return s;
+    }();
+    return endpoint == Endpoint::completions ? completions : chat;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint) {
+    if (nesting_depth(body) > max_nesting)
+        throw ApiError(400, "the request body nests deeper than " + std::to_string(max_nesting) + " levels", "",
+                       "invalid_json");
+    const json root = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (root.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+    if (!root.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
+    const auto& known = known_fields(endpoint);
+    for (const auto& item : root.items())
+        if (known.count(item.key()) == 0) throw invalid_field(item.key(), "is not a known field");
+
+    const Fields f(root);
+    CompletionRequest out;
+    out.endpoint = endpoint;
+    out.model = f.string("model");
+    if (endpoint == Endpoint::completions) {
+        const json* prompt = f.find("prompt");
+        if (prompt == nullptr) throw invalid_field("prompt", "is required");
+        read_prompt(*prompt, out);
+        f.only_neutral("echo", {false});
+        f.only_neutral("best_of", {1});
+        f.only_neutral("suffix", {""});
+        f.only_neutral("logprobs", {false, 0});
+    } else {
+        const json* messages = f.find("messages");
+        if (messages == nullptr) throw invalid_field("messages", "is required");
+        read_messages(*messages, out);
+        f.only_neutral("logprobs", {false});
+        f.only_neutral("top_logprobs", {0});
+    }
+    f.only_neutral("n", {1});
+    f.only_neutral("frequency_penalty", {0});
+    f.only_neutral("presence_penalty", {0});
+    f.string("user");
+
+    unmask_generate_params& p = out.params;
+    unmask_generate_params_init(&p);
+    const char* length_field =
+        endpoint == Endpoint::chat_completions && f.given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    p.gen_length = f.integer(length_field, 1, int64_t(1) << 30, p.gen_length);
+    p.steps = f.integer("steps", 1, int64_t(1) << 30, p.gen_length);
+    p.block_length = f.integer("block_length", 0, int64_t(1) << 30, 0);
+    p.min_steps = f.integer("min_steps", 0, int64_t(1) << 30, 0);
+    p.max_steps = f.integer("max_steps", 0, int64_t(1) << 30, 0);
+    p.temperature = f.number("temperature", 0, 1e6, 0);
+    p.top_p = f.number("top_p", 0, 1, 1);
+    if (p.top_p == 0) throw invalid_field("top_p", "must be above 0");
+    p.top_k = f.integer("top_k", 0, int64_t(1) << 30, 0);
+    p.seed = static_cast<uint64_t>(f.integer("seed", 0, std::numeric_limits<int64_t>::max(), 0));
+    out.seed_given = f.given("seed");
+    p.policy = f.name_or_number("policy", unmask_names::policies(), p.policy);
+    p.threshold = f.number("threshold", 0, 1, 0);
+    p.factor = f.number("factor", 0, 1e6, 0);
+    p.alg_temp = f.number("alg_temp", 0, 1e6, 0);
+    p.cfg_scale = f.number("cfg_scale", 0, 1e6, 0);
+    p.cache_mode = f.name_or_number("cache_mode", unmask_names::cache_modes(), UNMASK_CACHE_NONE);
+    p.cache_refresh_steps = f.integer("cache_refresh_steps", 0, int64_t(1) << 30, 0);
+    p.cache_vicinity = f.integer("cache_vicinity", 0, int64_t(1) << 30, 0);
+    p.early_stop = f.boolean("early_stop", false) ? 1 : 0;
+    p.timeout_seconds = f.number("timeout_seconds", 0, 1e9, 0);
+    out.stop = read_stop(f.find("stop"));
+    out.stream = f.boolean("stream", false);
+    if (const json* options = f.find("stream_options")) {
+        if (!options->is_object()) throw invalid_field("stream_options", "must be an object");
+        for (const auto& item : options->items())
+            if (item.key() != "include_usage") throw invalid_field("stream_options." + item.key(), "is not a known field");
+        out.include_usage = Fields(*options).boolean("include_usage", false);
+    }
+    return out;
+}
+
+}  // namespace unmask_server

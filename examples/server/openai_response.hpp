@@ -1,0 +1,36 @@
+// The response bodies of the OpenAI-compatible endpoints: whole completions, the chunks of a
+// stream (sent as server-sent events), the model list and errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "openai_request.hpp"
+
+namespace unmask_server {
+
+struct CompletionOutcome {
+    std::string id;             // "cmpl-..." or "chatcmpl-..."
+    std::string model;
+    int64_t created = 0;        // Unix seconds
+    std::string text;
+    std::string finish_reason;  // "stop" or "length"
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+    int64_t steps = 0, forwards = 0;  // unmask's extension: the diffusion work done
+};
+
+std::string completion_body(Endpoint endpoint, const CompletionOutcome& outcome);
+
+// One chunk of a stream: `delta` text, and once the answer ends its finish_reason ("" before).
+// The chat endpoint's first chunk carries the assistant role (`first`).
+std::string chunk_body(Endpoint endpoint, const CompletionOutcome& outcome, const std::string& delta,
+                       const std::string& finish_reason, bool first);
+// The last chunk with usage (stream_options.include_usage).
+std::string usage_chunk_body(Endpoint endpoint, const CompletionOutcome& outcome);
+
+// "data: BODY\n\n"
+std::string server_sent_event(const std::string& body);
+
+std::string models_body(const std::string& model, int64_t created);
+
+}  // namespace unmask_server
