@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "core/philox.hpp"
 #include "decode/decode_params.hpp"
+#include "memory/memory_plan.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model_spec.hpp"
 
@@ -52,9 +53,11 @@ public:
     // whose K/V are not final yet.
     int64_t feed_begin() const noexcept { return feed_begin_; }
     int64_t feed_end() const noexcept { return feed_end_; }
-    // Rows this step feeds to a forward (twice the fed positions with CFG), and the most any step does.
-    int64_t fed_rows() const noexcept { return (feed_end_ - feed_begin_) * (params_.cfg_scale > 0 ? 2 : 1); }
-    int64_t max_fed_rows() const noexcept { return static_cast<int64_t>(canvas_.size()) * (params_.cfg_scale > 0 ? 2 : 1); }
+    // What the memory plan charges this sequence for: K/V caches with a cache mode, a twin with CFG.
+    SequenceOptions memory_options() const noexcept { return {needs_cache(), params_.cfg_scale > 0}; }
+    // Rows this step feeds to a forward (as the plan counts them), and the most any step does.
+    int64_t fed_rows() const noexcept { return forward_rows(feed_end_ - feed_begin_, memory_options()); }
+    int64_t max_fed_rows() const noexcept { return forward_rows(static_cast<int64_t>(canvas_.size()), memory_options()); }
 
     // The K/V caches of a cache mode (the second for the CFG twin): the caller makes them before
     // the first step, charged to `ledger` (null: the backend's own); they go with the sequence.

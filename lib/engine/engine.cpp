@@ -28,10 +28,6 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
 }
 
-SequenceOptions options_of(const DecodeSequence& sequence) {
-    return {sequence.needs_cache(), sequence.unconditional() != nullptr};
-}
-
 }  // namespace
 
 const char* health_name(Health health) noexcept {
@@ -124,11 +120,11 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     if (sequence.max_fed_rows() > forward_->limits().tokens)
         fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
              sequence.max_fed_rows(), forward_->limits().tokens);
-    const uint64_t state = sequence_state_bytes(spec, length, options_of(sequence), BackendKind::cpu);
+    const uint64_t state = sequence_state_bytes(spec, length, sequence.memory_options(), BackendKind::cpu);
     const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
     if (state > for_requests) {
         const int64_t longest = largest_fitting(1, options_.max_sequence_length, [&](int64_t n) {
-            return sequence_state_bytes(spec, n, options_of(sequence), BackendKind::cpu) <= for_requests;
+            return sequence_state_bytes(spec, n, sequence.memory_options(), BackendKind::cpu) <= for_requests;
         });
         fail(Status::out_of_budget, "the request's state needs {} bytes but the engine has {} for requests; the longest "
              "sequence that fits has {} positions", state, for_requests, longest);
@@ -169,7 +165,7 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!queue_.empty() && static_cast<int64_t>(running_.size()) < options_.max_concurrent_requests) {
         const std::shared_ptr<Request>& head = queue_.front();
         const auto length = static_cast<int64_t>(head->sequence_.canvas().size());
-        auto memory = try_reserve_sequence(memory_, spec, {length, options_of(head->sequence_)}, BackendKind::cpu,
+        auto memory = try_reserve_sequence(memory_, spec, {length, head->sequence_.memory_options()}, BackendKind::cpu,
                                            fmt::format("request {}", head->id()));
         if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
         head->memory_ = std::move(*memory);
