@@ -165,7 +165,30 @@ class Tokenizer:
                                                                 b, c, n), "unmask_detokenize")
 
 
-class Model:
+class _Owned:
+    """A library handle freed once: by close(), at the end of a `with` block, or when collected."""
+
+    _handle = None
+
+    def close(self) -> None:
+        if self._handle:
+            self._free(self._handle)
+            self._handle = None
+
+    def _free(self, handle) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Model(_Owned):
     """A loaded model (immutable, thread-safe). Use `Model.load(path)`; close() or a `with` block
     frees it (engines over it must be closed first)."""
 
@@ -235,21 +258,13 @@ class Model:
         """Frees the model; InvalidArgument while an engine over it is open (close it first)."""
         if any(engine._handle for engine in self._engines):
             raise InvalidArgument(1, "Model.close", "an engine over this model is still open; close it first")
-        if self._handle:
-            lib.unmask_model_free(self._handle)
-            self._handle = None
+        super().close()
 
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        self.close()
+    def _free(self, handle) -> None:
+        lib.unmask_model_free(handle)
 
 
-class Request:
+class Request(_Owned):
     """A submitted request; dropping it cancels it if it still runs. It keeps its engine (and so
     the model) alive."""
 
@@ -301,16 +316,11 @@ class Request:
                         yield self._events.get()
                     return
 
-    def close(self) -> None:
-        if self._handle:
-            lib.unmask_request_free(self._handle)  # no callback runs after this returns
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
+    def _free(self, handle) -> None:
+        lib.unmask_request_free(handle)  # no callback runs after this returns
 
 
-class Engine:
+class Engine(_Owned):
     """Concurrent requests over one model, batched per step; submit from any thread."""
 
     def __init__(self, model: Model, max_concurrent_requests: int = 8, max_queued_requests: int = 64, threads: int = 0,
@@ -371,19 +381,8 @@ class Engine:
         """The stats in the Prometheus text format."""
         return _read_text(lambda b, c, n: lib.unmask_engine_metrics(self._handle, b, c, n), "unmask_engine_metrics")
 
-    def close(self) -> None:
-        if self._handle:
-            lib.unmask_engine_free(self._handle)
-            self._handle = None
-
-    def __enter__(self) -> "Engine":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        self.close()
+    def _free(self, handle) -> None:
+        lib.unmask_engine_free(handle)
 
 
 def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memory_budget_bytes: int = 0,
