@@ -5,9 +5,6 @@
 // a trained model (the bundled model's quality harness).
 #include <benchmark/benchmark.h>
 
-#include <chrono>
-#include <vector>
-
 #include "synthetic_model.hpp"
 #include "unmask.h"
 
@@ -21,11 +18,6 @@ struct Case {
 };
 
 void BM_generate(benchmark::State& state, Case c) {
-    unmask_model* model = unmask_bench::synthetic_llada_model();
-    if (model == nullptr) {
-        state.SkipWithError(unmask_last_error());
-        return;
-    }
     unmask_generate_params params;
     unmask_generate_params_init(&params);
     params.policy = c.policy;
@@ -35,25 +27,7 @@ void BM_generate(benchmark::State& state, Case c) {
     params.threshold = c.threshold;
     params.factor = c.factor;
     params.threads = 2;
-    std::vector<int32_t> prompt(16);
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + 37 * i);
-    std::vector<int32_t> tokens(64);
-    unmask_generation result{sizeof result, 0, tokens.data(), 64, 0, 0, 0};
-    int64_t steps = 0, forwards = 0;
-    const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) {
-        if (unmask_generate(model, &params, prompt.data(), 16, &result) != UNMASK_OK) {
-            state.SkipWithError(unmask_last_error());
-            return;
-        }
-        steps += result.steps;
-        forwards += result.forwards;
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double generated = 64.0 * static_cast<double>(state.iterations());
-    state.counters["steps/s"] = double(steps) / seconds;
-    state.counters["tokens/s"] = generated / seconds;
-    state.counters["NFE/token"] = double(forwards) / generated;
+    unmask_bench::run_generations(state, params);
 }
 
 }  // namespace

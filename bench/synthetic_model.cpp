@@ -1,5 +1,6 @@
 #include "synthetic_model.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <utility>
@@ -84,6 +85,33 @@ unmask_model* synthetic_llada_model() {
         return m;
     }();
     return model;
+}
+
+void run_generations(benchmark::State& state, const unmask_generate_params& params) {
+    unmask_model* model = synthetic_llada_model();
+    if (model == nullptr) {
+        state.SkipWithError(unmask_last_error());
+        return;
+    }
+    std::vector<int32_t> prompt(16);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + 37 * i);
+    std::vector<int32_t> tokens(static_cast<size_t>(params.gen_length));
+    unmask_generation result{sizeof result, 0, tokens.data(), params.gen_length, 0, 0, 0};
+    int64_t steps = 0, forwards = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        if (unmask_generate(model, &params, prompt.data(), static_cast<int64_t>(prompt.size()), &result) != UNMASK_OK) {
+            state.SkipWithError(unmask_last_error());
+            return;
+        }
+        steps += result.steps;
+        forwards += result.forwards;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double generated = double(params.gen_length) * double(state.iterations());
+    state.counters["steps/s"] = double(steps) / seconds;
+    state.counters["tokens/s"] = generated / seconds;
+    state.counters["NFE/token"] = double(forwards) / generated;
 }
 
 }  // namespace unmask_bench

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <benchmark/benchmark.h>
+
 #include "unmask.h"
 
 namespace unmask_bench {
@@ -25,5 +27,9 @@ std::filesystem::path synthetic_llada(const LladaShape& shape);
 // The default-shaped model loaded once through the C API in bf16 (null on failure, with
 // unmask_last_error() saying why); shared by the generation and engine benchmarks.
 unmask_model* synthetic_llada_model();
+
+// Whole generations of `params` on that model from a fixed 16-token prompt, one per iteration of
+// `state`; reports steps/s, generated tokens/s and forwards per generated token (NFE/token).
+void run_generations(benchmark::State& state, const unmask_generate_params& params);
 
 }  // namespace unmask_bench
