@@ -4,12 +4,12 @@
 
 #include <chrono>
 #include <cmath>
-#include <optional>
-#include <random>
-#include <string_view>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <random>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "answer_text.hpp"
