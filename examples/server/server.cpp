@@ -28,6 +28,9 @@ using Clock = std::chrono::steady_clock;
 struct AccessRecord {
     Clock::time_point start = Clock::now();
     std::string request_id = "-", key = "-", prompt;
+    // How a generation ended: stop or length (answered), timeout, cancelled, error, disconnected.
+    // A stream's status line goes out before its end, so this is where its outcome shows.
+    std::string outcome = "-";
     int64_t prompt_tokens = 0, completion_tokens = 0, steps = 0, forwards = 0;
 };
 thread_local AccessRecord access_record;
@@ -48,6 +51,13 @@ ApiError from_status(unmask_status status, const std::string& message) {
         case UNMASK_ERR_TIMEOUT: return ApiError(504, message, "", "timeout");
         default: return ApiError(500, message, "", unmask_status_string(status));
     }
+}
+
+// The outcome of a request that ended without an answer.
+const char* unanswered(const unmask_request_info& info) {
+    return info.finish_reason == UNMASK_FINISH_TIMEOUT     ? "timeout"
+           : info.finish_reason == UNMASK_FINISH_CANCELLED ? "cancelled"
+                                                           : "error";
 }
 
 ApiError unavailable(const std::string& message, const char* code) {
@@ -248,10 +258,10 @@ void Server::route() {
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - r.start).count();
         char line[512];
         std::snprintf(line, sizeof line,
-                      "access id=%s key=%s client=%s method=%s path=%s status=%d latency_ms=%.1f prompt_tokens=%lld "
-                      "completion_tokens=%lld steps=%lld forwards=%lld",
+                      "access id=%s key=%s client=%s method=%s path=%s status=%d outcome=%s latency_ms=%.1f "
+                      "prompt_tokens=%lld completion_tokens=%lld steps=%lld forwards=%lld",
                       r.request_id.c_str(), r.key.c_str(), request.remote_addr.c_str(), quoted(request.method.substr(0, 16)).c_str(),
-                      quoted(request.path.substr(0, 128)).c_str(), response.status, ms, static_cast<long long>(r.prompt_tokens),
+                      quoted(request.path.substr(0, 128)).c_str(), response.status, r.outcome.c_str(), ms, static_cast<long long>(r.prompt_tokens),
                       static_cast<long long>(r.completion_tokens), static_cast<long long>(r.steps),
                       static_cast<long long>(r.forwards));
         std::string message = line;
@@ -425,11 +435,14 @@ void Server::answer(Job& job, httplib::Response& response) {
     access_record.steps = info.steps;
     access_record.forwards = info.forwards;
     if (job.client_gone) {
+        access_record.outcome = "disconnected";
         std::lock_guard lock(counters_mutex_);
         ++client_disconnects_;
         response.status = 499;  // nginx's "client closed request": logged, never sent
         return;
     }
+    if (info.finish_reason != UNMASK_FINISH_LENGTH && info.finish_reason != UNMASK_FINISH_EOS)
+        access_record.outcome = unanswered(info);
     switch (info.finish_reason) {
         case UNMASK_FINISH_LENGTH:
         case UNMASK_FINISH_EOS: break;
@@ -450,6 +463,7 @@ void Server::answer(Job& job, httplib::Response& response) {
     outcome.steps = info.steps;
     outcome.forwards = info.forwards;
     access_record.completion_tokens = outcome.completion_tokens;
+    access_record.outcome = outcome.finish_reason;
     response.set_content(completion_body(job.body.endpoint, outcome), "application/json");
 }
 
@@ -498,6 +512,7 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
         unmask_request_cancel(job.handle);
         unmask_request_wait(job.handle, -1);
         job.client_gone = true;
+        access_record.outcome = "disconnected";
         std::lock_guard lock(counters_mutex_);
         ++client_disconnects_;
         return false;
@@ -518,7 +533,8 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
         }
         const bool stopped = ended_early || text.stopped() || info.finish_reason == UNMASK_FINISH_EOS;
         outcome.completion_tokens = access_record.completion_tokens = text.committed_tokens();
-        send(chunk_body(endpoint, outcome, delta, stopped ? "stop" : "length", false));
+        access_record.outcome = stopped ? "stop" : "length";
+        send(chunk_body(endpoint, outcome, delta, access_record.outcome, false));
         if (job.body.include_usage) send(usage_chunk_body(endpoint, outcome));
     } else {
         const ApiError error = info.finish_reason == UNMASK_FINISH_TIMEOUT
@@ -527,6 +543,7 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
                                    ? unavailable("the server is shutting down", "shutting_down")
                                    : from_status(info.error_status, std::string("the request failed: ") +
                                                                         unmask_status_string(info.error_status));
+        access_record.outcome = unanswered(info);
         send(error_body(error));
     }
     sink.write("data: [DONE]\n\n", 14);

@@ -27,6 +27,14 @@ def eventually(condition, what, timeout=30):
         time.sleep(0.02)
 
 
+def access_line(server, request_id):
+    """The access log line of a request, once written."""
+    def find():
+        return [l for l in server.log().splitlines() if " access id=%s " % request_id in l]
+    eventually(lambda: find(), "the access line of " + request_id)
+    return find()[0]
+
+
 def lasting(server, seconds):
     """LONG with as many steps (at most its 500) as take about `seconds` on this server: the tests
     that need a request to outlast a few actions run against Release and -O0 sanitizer builds."""
@@ -209,10 +217,13 @@ class Endpoints(unittest.TestCase):
     def test_timeout_is_504(self):
         r = self.server.post("/v1/completions", {**LONG, "timeout_seconds": 0.05})
         self.assertEqual((r.status, r.json()["error"]["code"]), (504, "timeout"))
+        self.assertIn("status=504 outcome=timeout", access_line(self.server, r.headers["X-Request-Id"]))
         streamed = self.server.post("/v1/completions", {**LONG, "timeout_seconds": 0.05, "stream": True})
         events = sse_events(streamed.body)
         self.assertEqual(json.loads(events[-2])["error"]["code"], "timeout")
         self.assertEqual(events[-1], "[DONE]")
+        # The stream's status line said 200 before the deadline passed: its access line tells.
+        self.assertIn("status=200 outcome=timeout", access_line(self.server, streamed.headers["X-Request-Id"]))
 
     def test_client_disconnect_cancels_its_request(self):
         for stream in (False, True):
@@ -229,6 +240,7 @@ class Endpoints(unittest.TestCase):
                     self.assertLess(time.time() - started, 10, "the request is cancelled when its client goes")
                     time.sleep(0.05)
         self.assertGreaterEqual(self.server.metric("unmask_server:client_disconnects_total"), 2)
+        eventually(lambda: self.server.log().count("outcome=disconnected") >= 2, "access lines of the disconnects")
 
     def test_metrics_and_access_log(self):
         self.server.post("/v1/completions", {"prompt": "<|user|>Set a timer for 9 minutes.<|assistant|>", "max_tokens": 16})
@@ -240,7 +252,8 @@ class Endpoints(unittest.TestCase):
         log = self.server.log()
         line = [l for l in log.splitlines() if "access" in l and "9 minutes" in l]
         self.assertEqual(len(line), 1, "one access line with the prompt (log_prompts is on)")
-        for field in ("id=cmpl-", "status=200", "latency_ms=", "prompt_tokens=", "completion_tokens=16", "steps=16"):
+        for field in ("id=cmpl-", "status=200 outcome=length", "latency_ms=", "prompt_tokens=", "completion_tokens=16",
+                      "steps=16"):
             self.assertIn(field, line[0])
         self.assertIn("engine ready", log, "the library's log goes to the same file")
 
