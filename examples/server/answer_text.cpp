@@ -2,23 +2,9 @@
 
 #include <algorithm>
 
-#include "api_error.hpp"
+#include "unmask.hpp"
 
 namespace unmask_server {
-
-std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count) {
-    std::string text(static_cast<size_t>(count) * 8 + 16, '\0');
-    int64_t length = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        if (unmask_detokenize(tokenizer, ids, count, 1, text.data(), static_cast<int64_t>(text.size()), &length) !=
-            UNMASK_OK)
-            throw ApiError(500, std::string("cannot decode the answer: ") + unmask_last_error());
-        if (length <= static_cast<int64_t>(text.size())) break;
-        text.resize(static_cast<size_t>(length));
-    }
-    text.resize(static_cast<size_t>(length));
-    return text;
-}
 
 AnswerText::AnswerText(const unmask_tokenizer* tokenizer, int32_t mask_token_id, int32_t eos_token_id,
                        std::vector<std::string> stop)
@@ -29,7 +15,7 @@ std::string AnswerText::advance(const int32_t* tokens, int64_t count, bool final
     int64_t end = 0;
     while (end < count && tokens[end] != mask_token_id_ && tokens[end] != eos_token_id_) ++end;
     const bool eos = end < count && tokens[end] == eos_token_id_;
-    std::string text = decode(tokenizer_, tokens, end);
+    std::string text = unmask::api::Tokenizer(tokenizer_).decode({tokens, static_cast<size_t>(end)}, true);
     committed_ = end;
 
     size_t settled = text.size();

@@ -19,7 +19,8 @@ public:
                std::vector<std::string> stop);
 
     // `tokens` is the generated region as it stands (masks where nothing is committed yet);
-    // `final`: the generation has finished, so nothing is held back. Returns the new text.
+    // `final`: the generation has finished, so nothing is held back. Returns the new text; throws
+    // unmask::api::Error when the tokenizer cannot decode.
     std::string advance(const int32_t* tokens, int64_t count, bool final);
 
     const std::string& text() const { return sent_; }  // returned so far
@@ -35,8 +36,5 @@ private:
     bool stopped_ = false, ended_ = false;
     int64_t committed_ = 0;
 };
-
-// Decodes ids to text (special tokens skipped). Throws ApiError (500) when the tokenizer fails.
-std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count);
 
 }  // namespace unmask_server

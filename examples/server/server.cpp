@@ -16,6 +16,7 @@
 #include "api_error.hpp"
 #include "connection_probe.hpp"
 #include "openai_response.hpp"
+#include "unmask.hpp"
 
 namespace unmask_server {
 namespace {
@@ -93,22 +94,16 @@ std::string quoted(const std::string& text) {
 
 std::vector<int32_t> encode(const unmask_tokenizer* tokenizer, const CompletionRequest& request) {
     if (!request.prompt_ids.empty()) return request.prompt_ids;
-    const char* field = request.endpoint == Endpoint::completions ? "prompt" : "messages";
+    const bool completion = request.endpoint == Endpoint::completions;
+    const char* field = completion ? "prompt" : "messages";
     if (tokenizer == nullptr) throw invalid_field(field, "must be token ids: the model has no tokenizer");
-    std::vector<int32_t> ids(request.prompt.size() + request.system.size() + request.user.size() + 64);
-    int64_t count = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        const unmask_status status =
-            request.endpoint == Endpoint::completions
-                ? unmask_tokenize(tokenizer, request.prompt.data(), static_cast<int64_t>(request.prompt.size()), 1,
-                                  ids.data(), static_cast<int64_t>(ids.size()), &count)
-                : unmask_tokenize_chat(tokenizer, request.system.empty() ? nullptr : request.system.c_str(),
-                                       request.user.c_str(), ids.data(), static_cast<int64_t>(ids.size()), &count);
-        if (status != UNMASK_OK) throw invalid_field(field, std::string("cannot be encoded: ") + unmask_last_error());
-        if (count <= static_cast<int64_t>(ids.size())) break;
-        ids.resize(static_cast<size_t>(count));
+    std::vector<int32_t> ids;
+    try {
+        const unmask::api::Tokenizer view(tokenizer);
+        ids = completion ? view.encode(request.prompt, true) : view.encode_chat(request.user, request.system);
+    } catch (const unmask::api::Error& e) {
+        throw invalid_field(field, std::string("cannot be encoded: ") + e.what());
     }
-    ids.resize(static_cast<size_t>(count));
     if (ids.empty()) throw invalid_field(field, "must not be empty");
     return ids;
 }
@@ -335,17 +330,13 @@ void Server::admit(const httplib::Request& request) {
 std::string Server::metrics() {
     std::string text;
     if (const State state = state_.load(); state == State::ready || state == State::draining) {
-        // Each call renders a fresh snapshot, which may have grown: call until it fits.
-        int64_t length = 4096;
-        for (int attempt = 0; attempt < 8; ++attempt) {
-            text.resize(static_cast<size_t>(length) + 256);
-            if (unmask_engine_metrics(engine_, text.data(), static_cast<int64_t>(text.size()), &length) != UNMASK_OK) {
-                length = 0;
-                break;
-            }
-            if (length <= static_cast<int64_t>(text.size())) break;
+        try {
+            text = unmask::api::Tokenizer::read_text([&](char* buffer, int64_t capacity, int64_t* length) {
+                return unmask_engine_metrics(engine_, buffer, capacity, length);
+            }, "unmask_engine_metrics");
+        } catch (const unmask::api::Error& e) {
+            log(UNMASK_LOG_WARN, e.what());
         }
-        text.resize(std::min(text.size(), static_cast<size_t>(length)));
     }
     std::lock_guard lock(counters_mutex_);
     text += "# HELP unmask_server:http_responses_total HTTP responses by status code.\n"

@@ -11,7 +11,7 @@
 #include "answer_text.hpp"
 #include "openai_request.hpp"
 #include "openai_response.hpp"
-#include "unmask.h"
+#include "unmask.hpp"
 
 using namespace unmask_server;
 
@@ -39,11 +39,7 @@ std::unique_ptr<unmask_tokenizer, TokenizerDeleter> bundled_tokenizer() {
 }
 
 std::vector<int32_t> encode(const unmask_tokenizer* t, const std::string& text) {
-    std::vector<int32_t> ids(text.size() + 8);
-    int64_t count = 0;
-    REQUIRE(unmask_tokenize(t, text.data(), int64_t(text.size()), 0, ids.data(), int64_t(ids.size()), &count) == UNMASK_OK);
-    ids.resize(size_t(count));
-    return ids;
+    return unmask::api::Tokenizer(t).encode(text);
 }
 
 }  // namespace
