@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
+#include "service_params.hpp"
 
 namespace unmask_cli {
 
@@ -42,17 +43,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     double rotation_mb = 0;
     if (configured) {
         path = config.weights_path;
-        model_params.precision = config.precision;
-        model_params.memory_fraction = config.memory_fraction;
-        model_params.log_level = config.log_level;
-        if (config.gpu_device_count > 0) model_params.backend = UNMASK_BACKEND_CUDA;
-        engine_params.max_concurrent_requests = config.max_concurrent_requests;
-        engine_params.max_queued_requests = config.max_queued_requests;
-        engine_params.request_timeout_seconds = config.request_timeout_seconds;
-        engine_params.max_sequence_length = config.max_sequence_length;
-        engine_params.min_steps = config.min_diffusion_steps;
-        engine_params.max_steps = config.max_diffusion_steps;
-        engine_params.log_level = config.log_level;
+        unmask_examples::apply_service_config(config, model_params, engine_params);
         rotation_mb = double(config.log_rotation_size_mb);
     }
     if (auto v = args.value("model")) path = *v;

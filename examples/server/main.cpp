@@ -21,6 +21,7 @@
 #include "bundled_model.hpp"
 #include "log_file.hpp"
 #include "server.hpp"
+#include "service_params.hpp"
 
 namespace {
 
@@ -107,17 +108,7 @@ unmask_server::ServerOptions server_options(const std::map<std::string, std::str
         const unmask_service_config& c = *config;
         o.model_path = c.weights_path;
         if (c.listen_port > 0) o.port = c.listen_port;
-        o.model_params.precision = c.precision;
-        o.model_params.memory_fraction = c.memory_fraction;
-        o.model_params.log_level = c.log_level;
-        if (c.gpu_device_count > 0) o.model_params.backend = UNMASK_BACKEND_CUDA;
-        o.engine_params.max_concurrent_requests = c.max_concurrent_requests;
-        o.engine_params.max_queued_requests = c.max_queued_requests;
-        o.engine_params.request_timeout_seconds = c.request_timeout_seconds;
-        o.engine_params.max_sequence_length = c.max_sequence_length;
-        o.engine_params.min_steps = c.min_diffusion_steps;
-        o.engine_params.max_steps = c.max_diffusion_steps;
-        o.engine_params.log_level = c.log_level;
+        unmask_examples::apply_service_config(c, o.model_params, o.engine_params);
         o.host = c.bind_address;
         o.keys = unmask_server::ApiKeys::load(c.api_keys_env, c.api_key_file);
         o.rate_limit_per_second = c.rate_limit_per_second;
