@@ -1,8 +1,10 @@
 """Starts unmask-server on 127.0.0.1 with a free port, for the tests, and talks HTTP to it. The
 timeouts are generous: the tests also run against a sanitizer build at -O0."""
+import atexit
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -14,6 +16,10 @@ import time
 SERVER = os.environ.get("UNMASK_SERVER", "")
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(SOURCE_DIR, "models", "toolcall-llada-3m")
+# Every scratch folder of a test run (configurations, logs, keys, certificates) lives here and
+# goes when the run ends.
+SCRATCH = tempfile.mkdtemp(prefix="unmask-server-tests-")
+atexit.register(shutil.rmtree, SCRATCH, True)
 
 
 class Response:
@@ -28,7 +34,7 @@ class ServerProcess:
     """unmask-server with a configuration file written from `server` and `service` keys."""
 
     def __init__(self, args=(), server=None, service=None, env=None, wait_ready=True, tls=None):
-        self.dir = tempfile.mkdtemp(prefix="unmask-server-test-")
+        self.dir = tempfile.mkdtemp(prefix="server-", dir=SCRATCH)
         self.log_path = os.path.join(self.dir, "server.log")
         config = {"model": {"weights_path": MODEL}, "service": service or {}, "server": dict(server or {})}
         config["server"].setdefault("log_file", self.log_path)

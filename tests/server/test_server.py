@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from server_process import MODEL, SOURCE_DIR, ServerProcess, sse_events
+from server_process import MODEL, SCRATCH, SOURCE_DIR, ServerProcess, sse_events
 
 HELDOUT = os.path.join(SOURCE_DIR, "bench", "data", "tool_calls_heldout.jsonl")
 LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 500, "steps": 500}
@@ -260,7 +260,7 @@ class Endpoints(unittest.TestCase):
 
 class Gateway(unittest.TestCase):
     def test_api_keys(self):
-        keys = os.path.join(os.environ.get("TMPDIR", "/tmp"), "unmask-test-keys-%d.txt" % os.getpid())
+        keys = os.path.join(SCRATCH, "keys.txt")
         with open(keys, "w") as f:
             f.write("# team keys\nbatch:sk-file-secret\n")
         server = ServerProcess(server={"api_keys_env": "TEST_UNMASK_KEYS", "api_key_file": keys},
@@ -415,7 +415,7 @@ class Gateway(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
     def test_a_model_without_tokenizer_answers_400(self):
-        scratch = tempfile.mkdtemp(prefix="unmask-no-tokenizer-")
+        scratch = tempfile.mkdtemp(prefix="no-tokenizer-", dir=SCRATCH)
         for name in ("config.json", "model.safetensors"):
             shutil.copy(os.path.join(MODEL, name), scratch)
         server = ServerProcess(args=["-m", scratch])
@@ -484,7 +484,7 @@ class Robustness(unittest.TestCase):
 
 class TransportAndLogs(unittest.TestCase):
     def test_tls(self):
-        scratch = tempfile.mkdtemp(prefix="unmask-tls-")
+        scratch = tempfile.mkdtemp(prefix="tls-", dir=SCRATCH)
         cert, key = os.path.join(scratch, "cert.pem"), os.path.join(scratch, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                         "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
