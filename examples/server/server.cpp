@@ -54,6 +54,12 @@ ApiError from_status(unmask_status status, const std::string& message) {
     }
 }
 
+ApiError unavailable(const std::string& message, const char* code) {
+    ApiError error(503, message, "", code);
+    error.retry_after_seconds = 1;
+    return error;
+}
+
 // The outcome of a request that ended without an answer.
 const char* unanswered(const unmask_request_info& info) {
     return info.finish_reason == UNMASK_FINISH_TIMEOUT     ? "timeout"
@@ -61,10 +67,14 @@ const char* unanswered(const unmask_request_info& info) {
                                                            : "error";
 }
 
-ApiError unavailable(const std::string& message, const char* code) {
-    ApiError error(503, message, "", code);
-    error.retry_after_seconds = 1;
-    return error;
+// The error a client gets for a request that ended without an answer.
+ApiError failure(const unmask_request_info& info) {
+    switch (info.finish_reason) {
+        case UNMASK_FINISH_TIMEOUT: return ApiError(504, "the request passed its deadline", "", "timeout");
+        case UNMASK_FINISH_CANCELLED: return unavailable("the server is shutting down", "shutting_down");
+        default:
+            return from_status(info.error_status, std::string("the request failed: ") + unmask_status_string(info.error_status));
+    }
 }
 
 int64_t unix_seconds() {
@@ -432,15 +442,9 @@ void Server::answer(Job& job, httplib::Response& response) {
         response.status = 499;  // nginx's "client closed request": logged, never sent
         return;
     }
-    if (info.finish_reason != UNMASK_FINISH_LENGTH && info.finish_reason != UNMASK_FINISH_EOS)
+    if (info.finish_reason != UNMASK_FINISH_LENGTH && info.finish_reason != UNMASK_FINISH_EOS) {
         access_record.outcome = unanswered(info);
-    switch (info.finish_reason) {
-        case UNMASK_FINISH_LENGTH:
-        case UNMASK_FINISH_EOS: break;
-        case UNMASK_FINISH_TIMEOUT: throw ApiError(504, "the request passed its deadline", "", "timeout");
-        case UNMASK_FINISH_CANCELLED: throw unavailable("the server is shutting down", "shutting_down");
-        default:
-            throw from_status(info.error_status, std::string("the request failed: ") + unmask_status_string(info.error_status));
+        throw failure(info);
     }
     std::vector<int32_t> tokens(static_cast<size_t>(info.token_count));
     int64_t count = 0;
@@ -528,14 +532,8 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
         send(chunk_body(endpoint, outcome, delta, access_record.outcome, false));
         if (job.body.include_usage) send(usage_chunk_body(endpoint, outcome));
     } else {
-        const ApiError error = info.finish_reason == UNMASK_FINISH_TIMEOUT
-                                   ? ApiError(504, "the request passed its deadline", "", "timeout")
-                               : info.finish_reason == UNMASK_FINISH_CANCELLED
-                                   ? unavailable("the server is shutting down", "shutting_down")
-                                   : from_status(info.error_status, std::string("the request failed: ") +
-                                                                        unmask_status_string(info.error_status));
         access_record.outcome = unanswered(info);
-        send(error_body(error));
+        send(error_body(failure(info)));
     }
     sink.write("data: [DONE]\n\n", 14);
     sink.done();
