@@ -61,6 +61,25 @@ Params read_params(const Params* given, const char* name, const Params& defaults
     return params;
 }
 
+// The sized initialiser of a parameter struct: the first `size` bytes of `defaults`, with
+// struct_size = size, written to *params; `size` from the first published size to the newest.
+template <typename Params>
+void write_defaults(Params* params, size_t size, Params defaults, size_t oldest_size) {
+    require_not_null(params, "params");
+    if (size < oldest_size || size > sizeof(Params))
+        fail(Status::invalid_argument, "size is {}, expected between {} and {}", size, oldest_size, sizeof(Params));
+    defaults.struct_size = static_cast<uint32_t>(size);
+    std::memcpy(params, &defaults, size);
+}
+
+// The size of every parameter struct in ABI 1.3, which the unsized initialisers (for programs
+// built against headers before 1.4, when they were functions) keep writing.
+inline constexpr size_t model_params_v1_3_size = 80, plan_params_v1_3_size = 72, generate_params_v1_3_size = 216,
+                        engine_params_v1_3_size = 80;
+static_assert(sizeof(unmask_model_params) >= model_params_v1_3_size && sizeof(unmask_plan_params) >= plan_params_v1_3_size &&
+              sizeof(unmask_generate_params) >= generate_params_v1_3_size &&
+              sizeof(unmask_engine_params) >= engine_params_v1_3_size);
+
 // Checks an output struct's struct_size the same way; returns how many bytes may be written.
 template <typename Out>
 size_t writable_size(const Out* out, const char* name, size_t oldest_size) {

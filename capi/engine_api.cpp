@@ -9,6 +9,7 @@
 #include "engine/service_config.hpp"
 #include "generate_params.hpp"
 #include "handles.hpp"
+#include "model_device.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -65,8 +66,11 @@ unmask_engine* start_engine(std::shared_ptr<const unmask_model> model, EngineOpt
     require_not_null(model.get(), "model");
     if (!model->model->has_data())
         fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
+    options.backend = model->backend;
     if (model->backend != BackendKind::cpu)
-        fail(Status::unsupported, "the CUDA backend does not run models yet; load the model for the CPU");
+        options.make_backend = [handle = model.get()](MemoryLedger& scratch) {
+            return make_model_backend(*handle, 1, scratch);
+        };
     auto engine = std::make_unique<Engine>(*model->model, *model->memory, std::move(options));
     return new unmask_engine{std::move(model), std::move(engine)};
 }
@@ -84,11 +88,13 @@ RequestResult finished_result(const unmask_request* request) {
 
 }  // namespace
 
-extern "C" unmask_status unmask_engine_params_init(unmask_engine_params* params) {
-    return guarded(__func__, [&] {
-        require_not_null(params, "params");
-        *params = default_engine_params();
-    });
+// Parenthesised: the header makes the name a macro for the sized form.
+extern "C" unmask_status(unmask_engine_params_init)(unmask_engine_params* params) {
+    return guarded(__func__, [&] { write_defaults(params, engine_params_v1_3_size, default_engine_params(), engine_params_v1_size); });
+}
+
+extern "C" unmask_status unmask_engine_params_init_sized(unmask_engine_params* params, size_t size) {
+    return guarded(__func__, [&] { write_defaults(params, size, default_engine_params(), engine_params_v1_size); });
 }
 
 extern "C" unmask_status unmask_engine_create(const unmask_model* model, const unmask_engine_params* params,
@@ -114,6 +120,10 @@ extern "C" unmask_status unmask_engine_create_from_config(const char* path, unma
         unmask_model_params_init(&load);
         load.precision = static_cast<int32_t>(config.precision);
         load.backend = config.gpu_devices.empty() ? UNMASK_BACKEND_CPU : UNMASK_BACKEND_CUDA;
+        if (config.gpu_devices.size() > 1)
+            fail(Status::unsupported, "resources.gpu_devices lists {} GPUs; an engine runs on one until multi-GPU "
+                 "support lands", config.gpu_devices.size());
+        if (!config.gpu_devices.empty()) load.device = static_cast<int32_t>(config.gpu_devices[0]);
         load.memory_fraction = config.memory_fraction;
         load.log_level = static_cast<int32_t>(config.log_level);
         unmask_model* model = nullptr;
@@ -162,6 +172,7 @@ extern "C" unmask_status unmask_service_config_read(const char* path, unmask_ser
         out.drain_timeout_seconds = c.drain_timeout_seconds;
         copy_text(c.log_file.string(), out.log_file, "server.log_file");
         out.log_prompts = c.log_prompts ? 1 : 0;
+        out.gpu_device = c.gpu_devices.empty() ? 0 : static_cast<int32_t>(c.gpu_devices[0]);
         std::memcpy(config, &out, size);
     });
 }

@@ -1,4 +1,4 @@
-// unmask_generate*, unmask_infill: synchronous generation on the CPU backend.
+// unmask_generate*, unmask_infill: synchronous generation on the model's device.
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -9,6 +9,7 @@
 #include "memory/batch_memory.hpp"
 #include "generate_params.hpp"
 #include "handles.hpp"
+#include "model_device.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -117,8 +118,8 @@ void run(const unmask_model& handle, const unmask_generate_params& p, std::vecto
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
         shapes.push_back({static_cast<int64_t>(s.canvas().size()), {s.needs_cache(), s.unconditional() != nullptr}});
-    const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, BackendKind::cpu, threads);
-    auto backend = make_cpu_backend(threads, *memory.scratch);
+    const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, handle.backend, threads);
+    auto backend = make_model_backend(handle, threads, *memory.scratch);
     // The caches live in the sequences' own state pools, which go before the sequences do.
     struct ReleaseCaches {
         std::vector<DecodeSequence>& sequences;
@@ -155,11 +156,13 @@ void check_result(const unmask_generation* result, const char* name, int64_t nee
 
 }  // namespace
 
-extern "C" unmask_status unmask_generate_params_init(unmask_generate_params* params) {
-    return guarded(__func__, [&] {
-        require_not_null(params, "params");
-        *params = default_generate_params();
-    });
+// Parenthesised: the header makes the name a macro for the sized form.
+extern "C" unmask_status(unmask_generate_params_init)(unmask_generate_params* params) {
+    return guarded(__func__, [&] { write_defaults(params, generate_params_v1_3_size, default_generate_params(), generate_params_v1_size); });
+}
+
+extern "C" unmask_status unmask_generate_params_init_sized(unmask_generate_params* params, size_t size) {
+    return guarded(__func__, [&] { write_defaults(params, size, default_generate_params(), generate_params_v1_size); });
 }
 
 extern "C" unmask_status unmask_generate_batch(const unmask_model* model, const unmask_generate_params* params,

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backend/cuda/cuda_backend.hpp"
 #include "engine/engine.hpp"
 #include "memory/memory_ledger.hpp"
 #include "model/model.hpp"
@@ -19,6 +20,7 @@ struct unmask_model {
     unmask::BackendKind backend = unmask::BackendKind::cpu;
     std::unique_ptr<unmask::Model> model;
     unmask_tokenizer tokenizer;  // empty when the model directory has no tokenizer.json
+    std::shared_ptr<const unmask::CudaWeights> cuda_weights;  // the CUDA backend's copy (null on the CPU)
 };
 
 // An engine and the model it serves: the caller's (not owned) or, from a configuration file, its own.

@@ -2,8 +2,9 @@
 #include <memory>
 
 #include "boundary.hpp"
-#include "memory_params.hpp"
 #include "handles.hpp"
+#include "memory_params.hpp"
+#include "model_device.hpp"
 #include "model/model.hpp"
 
 using namespace unmask;
@@ -67,11 +68,13 @@ LoadOptions to_load_options(const unmask_model_params& p) {
 
 }  // namespace
 
-extern "C" unmask_status unmask_model_params_init(unmask_model_params* params) {
-    return guarded(__func__, [&] {
-        require_not_null(params, "params");
-        *params = default_model_params();
-    });
+// Parenthesised: the header makes the name a macro for the sized form.
+extern "C" unmask_status(unmask_model_params_init)(unmask_model_params* params) {
+    return guarded(__func__, [&] { write_defaults(params, model_params_v1_3_size, default_model_params(), model_params_v1_size); });
+}
+
+extern "C" unmask_status unmask_model_params_init_sized(unmask_model_params* params, size_t size) {
+    return guarded(__func__, [&] { write_defaults(params, size, default_model_params(), model_params_v1_size); });
 }
 
 extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_params* params,
@@ -82,8 +85,12 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         require_not_null(path, "path");
         const auto p = read_params(params, "params", default_model_params(), model_params_v1_size);
         auto options = to_load_options(p);
+        if (p.device < 0 || p.device > 1023)
+            fail(Status::invalid_argument, "params->device must be a device index in 0..1023, got {}", p.device);
+        if (!options.metadata_only) require_device(options.backend, p.device);
         const BudgetParams budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
-        const DeviceBudget device = device_budget(options.backend, budget.bytes, budget.fraction, 0, budget.margin);
+        const DeviceBudget device = device_budget(options.backend, budget.bytes, budget.fraction,
+                                                  device_memory_bytes(options.backend, p.device), budget.margin);
         auto memory = std::make_unique<MemoryLedger>(options.backend == BackendKind::cpu ? "the CPU memory budget"
                                                                                          : "the CUDA memory budget",
                                                      device.usable);
@@ -93,8 +100,10 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         std::error_code ec;
         if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json", ec))
             tokenizer = Tokenizer::load(std::filesystem::path(path) / "tokenizer.json");
-        *out_model = new unmask_model{std::move(memory), options.backend, std::move(model),
-                                      unmask_tokenizer{std::move(tokenizer)}};
+        auto handle = std::unique_ptr<unmask_model>(new unmask_model{
+            std::move(memory), options.backend, std::move(model), unmask_tokenizer{std::move(tokenizer)}, nullptr});
+        place_weights(*handle, p.device);
+        *out_model = handle.release();
     });
 }
 

@@ -56,11 +56,13 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
 
 }  // namespace
 
-extern "C" unmask_status unmask_plan_params_init(unmask_plan_params* params) {
-    return guarded(__func__, [&] {
-        require_not_null(params, "params");
-        *params = default_plan_params();
-    });
+// Parenthesised: the header makes the name a macro for the sized form.
+extern "C" unmask_status(unmask_plan_params_init)(unmask_plan_params* params) {
+    return guarded(__func__, [&] { write_defaults(params, plan_params_v1_3_size, default_plan_params(), plan_params_v1_size); });
+}
+
+extern "C" unmask_status unmask_plan_params_init_sized(unmask_plan_params* params, size_t size) {
+    return guarded(__func__, [&] { write_defaults(params, size, default_plan_params(), plan_params_v1_size); });
 }
 
 extern "C" unmask_status unmask_plan(const char* path, const unmask_plan_params* params, unmask_memory_plan* plan) {

@@ -12,7 +12,12 @@
  * - No call aborts, asserts or lets a C++ exception escape, whatever its input.
  * - Parameter structs begin with `uint32_t struct_size`. Fill them with the matching
  *   unmask_*_params_init() and then change only the fields you care about. The library reads only
- *   the first struct_size bytes, so a program built against an older header keeps working.
+ *   the first struct_size bytes, so a program built against an older header keeps working. Since
+ *   ABI 1.4 unmask_*_params_init(p) is a macro that passes sizeof(*p) to unmask_*_params_init_sized,
+ *   which writes only that many bytes; the functions of the same names remain for programs built
+ *   against older headers and write the struct as ABI 1.3 defined it (so a program built against
+ *   a header before 1.3 whose struct was smaller must not call them with a newer library). FFI
+ *   bindings should call the _sized forms with their struct's size.
  * - Callbacks receive the user_data pointer given next to them and may be called from worker
  *   threads of the library.
  */
@@ -40,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 3
+#define UNMASK_ABI_VERSION_MINOR 4
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -155,10 +160,20 @@ typedef struct unmask_model_params {
     int64_t memory_budget_bytes;                /* 0 (default): no byte cap; negative is invalid */
     double memory_fraction;                     /* in (0, 1]; default 1 */
     double memory_margin;                       /* fraction of the budget kept free, in [0, 1); default 0.10 */
+    /* Since ABI 1.4: which GPU (CUDA device index, 0..1023) a UNMASK_BACKEND_CUDA model's
+     * weights are copied to and its work runs on; not used by the CPU backend. */
+    int32_t device;                             /* default 0 */
 } unmask_model_params;
 
-/* Fills *params with the defaults above. Returns UNMASK_ERR_INVALID_ARGUMENT for NULL. */
+/* Fills *params with the defaults above (through the macro below). The function writes the ABI 1.3
+ * struct, for programs built against older headers; call it by its parenthesised name to pass
+ * NULL (INVALID_ARGUMENT). */
 UNMASK_API unmask_status unmask_model_params_init(unmask_model_params *params);
+/* Since ABI 1.4: fills the first `size` bytes of *params (from the struct's first published size
+ * up to sizeof) with the defaults and sets struct_size = size. Errors: INVALID_ARGUMENT for NULL
+ * or a size outside that range. */
+UNMASK_API unmask_status unmask_model_params_init_sized(unmask_model_params *params, size_t size);
+#define unmask_model_params_init(params) unmask_model_params_init_sized((params), sizeof *(params))
 
 /* Loads a Hugging Face model directory (config.json, model.safetensors or shards with
  * model.safetensors.index.json, tokenizer files). `params` may be NULL for the defaults.
@@ -281,8 +296,13 @@ typedef struct unmask_plan_params {
     int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
 } unmask_plan_params;
 
-/* Fills *params with the defaults above. Returns UNMASK_ERR_INVALID_ARGUMENT for NULL. */
+/* Fills *params with the defaults above (see unmask_model_params_init). */
 UNMASK_API unmask_status unmask_plan_params_init(unmask_plan_params *params);
+/* Since ABI 1.4: fills the first `size` bytes of *params (from the struct's first published size
+ * up to sizeof) with the defaults and sets struct_size = size. Errors: INVALID_ARGUMENT for NULL
+ * or a size outside that range. */
+UNMASK_API unmask_status unmask_plan_params_init_sized(unmask_plan_params *params, size_t size);
+#define unmask_plan_params_init(params) unmask_plan_params_init_sized((params), sizeof *(params))
 
 typedef struct unmask_memory_plan {
     uint32_t struct_size;          /* set by the caller to sizeof(unmask_memory_plan) */
@@ -418,8 +438,13 @@ typedef struct unmask_generate_params {
     int64_t cache_vicinity;      /* also recompute this many positions on each side of the block; default 0 */
 } unmask_generate_params;
 
-/* Fills *params with the defaults above. Errors: INVALID_ARGUMENT for NULL. */
+/* Fills *params with the defaults above (see unmask_model_params_init). */
 UNMASK_API unmask_status unmask_generate_params_init(unmask_generate_params *params);
+/* Since ABI 1.4: fills the first `size` bytes of *params (from the struct's first published size
+ * up to sizeof) with the defaults and sets struct_size = size. Errors: INVALID_ARGUMENT for NULL
+ * or a size outside that range. */
+UNMASK_API unmask_status unmask_generate_params_init_sized(unmask_generate_params *params, size_t size);
+#define unmask_generate_params_init(params) unmask_generate_params_init_sized((params), sizeof *(params))
 
 /* The result of one sequence. The caller provides `tokens` with room for `tokens_capacity`
  * ids; the generated ids are written there (prompt excluded; for infilling, the whole canvas). */
@@ -483,7 +508,13 @@ typedef struct unmask_engine_params {
     int32_t log_level;                /* default INFO */
 } unmask_engine_params;
 
+/* Fills *params with the defaults above (see unmask_model_params_init). */
 UNMASK_API unmask_status unmask_engine_params_init(unmask_engine_params *params);
+/* Since ABI 1.4: fills the first `size` bytes of *params (from the struct's first published size
+ * up to sizeof) with the defaults and sets struct_size = size. Errors: INVALID_ARGUMENT for NULL
+ * or a size outside that range. */
+UNMASK_API unmask_status unmask_engine_params_init_sized(unmask_engine_params *params, size_t size);
+#define unmask_engine_params_init(params) unmask_engine_params_init_sized((params), sizeof *(params))
 
 /* Starts an engine on a loaded model, which must outlive it. Its scratch is reserved in the
  * model's memory budget now. Errors: INVALID_ARGUMENT, UNSUPPORTED (a metadata-only model),
@@ -528,6 +559,8 @@ typedef struct unmask_service_config {
     double drain_timeout_seconds;      /* default 30 */
     char log_file[UNMASK_MAX_PATH];    /* "": standard error */
     int32_t log_prompts;               /* 1: access log lines include the prompt text */
+    /* Since ABI 1.4. */
+    int32_t gpu_device;                /* resources.gpu_devices[0], the GPU an engine runs on; 0: none given */
 } unmask_service_config;
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */

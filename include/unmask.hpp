@@ -39,16 +39,24 @@ inline void check(unmask_status status, const char* what) {
 
 // Parameter structs with their defaults filled in (struct_size included).
 struct ModelParams : unmask_model_params {
-    ModelParams() { check(unmask_model_params_init(this), "unmask_model_params_init"); }
+    ModelParams() {
+        check(unmask_model_params_init(static_cast<unmask_model_params*>(this)), "unmask_model_params_init");
+    }
 };
 struct PlanParams : unmask_plan_params {
-    PlanParams() { check(unmask_plan_params_init(this), "unmask_plan_params_init"); }
+    PlanParams() {
+        check(unmask_plan_params_init(static_cast<unmask_plan_params*>(this)), "unmask_plan_params_init");
+    }
 };
 struct GenerateParams : unmask_generate_params {
-    GenerateParams() { check(unmask_generate_params_init(this), "unmask_generate_params_init"); }
+    GenerateParams() {
+        check(unmask_generate_params_init(static_cast<unmask_generate_params*>(this)), "unmask_generate_params_init");
+    }
 };
 struct EngineParams : unmask_engine_params {
-    EngineParams() { check(unmask_engine_params_init(this), "unmask_engine_params_init"); }
+    EngineParams() {
+        check(unmask_engine_params_init(static_cast<unmask_engine_params*>(this)), "unmask_engine_params_init");
+    }
 };
 
 // Output structs the caller sizes.

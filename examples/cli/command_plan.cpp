@@ -100,8 +100,7 @@ int run_plan(const ParsedArgs& args) {
     if (!model_path) model_path = default_model_path();
     if (auto v = args.value("precision")) params.precision = parse_precision(*v);
     backend = args.value("backend").value_or(backend);
-    if (backend == "cuda") params.backend = UNMASK_BACKEND_CUDA;
-    else if (backend != "cpu") throw UsageError("--backend must be cpu or cuda, got '" + backend + "'");
+    params.backend = parse_backend(backend);
     apply_memory_options(args, params);
     auto int32 = [&](const char* name, int32_t& field) {
         if (auto v = args.integer(name)) {

@@ -12,6 +12,8 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         {"model", "DIR", "the Hugging Face model directory (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
         {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
+        {"backend", "B", "cpu (default) or cuda"},
+        {"device", "N", "the GPU for --backend cuda (default 0)"},
         {"threads", "N", "CPU threads (default: all)"},
         {"max-concurrent", "N", "requests running at once"},
         {"max-queued", "N", "requests waiting for admission (default 64)"},
@@ -49,6 +51,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     if (auto v = args.value("model")) path = *v;
     if (path.empty()) path = default_model_path();
     if (auto v = args.value("precision")) model_params.precision = parse_precision(*v);
+    if (auto v = args.value("backend")) model_params.backend = parse_backend(*v);
     apply_memory_options(args, model_params);
     auto int32 = [&](const char* name, int32_t& field, int64_t min) {
         if (auto v = args.integer(name)) {
@@ -56,6 +59,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
             field = static_cast<int32_t>(*v);
         }
     };
+    int32("device", model_params.device, 0);
     int32("threads", engine_params.threads, 0);
     int32("max-concurrent", engine_params.max_concurrent_requests, 1);
     int32("max-queued", engine_params.max_queued_requests, 1);

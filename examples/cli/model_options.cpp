@@ -18,6 +18,12 @@ int32_t parse_precision(const std::string& text) {
     throw UsageError("--precision must be auto, fp32, bf16 or fp16, got '" + text + "'");
 }
 
+int32_t parse_backend(const std::string& text) {
+    if (text == "cpu") return UNMASK_BACKEND_CPU;
+    if (text == "cuda") return UNMASK_BACKEND_CUDA;
+    throw UsageError("--backend must be cpu or cuda, got '" + text + "'");
+}
+
 const char* precision_name(int32_t precision) {
     switch (precision) {
         case UNMASK_PRECISION_FP32: return "fp32";

@@ -13,6 +13,8 @@ namespace unmask_cli {
 // auto | fp32 | bf16 | fp16 -> UNMASK_PRECISION_*; UsageError otherwise.
 int32_t parse_precision(const std::string& text);
 const char* precision_name(int32_t precision);
+// cpu | cuda -> UNMASK_BACKEND_*; UsageError otherwise.
+int32_t parse_backend(const std::string& text);
 
 struct ModelDeleter {
     void operator()(unmask_model* model) const noexcept { unmask_model_free(model); }

@@ -3,16 +3,26 @@
 // the model and start the engine themselves (the command's --config, unmask-server).
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include "unmask.h"
 
 namespace unmask_examples {
 
+// Throws std::invalid_argument for a configuration these hosts cannot serve (several GPUs).
 inline void apply_service_config(const unmask_service_config& c, unmask_model_params& model,
                                  unmask_engine_params& engine) {
     model.precision = c.precision;
     model.memory_fraction = c.memory_fraction;
     model.log_level = c.log_level;
-    if (c.gpu_device_count > 0) model.backend = UNMASK_BACKEND_CUDA;
+    if (c.gpu_device_count > 1)  // as unmask_engine_create_from_config refuses it
+        throw std::invalid_argument("resources.gpu_devices lists " + std::to_string(c.gpu_device_count) +
+                                    " GPUs; an engine runs on one until multi-GPU support lands");
+    if (c.gpu_device_count == 1) {
+        model.backend = UNMASK_BACKEND_CUDA;
+        model.device = c.gpu_device;
+    }
     engine.max_concurrent_requests = c.max_concurrent_requests;
     engine.max_queued_requests = c.max_queued_requests;
     engine.request_timeout_seconds = c.request_timeout_seconds;

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "candidate.hpp"
+
 namespace unmask::kernels::cpu {
 
 struct CandidateParams {
@@ -26,14 +28,7 @@ struct CandidateParams {
     int32_t probability_excluded_token = -1;
 };
 
-struct Candidate {
-    int32_t token = 0;       // sampled (or argmax) token
-    float probability = 0;   // p(token)
-    int32_t top1_token = 0;
-    float top1_probability = 0;
-    float top2_probability = 0;
-    float negative_entropy = 0;  // sum p log p (0 for a certain distribution)
-};
+using kernels::Candidate;
 
 // Buffers one thread reuses across calls.
 struct CandidateScratch {

@@ -36,11 +36,15 @@ private:
 // What an allocation of `bytes` really takes: 64-byte granules, at least one.
 constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 64 ? 64 : (bytes + 63) / 64 * 64; }
 
-// The largest work the backend's own per-thread workspace (attention scores, packed panels,
-// sampling buffers) must serve: sequences of up to `sequence_length` keys, `vocab` logits per row.
+// The largest work the backend's own workspace (attention scores, packed panels, sampling
+// buffers, staging for the device) must serve: sequences of up to `sequence_length` keys, `vocab`
+// logits per row, forwards of up to `tokens` rows whose widest matmul input has `matmul_width`
+// floats per row.
 struct WorkspaceLimits {
     int64_t sequence_length = 0;
     int64_t vocab = 0;
+    int64_t tokens = 0;
+    int64_t matmul_width = 0;
 };
 
 // One sequence's queries within a packed batch of activations, and the keys they attend to:
@@ -125,6 +129,12 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
 
+// The router's choice for rows [begin, end) of `logits` (rows of params.experts): the
+// experts_per_token highest-scoring experts of each row and their weights, on the host. The CPU
+// backend's route, which other backends share for the arithmetic to match.
+void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& params, int32_t* experts,
+                float* weights);
+
 // The CPU backend with `threads` threads (>= 1), charging `memory`, which must outlive it and
 // every buffer it allocates.
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
@@ -133,5 +143,7 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 // The bytes reserve_workspace charges on a CPU backend of `threads` threads.
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits);
+// The bytes a CUDA backend holds for `limits` (its cuBLASLt workspace and staging buffers).
+uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits);
 
 }  // namespace unmask

@@ -7,11 +7,18 @@
 #include <array>
 #include <cstdint>
 
+// The same functions serve the CUDA kernels (compiled with --expt-relaxed-constexpr for std::array).
+#if defined(__CUDACC__)
+#define UNMASK_HOST_DEVICE __host__ __device__
+#else
+#define UNMASK_HOST_DEVICE
+#endif
+
 namespace unmask {
 
 enum class RandomStream : uint32_t { token_noise = 0, commit_order = 1, position_draw = 2 };
 
-inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, uint64_t seed) noexcept {
+UNMASK_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, uint64_t seed) noexcept {
     uint32_t key0 = static_cast<uint32_t>(seed), key1 = static_cast<uint32_t>(seed >> 32);
     for (int round = 0; round < 10; ++round) {
         const uint64_t product0 = uint64_t(0xD2511F53u) * counter[0];
@@ -26,7 +33,7 @@ inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, uint6
 
 // A uniform double in the open interval (0, 1) with 53 random bits, for the draw at
 // (index, position, step) of `stream`.
-inline double uniform_open01(uint64_t seed, uint32_t index, uint32_t position, uint32_t step,
+UNMASK_HOST_DEVICE inline double uniform_open01(uint64_t seed, uint32_t index, uint32_t position, uint32_t step,
                              RandomStream stream) noexcept {
     const auto words = philox4x32({index, position, step, static_cast<uint32_t>(stream)}, seed);
     const uint64_t bits = ((uint64_t(words[0]) << 32) | words[1]) >> 11;

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,10 @@ struct EngineOptions {
     int64_t min_steps = 0, max_steps = 0;  // defaults for requests that set none (0: unbounded)
     int threads = 0;                     // 0: every hardware thread
     Logger logger;
+    // The device: the CPU backend with `threads` threads, unless make_backend is set; it makes the
+    // backend (planned as `backend`) charging the scratch the engine reserved.
+    BackendKind backend = BackendKind::cpu;
+    std::function<std::unique_ptr<Backend>(MemoryLedger& scratch)> make_backend;
 };
 
 // Mirrors UNMASK_HEALTH_*.

@@ -37,8 +37,8 @@ uint64_t device_memory_of(BackendKind backend) {
                               "(or, when planning, the device's memory)");
 }
 
-// Activations (and so the K/V cache) are fp32 on the CPU backend.
-uint64_t kv_element_bytes(BackendKind backend) { return backend == BackendKind::cpu ? 4 : 2; }
+// Activations, and so the K/V cache, are fp32 on every backend (bf16 caches on the GPU are future work).
+uint64_t kv_element_bytes(BackendKind) { return sizeof(float); }
 
 }  // namespace
 
@@ -66,8 +66,9 @@ uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const Seque
 }
 
 uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads) {
-    const uint64_t workspace =
-        backend == BackendKind::cpu ? cpu_workspace_bytes(threads, {limits.sequence_length, spec.embedding_rows}) : 0;
+    const WorkspaceLimits workspace_for = workspace_limits(spec, limits);
+    const uint64_t workspace = backend == BackendKind::cpu ? cpu_workspace_bytes(threads, workspace_for)
+                                                           : cuda_workspace_bytes(workspace_for);
     return run_state_sizes(spec, limits).total() + workspace;
 }
 

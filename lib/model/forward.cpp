@@ -69,7 +69,7 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
                       allocate(sizes.expert_rows), allocate(sizes.expert_scales), allocate(sizes.expert_input),
                       allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
                       allocate(sizes.logits)};
-    backend_.reserve_workspace({limits.sequence_length, spec_.embedding_rows});
+    backend_.reserve_workspace(workspace_limits(spec_, limits));
 }
 
 void Forward::mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out) {

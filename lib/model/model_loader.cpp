@@ -129,8 +129,6 @@ DType loaded_dtype(Precision precision, DType file_dtype) noexcept {
 }
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options) {
-    if (options.backend == BackendKind::cuda)
-        fail(Status::unsupported, "the CUDA backend is not implemented yet; load with the CPU backend");
     auto model = std::unique_ptr<Model>(new Model());
     model->spec_ = read_model_config(directory);
     const ModelSpec& spec = model->spec_;

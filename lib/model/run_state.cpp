@@ -12,18 +12,36 @@ uint64_t RunStateSizes::total() const noexcept {
            gathered + logits;
 }
 
+namespace {
+
+// The widest SwiGLU of any layer: dense, routed expert or shared expert.
+int64_t widest_mlp(const ModelSpec& spec) noexcept {
+    int64_t width = spec.shared_expert_intermediate_size;
+    for (int64_t layer = 0; layer < spec.layers; ++layer) {
+        const bool moe = spec.is_moe() && spec.moe_layer[size_t(layer)];
+        width = std::max(width, moe ? spec.expert_intermediate_size : spec.intermediate_size);
+    }
+    return width;
+}
+
+}  // namespace
+
+int64_t widest_matmul_input(const ModelSpec& spec) noexcept {
+    return std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, widest_mlp(spec)});
+}
+
+WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
+    return {limits.sequence_length, spec.embedding_rows, limits.tokens, widest_matmul_input(spec)};
+}
+
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {
     const auto t = static_cast<uint64_t>(limits.tokens);
     const auto d = static_cast<uint64_t>(spec.hidden_size);
     const auto q_width = static_cast<uint64_t>(spec.attention_heads * spec.head_dim);
     const auto kv_width = static_cast<uint64_t>(spec.kv_heads * spec.head_dim);
-    int64_t mlp_width = spec.shared_expert_intermediate_size;
+    const int64_t mlp_width = widest_mlp(spec);
     bool any_moe = false;
-    for (int64_t layer = 0; layer < spec.layers; ++layer) {
-        const bool moe = spec.is_moe() && spec.moe_layer[size_t(layer)];
-        any_moe = any_moe || moe;
-        mlp_width = std::max(mlp_width, moe ? spec.expert_intermediate_size : spec.intermediate_size);
-    }
+    for (int64_t layer = 0; layer < spec.layers; ++layer) any_moe = any_moe || (spec.is_moe() && spec.moe_layer[size_t(layer)]);
     const uint64_t f = sizeof(float), i = sizeof(int32_t);
     const uint64_t outputs = 2 * std::min<uint64_t>(t, output_chunk_rows);
     RunStateSizes s;

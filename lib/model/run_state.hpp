@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "backend/backend.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
@@ -33,5 +34,12 @@ struct RunStateSizes {
 };
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits);
+
+// The floats per row of the widest matmul input: the hidden state, the attention output or the
+// widest SwiGLU (dense, routed or shared expert).
+int64_t widest_matmul_input(const ModelSpec& spec) noexcept;
+
+// What the backend's workspace must serve for forwards up to `limits`.
+WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept;
 
 }  // namespace unmask

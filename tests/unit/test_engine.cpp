@@ -470,6 +470,8 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
     CHECK(config.drain_timeout_seconds == 20.0);
     CHECK(std::string(config.log_file) == "/var/log/unmask/server.log");
     CHECK(config.log_prompts == 1);
+    CHECK(config.gpu_device_count == 2);
+    CHECK(config.gpu_device == 0);  // the first of [0, 1]: the GPU an engine runs on
     // A caller built against ABI 1.2 passes the older size and gets only the fields it knows.
     unmask_service_config older{};
     std::memset(&older, 0x5a, sizeof older);
@@ -565,7 +567,7 @@ TEST_CASE("an engine starts from a configuration file and serves its model") {
     CHECK(unmask_request_text(r, nullptr, 0, &length) == UNMASK_OK);
     unmask_request_free(r);
 
-    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  gpu_devices: [0]\n";
+    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  gpu_devices: [1023]\n";
     CHECK(unmask_engine_create_from_config(path.c_str(), &engine) != UNMASK_OK);
     CHECK(engine == nullptr);
     CHECK(unmask_engine_create_from_config((directory + "/missing.yaml").c_str(), &engine) == UNMASK_ERR_IO);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_backend.hpp"
 #include "core/error.hpp"
 #include "decode/generate.hpp"
 #include "fixtures.hpp"
@@ -18,6 +19,7 @@
 #include "memory/memory_ledger.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/model.hpp"
+#include "model/run_state.hpp"
 #include "unmask.h"
 
 using namespace unmask;
@@ -123,7 +125,8 @@ TEST_CASE("the K/V cache and CFG add exactly their bytes to a sequence's state")
     CHECK(cached - plain == kv);
     CHECK(both - guided == 2 * kv);  // the unconditional twin keeps its own cache
     CHECK(guided - plain == 4 * 1024);  // the unconditional canvas
-    CHECK(sequence_state_bytes(spec, length, {true, false}, BackendKind::cuda) - plain == kv / 2);  // bf16 cache
+    // The CUDA backend keeps fp32 activations too, so its cache is the same size.
+    CHECK(sequence_state_bytes(spec, length, {true, false}, BackendKind::cuda) - plain == kv);
 }
 
 TEST_CASE("the derived answers are the edges of what fits") {
@@ -423,4 +426,26 @@ TEST_CASE("a batch too large for one forward runs in several, with the same toke
         CAPTURE(i);
         CHECK(tight[i] == roomy[i]);
     }
+}
+
+TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized for the largest forward") {
+    const ModelSpec spec = read_model_config(fixture_path("good/moe-35b-a3b"));
+    const ForwardLimits limits{512, 256};
+    const WorkspaceLimits workspace = workspace_limits(spec, limits);
+    CHECK(workspace.tokens == 512);
+    CHECK(workspace.vocab == spec.embedding_rows);
+    // The widest matmul input: the hidden state, the attention output or the widest SwiGLU (every
+    // layer of this model is MoE, so its dense width does not count).
+    CHECK(workspace.matmul_width == std::max({spec.hidden_size, spec.attention_heads * spec.head_dim,
+                                              spec.expert_intermediate_size, spec.shared_expert_intermediate_size}));
+    const CudaWorkspace w = cuda_workspace(workspace);
+    CHECK(w.rounded == 512 * uint64_t(workspace.matmul_width) * 2);  // bf16 copies of the activations
+    CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
+    CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
+    const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
+                              allocation_bytes(w.attention) + allocation_bytes(w.candidates);
+    CHECK(cuda_workspace_bytes(workspace) == expected);
+    CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);
+    // A short forward still stages the LM head's outputs and their CFG twins.
+    CHECK(cuda_workspace({16, spec.embedding_rows, 8, 64}).rounded == 16 * 64 * 2);
 }

@@ -22,7 +22,8 @@ static_assert(offsetof(unmask_model_params, progress_user_data) == 48);
 static_assert(offsetof(unmask_model_params, memory_budget_bytes) == 56);  // ABI 1.1
 static_assert(offsetof(unmask_model_params, memory_fraction) == 64);
 static_assert(offsetof(unmask_model_params, memory_margin) == 72);
-static_assert(sizeof(unmask_model_params) == 80);
+static_assert(offsetof(unmask_model_params, device) == 80);  // ABI 1.4
+static_assert(sizeof(unmask_model_params) == 88);
 
 static_assert(offsetof(unmask_model_description, struct_size) == 0);
 static_assert(offsetof(unmask_model_description, precision) == 4);
@@ -178,6 +179,7 @@ static_assert(offsetof(unmask_service_config, tls_private_key) == 12896);
 static_assert(offsetof(unmask_service_config, drain_timeout_seconds) == 16992);
 static_assert(offsetof(unmask_service_config, log_file) == 17000);
 static_assert(offsetof(unmask_service_config, log_prompts) == 21096);
+static_assert(offsetof(unmask_service_config, gpu_device) == 21100);  // ABI 1.4
 static_assert(sizeof(unmask_service_config) == 21104);
 
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
@@ -188,7 +190,7 @@ static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_U
               "status codes are frozen");
 
 TEST_CASE("public struct layouts are frozen (checked at compile time)") {
-    CHECK(sizeof(unmask_model_params) == 80);
+    CHECK(sizeof(unmask_model_params) == 88);
     CHECK(sizeof(unmask_memory_usage) == 48);
     CHECK(sizeof(unmask_plan_params) == 72);
     CHECK(sizeof(unmask_memory_plan) == 200);

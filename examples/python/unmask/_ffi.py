@@ -37,7 +37,8 @@ class ModelParams(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("checksum_mode", c_int32), ("backend", c_int32),
                 ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32),
                 ("metadata_only", c_int32), ("progress_callback", PROGRESS_CALLBACK), ("progress_user_data", c_void_p),
-                ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double)]
+                ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
+                ("device", c_int32)]
 
 
 class ModelDescription(ctypes.Structure):
@@ -136,15 +137,15 @@ def _declare(lib):
         "unmask_version_string": (c_char_p, []),
         "unmask_status_string": (c_char_p, [s]),
         "unmask_last_error": (c_char_p, []),
-        "unmask_model_params_init": (s, [POINTER(ModelParams)]),
+        "unmask_model_params_init_sized": (s, [POINTER(ModelParams), ctypes.c_size_t]),
         "unmask_model_load": (s, [c_char_p, POINTER(ModelParams), POINTER(handle)]),
         "unmask_model_free": (None, [handle]),
         "unmask_model_info": (s, [handle, POINTER(ModelDescription)]),
-        "unmask_plan_params_init": (s, [POINTER(PlanParams)]),
+        "unmask_plan_params_init_sized": (s, [POINTER(PlanParams), ctypes.c_size_t]),
         "unmask_plan": (s, [c_char_p, POINTER(PlanParams), POINTER(MemoryPlan)]),
-        "unmask_generate_params_init": (s, [POINTER(GenerateParams)]),
+        "unmask_generate_params_init_sized": (s, [POINTER(GenerateParams), ctypes.c_size_t]),
         "unmask_generate": (s, [handle, POINTER(GenerateParams), POINTER(c_int32), c_int64, POINTER(Generation)]),
-        "unmask_engine_params_init": (s, [POINTER(EngineParams)]),
+        "unmask_engine_params_init_sized": (s, [POINTER(EngineParams), ctypes.c_size_t]),
         "unmask_engine_create": (s, [handle, POINTER(EngineParams), POINTER(handle)]),
         "unmask_engine_free": (None, [handle]),
         "unmask_engine_shutdown": (s, [handle, c_int32, c_double]),

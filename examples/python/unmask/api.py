@@ -109,7 +109,7 @@ def generate_params(**settings) -> _ffi.GenerateParams:
     """unmask_generate_params from keyword arguments named as the C fields (`policy` and
     `cache_mode` also by name); `steps` defaults to `gen_length`. Unknown names are a TypeError."""
     params = _ffi.GenerateParams()
-    _check(lib.unmask_generate_params_init(ctypes.byref(params)), "unmask_generate_params_init")
+    _check(lib.unmask_generate_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_generate_params_init_sized")
     names = {name for name, _ in _ffi.GenerateParams._fields_} - {"struct_size", "step_callback", "step_user_data",
                                                                    "stream_callback", "stream_user_data"}
     for name, value in settings.items():
@@ -199,7 +199,7 @@ class Model(_Owned):
     @classmethod
     def load(cls, path: str, precision: str = "auto", memory_budget_bytes: int = 0) -> "Model":
         params = _ffi.ModelParams()
-        _check(lib.unmask_model_params_init(ctypes.byref(params)), "unmask_model_params_init")
+        _check(lib.unmask_model_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_model_params_init_sized")
         params.precision = _lookup(_ffi.PRECISIONS, precision, "precision")
         params.memory_budget_bytes = memory_budget_bytes
         handle = ctypes.c_void_p()
@@ -327,7 +327,7 @@ class Engine(_Owned):
                  request_timeout_seconds: float = 0.0):
         self._handle = None
         params = _ffi.EngineParams()
-        _check(lib.unmask_engine_params_init(ctypes.byref(params)), "unmask_engine_params_init")
+        _check(lib.unmask_engine_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_engine_params_init_sized")
         params.max_concurrent_requests = max_concurrent_requests
         params.max_queued_requests = max_queued_requests
         params.threads = threads
@@ -389,7 +389,7 @@ def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memor
          kv_cache: bool = False, cfg: bool = False, threads: int = 0) -> Dict[str, Any]:
     """What a deployment of the model at `path` needs, from its config alone (see unmask_plan)."""
     params = _ffi.PlanParams()
-    _check(lib.unmask_plan_params_init(ctypes.byref(params)), "unmask_plan_params_init")
+    _check(lib.unmask_plan_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_plan_params_init_sized")
     params.max_concurrent, params.max_sequence_length = max_concurrent, max_sequence_length
     params.memory_budget_bytes, params.kv_cache, params.cfg, params.threads = memory_budget_bytes, int(kv_cache), \
         int(cfg), threads

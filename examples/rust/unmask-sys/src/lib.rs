@@ -1,4 +1,4 @@
-//! Hand-written declarations of libunmask's C ABI (include/unmask.h, ABI 1.2): the constants,
+//! Hand-written declarations of libunmask's C ABI (include/unmask.h, ABI 1.4): the constants,
 //! the parameter and result structs laid out as the header's (the tests below check every size
 //! and the offsets of the fields appended since ABI 1.0 against the values that
 //! tests/unit/test_struct_layout.cpp freezes for the C header), and the functions.
@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 2;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 4;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -85,6 +85,7 @@ pub struct unmask_model_params {
     pub memory_budget_bytes: i64,
     pub memory_fraction: c_double,
     pub memory_margin: c_double,
+    pub device: i32,
 }
 
 #[repr(C)]
@@ -280,20 +281,24 @@ extern "C" {
     pub fn unmask_last_error() -> *const c_char;
 
     pub fn unmask_model_params_init(params: *mut unmask_model_params) -> unmask_status;
+    pub fn unmask_model_params_init_sized(params: *mut unmask_model_params, size: usize) -> unmask_status;
     pub fn unmask_model_load(path: *const c_char, params: *const unmask_model_params,
                              out_model: *mut *mut unmask_model) -> unmask_status;
     pub fn unmask_model_free(model: *mut unmask_model);
     pub fn unmask_model_info(model: *const unmask_model, info: *mut unmask_model_description) -> unmask_status;
 
     pub fn unmask_plan_params_init(params: *mut unmask_plan_params) -> unmask_status;
+    pub fn unmask_plan_params_init_sized(params: *mut unmask_plan_params, size: usize) -> unmask_status;
     pub fn unmask_plan(path: *const c_char, params: *const unmask_plan_params, plan: *mut unmask_memory_plan)
                        -> unmask_status;
 
     pub fn unmask_generate_params_init(params: *mut unmask_generate_params) -> unmask_status;
+    pub fn unmask_generate_params_init_sized(params: *mut unmask_generate_params, size: usize) -> unmask_status;
     pub fn unmask_generate(model: *const unmask_model, params: *const unmask_generate_params, prompt: *const i32,
                            prompt_length: i64, result: *mut unmask_generation) -> unmask_status;
 
     pub fn unmask_engine_params_init(params: *mut unmask_engine_params) -> unmask_status;
+    pub fn unmask_engine_params_init_sized(params: *mut unmask_engine_params, size: usize) -> unmask_status;
     pub fn unmask_engine_create(model: *const unmask_model, params: *const unmask_engine_params,
                                 out_engine: *mut *mut unmask_engine) -> unmask_status;
     pub fn unmask_engine_free(engine: *mut unmask_engine);
@@ -342,7 +347,7 @@ mod tests {
     #[test]
     fn struct_sizes_match_the_c_header() {
         // The sizes tests/unit/test_struct_layout.cpp checks for include/unmask.h.
-        assert_eq!(size_of::<unmask_model_params>(), 80);
+        assert_eq!(size_of::<unmask_model_params>(), 88);
         assert_eq!(size_of::<unmask_plan_params>(), 72);
         assert_eq!(size_of::<unmask_memory_plan>(), 200);
         assert_eq!(size_of::<unmask_generate_params>(), 216);
@@ -358,6 +363,7 @@ mod tests {
     fn field_offsets_match_the_c_header() {
         assert_eq!(offset!(unmask_model_params, memory_budget_bytes), 56);
         assert_eq!(offset!(unmask_model_params, memory_margin), 72);
+        assert_eq!(offset!(unmask_model_params, device), 80);
         assert_eq!(offset!(unmask_model_description, mask_token_id), 76);
         assert_eq!(offset!(unmask_model_description, eos_token_id), 100);
         assert_eq!(offset!(unmask_model_description, diffusion_block_size), 104);

@@ -87,7 +87,7 @@ impl GenerateParams {
     /// The defaults, with `gen_length` positions and as many steps.
     pub fn new(gen_length: i64) -> Self {
         let mut params = std::mem::MaybeUninit::<sys::unmask_generate_params>::zeroed();
-        unsafe { sys::unmask_generate_params_init(params.as_mut_ptr()) };
+        unsafe { sys::unmask_generate_params_init_sized(params.as_mut_ptr(), std::mem::size_of::<sys::unmask_generate_params>()) };
         let mut params = unsafe { params.assume_init() };
         params.gen_length = gen_length;
         params.steps = gen_length;
@@ -117,7 +117,7 @@ impl Model {
     pub fn load(path: &str) -> Result<Model> {
         let path = c_string(path)?;
         let mut params = std::mem::MaybeUninit::<sys::unmask_model_params>::zeroed();
-        check(unsafe { sys::unmask_model_params_init(params.as_mut_ptr()) })?;
+        check(unsafe { sys::unmask_model_params_init_sized(params.as_mut_ptr(), std::mem::size_of::<sys::unmask_model_params>()) })?;
         let mut handle = ptr::null_mut();
         check(unsafe { sys::unmask_model_load(path.as_ptr(), params.as_ptr(), &mut handle) })?;
         Ok(Model { handle })
@@ -236,7 +236,7 @@ unsafe impl Sync for Engine<'_> {}
 impl<'model> Engine<'model> {
     pub fn new(model: &'model Model, max_concurrent_requests: i32) -> Result<Engine<'model>> {
         let mut params = std::mem::MaybeUninit::<sys::unmask_engine_params>::zeroed();
-        check(unsafe { sys::unmask_engine_params_init(params.as_mut_ptr()) })?;
+        check(unsafe { sys::unmask_engine_params_init_sized(params.as_mut_ptr(), std::mem::size_of::<sys::unmask_engine_params>()) })?;
         let mut params = unsafe { params.assume_init() };
         params.max_concurrent_requests = max_concurrent_requests;
         let mut handle = ptr::null_mut();

@@ -1,0 +1,93 @@
+// The CUDA backend's figures (built with UNMASK_CUDA; skipped without a device):
+// - BM_cuda_forward: one forward over `tokens` positions of a model with LLaDA-8B's layer shape
+//   (hidden 4096, 32 heads, MLP 12288, vocab 126464) but 4 of its 32 layers, random bf16 weights,
+//   candidates at every position; model FLOPs per second against the H200's 790 TFLOP/s (dense bf16).
+// - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
+//   against the H200's 4.3 TB/s.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/cuda_runtime_info.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+#include "synthetic_model.hpp"
+
+using namespace unmask;
+
+namespace {
+
+constexpr double h200_bf16_flops = 790e12;
+constexpr double h200_bytes_per_second = 4.3e12;
+
+bool have_device(benchmark::State& state) {
+    if (cuda::device_count() > 0) return true;
+    state.SkipWithError("no CUDA device");
+    return false;
+}
+
+// args: tokens
+void BM_cuda_forward(benchmark::State& state) {
+    if (!have_device(state)) return;
+    const int64_t tokens = state.range(0);
+    const unmask_bench::LladaShape shape{4096, 4, 32, 12288, 126464};
+    LoadOptions options;
+    options.checksum_mode = ChecksumMode::skip;
+    const auto model = load_model(unmask_bench::synthetic_llada(shape), options);
+    MemoryLedger ledger("cuda", UINT64_MAX);
+    auto backend = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+    Forward forward(*model, *backend, {tokens, tokens});
+    std::mt19937 rng(5);
+    std::vector<int32_t> ids(static_cast<size_t>(tokens));
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(shape.vocab));
+    const CandidateParams greedy;
+    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
+    forward.run(batch, false);  // warm-up: cuBLASLt plans, staging buffers
+
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));  // ends with a synchronising copy
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double d = double(shape.hidden), m = double(shape.mlp), t = double(tokens);
+    const double flops = double(shape.layers) * (2.0 * t * (4.0 * d * d + 3.0 * d * m) + 4.0 * t * t * d) +
+                         2.0 * t * d * double(shape.vocab);
+    const double iterations = double(state.iterations());
+    state.counters["tokens/s"] = t * iterations / seconds;
+    state.counters["model_TFLOP/s"] = flops * iterations / seconds / 1e12;
+    state.counters["peak_fraction"] = flops * iterations / seconds / h200_bf16_flops;
+}
+
+// args: rows
+void BM_cuda_candidates(benchmark::State& state) {
+    if (!have_device(state)) return;
+    const int64_t rows = state.range(0), vocab = 126464;
+    MemoryLedger ledger("cuda", UINT64_MAX);
+    auto backend = make_cuda_backend(CudaWeights::upload(std::span<const Weight>{}, 0, &ledger));
+    std::mt19937 rng(6);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> logits(size_t(rows * vocab));
+    for (float& v : logits) v = normal(rng);
+    DeviceBuffer device_logits = backend->allocate(logits.size() * sizeof(float));
+    backend->copy_to_device(device_logits, logits.data(), logits.size() * sizeof(float));
+    CandidateParams sampling;
+    sampling.noise_temperature = 1.0;
+    std::vector<uint32_t> positions(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) positions[size_t(r)] = uint32_t(r);
+    const std::vector<const CandidateParams*> params(size_t(rows), &sampling);
+    std::vector<Candidate> out(static_cast<size_t>(rows));
+
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) backend->candidates(device_logits.floats(), rows, vocab, positions.data(), params, out.data());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double bytes = double(rows * vocab) * sizeof(float) * double(state.iterations());
+    state.counters["GB/s"] = bytes / seconds / 1e9;
+    state.counters["bandwidth_fraction"] = bytes / seconds / h200_bytes_per_second;
+}
+
+}  // namespace
+
+BENCHMARK(BM_cuda_forward)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,0 +1,159 @@
+#include "cuda/ops.hpp"
+
+#include "cuda/device_math.cuh"
+
+namespace unmask::kernels::cuda {
+namespace {
+
+constexpr int threads = 256;
+
+#define UNMASK_GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+__global__ void embedding_kernel(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out) {
+    UNMASK_GRID_STRIDE(i, rows * cols) {
+        const int64_t r = i / cols, c = i % cols;
+        out[i] = load(table.data, table.type, int64_t(ids[r]) * cols + c);
+    }
+}
+
+// One block per row: the sum of squares in float64, as on the CPU.
+__global__ void rmsnorm_kernel(const float* x, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
+                               int64_t out_stride) {
+    const float* in = x + blockIdx.x * x_stride;
+    float* dst = out + blockIdx.x * out_stride;
+    double sum = 0;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += double(in[i]) * in[i];
+    sum = block_sum(sum);
+    const auto scale = static_cast<float>(1.0 / sqrt(sum / double(dim) + eps));
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = in[i] * scale * load(w.data, w.type, i);
+}
+
+__global__ void add_bias_kernel(float* x, int64_t rows, int64_t dim, WeightView bias) {
+    UNMASK_GRID_STRIDE(i, rows * dim) x[i] += load(bias.data, bias.type, i % dim);
+}
+
+// One thread per (row, head, pair); the angle in float64, as on the CPU.
+__global__ void rope_kernel(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
+                            double theta, int64_t rotary_dims, bool interleaved) {
+    const int64_t half = rotary_dims / 2;
+    UNMASK_GRID_STRIDE(item, rows * heads * half) {
+        const int64_t i = item % half, h = (item / half) % heads, t = item / (half * heads);
+        const double angle = positions[t] * pow(theta, -2.0 * double(i) / double(rotary_dims));
+        const auto c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
+        float* head = x + (t * heads + h) * head_dim;
+        const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+        const float x1 = head[a], x2 = head[b];
+        head[a] = x1 * c - x2 * s;
+        head[b] = x2 * c + x1 * s;
+    }
+}
+
+__global__ void swiglu_kernel(float* gate, const float* up, int64_t n) {
+    UNMASK_GRID_STRIDE(i, n) {
+        const float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+__global__ void add_kernel(float* x, const float* y, int64_t n) {
+    UNMASK_GRID_STRIDE(i, n) x[i] += y[i];
+}
+
+__global__ void gather_rows_kernel(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) {
+    UNMASK_GRID_STRIDE(i, count * dim) out[i] = x[int64_t(rows[i / dim]) * dim + i % dim];
+}
+
+// One thread per column, adding the rows in order: repeated rows sum deterministically.
+__global__ void scatter_add_rows_kernel(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                                        const float* y) {
+    UNMASK_GRID_STRIDE(c, dim) {
+        for (int64_t i = 0; i < count; ++i) x[int64_t(rows[i]) * dim + c] += scale[i] * y[i * dim + c];
+    }
+}
+
+__global__ void combine_guidance_kernel(float* cond, const float* uncond, float factor, int64_t n) {
+    UNMASK_GRID_STRIDE(i, n) cond[i] = uncond[i] + factor * (cond[i] - uncond[i]);
+}
+
+__global__ void round_to_kernel(const float* x, int64_t n, ElementType type, void* out) {
+    UNMASK_GRID_STRIDE(i, n) {
+        if (type == ElementType::bf16) static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(x[i]);
+        else static_cast<__half*>(out)[i] = __float2half_rn(x[i]);
+    }
+}
+
+#undef UNMASK_GRID_STRIDE
+
+}  // namespace
+
+cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
+                      cudaStream_t stream) {
+    if (rows * cols == 0) return cudaSuccess;
+    embedding_kernel<<<grid_for(rows * cols, threads), threads, 0, stream>>>(table, cols, ids, rows, out);
+    return cudaGetLastError();
+}
+
+cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
+                    int64_t out_stride, cudaStream_t stream) {
+    if (rows == 0) return cudaSuccess;
+    if (rows > INT32_MAX) return cudaErrorInvalidValue;
+    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, dim, x_stride, w, eps, out, out_stride);
+    return cudaGetLastError();
+}
+
+cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream) {
+    if (rows * dim == 0) return cudaSuccess;
+    add_bias_kernel<<<grid_for(rows * dim, threads), threads, 0, stream>>>(x, rows, dim, bias);
+    return cudaGetLastError();
+}
+
+cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
+                 int64_t rotary_dims, bool interleaved, cudaStream_t stream) {
+    const int64_t n = rows * heads * (rotary_dims / 2);
+    if (n == 0) return cudaSuccess;
+    rope_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, rows, heads, head_dim, positions, theta, rotary_dims,
+                                                              interleaved);
+    return cudaGetLastError();
+}
+
+cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    swiglu_kernel<<<grid_for(n, threads), threads, 0, stream>>>(gate, up, n);
+    return cudaGetLastError();
+}
+
+cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    add_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, y, n);
+    return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out,
+                        cudaStream_t stream) {
+    if (count * dim == 0) return cudaSuccess;
+    gather_rows_kernel<<<grid_for(count * dim, threads), threads, 0, stream>>>(x, dim, rows, count, out);
+    return cudaGetLastError();
+}
+
+cudaError_t scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                             const float* y, cudaStream_t stream) {
+    if (count * dim == 0) return cudaSuccess;
+    scatter_add_rows_kernel<<<grid_for(dim, threads), threads, 0, stream>>>(x, dim, rows, scale, count, y);
+    return cudaGetLastError();
+}
+
+cudaError_t combine_guidance(float* cond, const float* uncond, float factor, int64_t n, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    combine_guidance_kernel<<<grid_for(n, threads), threads, 0, stream>>>(cond, uncond, factor, n);
+    return cudaGetLastError();
+}
+
+cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cudaStream_t stream) {
+    if (type == ElementType::f32) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    round_to_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, n, type, out);
+    return cudaGetLastError();
+}
+
+}  // namespace unmask::kernels::cuda

@@ -1,0 +1,48 @@
+// Element-wise and row-wise kernels of the CUDA backend. Every function launches on `stream` and
+// returns the launch status; pointers are device memory. Each mirrors the CPU kernel of the same
+// name in kernels/cpu (same arithmetic where it decides results: float64 sums in rmsnorm, float64
+// angles in rope, serial order per element in scatter_add_rows).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace unmask::kernels::cuda {
+
+enum class ElementType : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
+
+// A weight in its stored element type (device memory).
+struct WeightView {
+    const void* data = nullptr;
+    ElementType type = ElementType::f32;
+};
+
+// out[r, :] = table[ids[r], :] (rows of `cols` elements)
+cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
+                      cudaStream_t stream);
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, rows of `dim` at the given strides (in place allowed)
+cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
+                    int64_t out_stride, cudaStream_t stream);
+// x[r, :] += bias
+cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream);
+// Rotates the first rotary_dims of every head (half-split pairs (i, i + half), or interleaved
+// (2i, 2i + 1)) by position * theta^(-2i / rotary_dims).
+cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
+                 int64_t rotary_dims, bool interleaved, cudaStream_t stream);
+// gate = silu(gate) * up
+cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);
+// x += y
+cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream);
+// out[i, :] = x[rows[i], :]
+cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out,
+                        cudaStream_t stream);
+// x[rows[i], :] += scale[i] * y[i, :], added in ascending i for every element (rows may repeat)
+cudaError_t scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                             const float* y, cudaStream_t stream);
+// cond = uncond + factor * (cond - uncond)
+cudaError_t combine_guidance(float* cond, const float* uncond, float factor, int64_t n, cudaStream_t stream);
+// out = x rounded to nearest-even in `type` (bf16 or f16), for matmuls at the weights' precision
+cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cudaStream_t stream);
+
+}  // namespace unmask::kernels::cuda

@@ -1,0 +1,363 @@
+#include "backend/cuda/cuda_backend.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/cublaslt_matmul.hpp"
+#include "core/error.hpp"
+#include "core/float_convert.hpp"
+#include "cuda/attention.hpp"
+#include "cuda/candidates.hpp"
+#include "cuda/ops.hpp"
+#include "format/dtype.hpp"
+
+namespace unmask {
+namespace {
+
+namespace k = kernels::cuda;
+
+static_assert(sizeof(k::AttentionSequence) == CudaWorkspace::attention_sequence_bytes);
+static_assert(sizeof(k::CandidateRow) == CudaWorkspace::candidate_row_bytes);
+
+void check(cudaError_t error, const char* what) {
+    if (error != cudaSuccess) fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
+}
+
+void select_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+
+// `bytes` of device memory charged to `ledger` (if any) while the buffer lives.
+DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr<MemoryLedger> keep = nullptr) {
+    const uint64_t size = allocation_bytes(bytes);
+    if (ledger != nullptr) ledger->charge(size, "device memory");
+    void* memory = nullptr;
+    if (const cudaError_t e = cudaMalloc(&memory, size); e != cudaSuccess) {
+        cudaGetLastError();  // not sticky: clear it
+        if (ledger != nullptr) ledger->discharge(size);
+        if (e == cudaErrorMemoryAllocation) fail(Status::out_of_budget, "the GPU refused {} bytes", size);
+        fail(Status::device, "CUDA cudaMalloc of {} bytes failed: {}", size, cudaGetErrorString(e));
+    }
+    return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, keep, size](void* p) {
+                            cudaFree(p);
+                            if (ledger != nullptr) ledger->discharge(size);
+                        }),
+                        bytes);
+}
+
+k::ElementType element_type(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return k::ElementType::f32;
+        case DType::bf16: return k::ElementType::bf16;
+        case DType::f16: return k::ElementType::f16;
+        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
+    }
+}
+
+// Host -> device copies through a ring of pinned buffers: the caller's memory may go as soon as a
+// call returns (a copy from pageable memory promises no such thing), and the host waits only for
+// the copy `slots` uploads back, long done in practice.
+class UploadRing {
+public:
+    UploadRing() {
+        for (Slot& slot : slots_) check(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    ~UploadRing() {
+        for (Slot& slot : slots_) {
+            cudaEventSynchronize(slot.done);
+            if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
+            cudaEventDestroy(slot.done);
+        }
+    }
+    UploadRing(const UploadRing&) = delete;
+    UploadRing& operator=(const UploadRing&) = delete;
+
+    void copy(void* destination, const void* source, size_t bytes, cudaStream_t stream) {
+        if (bytes == 0) return;
+        Slot& slot = slots_[next_++ % slots_.size()];
+        check(cudaEventSynchronize(slot.done), "an earlier copy to the device");
+        if (slot.bytes < bytes) {
+            if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
+            slot.buffer = nullptr;
+            slot.bytes = 0;
+            check(cudaMallocHost(&slot.buffer, bytes), "cudaMallocHost");
+            slot.bytes = bytes;
+        }
+        std::memcpy(slot.buffer, source, bytes);
+        check(cudaMemcpyAsync(destination, slot.buffer, bytes, cudaMemcpyHostToDevice, stream), "copy to device");
+        check(cudaEventRecord(slot.done, stream), "cudaEventRecord");
+    }
+
+private:
+    struct Slot {
+        void* buffer = nullptr;
+        size_t bytes = 0;
+        cudaEvent_t done = nullptr;
+    };
+    std::array<Slot, 8> slots_;
+    size_t next_ = 0;
+};
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(std::shared_ptr<const CudaWeights> weights, std::shared_ptr<MemoryLedger> memory)
+        : weights_(std::move(weights)), memory_(std::move(memory)), device_(weights_->device()) {
+        select_device(device_);
+        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+        try {
+            uploads_ = std::make_unique<UploadRing>();
+            matmul_workspace_ = allocate(CudaWorkspace::matmul_bytes);
+            matmul_ = std::make_unique<cuda::CublasLtMatmul>(matmul_workspace_.floats(), CudaWorkspace::matmul_bytes);
+        } catch (...) {
+            cudaStreamDestroy(stream_);
+            throw;
+        }
+    }
+    ~CudaBackend() override {
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        matmul_.reset();
+        uploads_.reset();
+        cudaStreamDestroy(stream_);
+    }
+
+    const char* name() const noexcept override { return "cuda"; }
+
+    DeviceBuffer allocate(size_t bytes) override {
+        select_device(device_);
+        return device_allocate(memory_.get(), bytes, memory_);
+    }
+    DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) override {
+        select_device(device_);
+        return device_allocate(&ledger, bytes, &ledger == memory_.get() ? memory_ : nullptr);
+    }
+    // Sizes the staging buffers up front (cuda_workspace_bytes), so planned forwards allocate nothing.
+    void reserve_workspace(const WorkspaceLimits& limits) override {
+        const CudaWorkspace w = cuda_workspace(limits);
+        staging(rounded_, w.rounded);
+        staging(attention_sequences_, w.attention);
+        staging(candidate_io_, w.candidates);
+    }
+
+    void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
+        select_device(device_);
+        uploads_->copy(destination.floats(), source, bytes, stream_);
+    }
+    void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
+        select_device(device_);
+        check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
+        check(cudaStreamSynchronize(stream_), "the device's work");
+    }
+
+    void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
+        select_device(device_);
+        check(k::embedding(view(table), table.shape.at(1), ids, rows, out, stream_), "embedding");
+    }
+    void rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const Weight& w, double eps, float* out,
+                 int64_t out_stride) override {
+        select_device(device_);
+        check(k::rmsnorm(x, rows, dim, x_stride, view(w), eps, out, out_stride, stream_), "rmsnorm");
+    }
+    void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        select_device(device_);
+        const CudaWeights::Copy& weight = weights_->find(w);
+        const int64_t n = w.shape.at(0), inner = w.shape.at(1);
+        const void* input = x;
+        cudaDataType_t type = CUDA_R_32F;
+        if (weight.dtype != DType::f32) {  // the activations rounded to the weights' precision
+            type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+            void* rounded = staging(rounded_, size_t(rows * inner) * 2);
+            check(k::round_to(x, rows * inner, element_type(weight.dtype), rounded, stream_), "rounding activations");
+            input = rounded;
+        }
+        if (inner == 0) {  // an empty sum, as the CPU writes it
+            check(cudaMemsetAsync(out, 0, size_t(rows * n) * sizeof(float), stream_), "cudaMemset");
+        } else {
+            matmul_->run(input, weight.buffer.floats(), type, rows, n, inner, out, stream_);
+        }
+        if (bias != nullptr) check(k::add_bias(out, rows, n, view(*bias), stream_), "bias");
+    }
+    void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
+              const RopeSpec& rope) override {
+        select_device(device_);
+        check(k::rope(x, rows, heads, head_dim, positions, rope.theta, rope.rotary_dims, rope.interleaved, stream_),
+              "rope");
+    }
+    void copy(float* destination, const float* source, int64_t n) override {
+        select_device(device_);
+        check(cudaMemcpyAsync(destination, source, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+              "copy");
+    }
+    void attention(const float* q, const float* kv_k, const float* v, std::span<const SequenceRows> sequences,
+                   const AttentionParams& params, float* out) override {
+        select_device(device_);
+        if (params.head_dim > k::max_attention_head_dim)
+            fail(Status::unsupported, "the CUDA attention kernel takes heads of up to {} dimensions, not {}",
+                 k::max_attention_head_dim, params.head_dim);
+        std::vector<k::AttentionSequence> rows;
+        int64_t tokens = 0;
+        for (const SequenceRows& seq : sequences) {
+            if (seq.rows == 0) continue;  // no queries: nothing to write
+            if (seq.first_row < tokens) fail(Status::internal, "attention sequences overlap or are out of row order");
+            rows.push_back({seq.first_row, seq.rows, seq.cached_keys, seq.cached_values, seq.key_count,
+                            seq.query_position, seq.block_origin});
+            tokens = seq.first_row + seq.rows;
+        }
+        if (rows.empty()) return;
+        const size_t bytes = rows.size() * sizeof(k::AttentionSequence);
+        void* device_rows = staging(attention_sequences_, bytes);
+        uploads_->copy(device_rows, rows.data(), bytes, stream_);
+        const k::AttentionDims dims{params.heads, params.kv_heads, params.head_dim, params.block_size};
+        check(k::attention(q, kv_k, v, static_cast<const k::AttentionSequence*>(device_rows),
+                           static_cast<int64_t>(rows.size()), tokens, dims, out, stream_),
+              "attention");
+    }
+    void swiglu(float* gate, const float* up, int64_t n) override {
+        select_device(device_);
+        check(k::swiglu(gate, up, n, stream_), "swiglu");
+    }
+    void add(float* x, const float* y, int64_t n) override {
+        select_device(device_);
+        check(k::add(x, y, n, stream_), "add");
+    }
+    // The routing table is small: it is chosen on the host, with the CPU's arithmetic.
+    void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
+               float* weights) override {
+        select_device(device_);
+        std::vector<float> logits(size_t(rows * params.experts));
+        std::vector<int32_t> chosen(size_t(rows * params.experts_per_token));
+        std::vector<float> chosen_weights(chosen.size());
+        check(cudaMemcpyAsync(logits.data(), router_logits, logits.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream_),
+              "copy of router logits");
+        check(cudaStreamSynchronize(stream_), "the device's work");
+        route_rows(logits.data(), 0, rows, params, chosen.data(), chosen_weights.data());
+        uploads_->copy(experts, chosen.data(), chosen.size() * sizeof(int32_t), stream_);
+        uploads_->copy(weights, chosen_weights.data(), chosen_weights.size() * sizeof(float), stream_);
+    }
+    void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {
+        select_device(device_);
+        check(k::gather_rows(x, dim, rows, count, out, stream_), "gather_rows");
+    }
+    void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
+                          const float* y) override {
+        select_device(device_);
+        check(k::scatter_add_rows(x, dim, rows, scale, count, y, stream_), "scatter_add_rows");
+    }
+    void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override {
+        select_device(device_);
+        check(k::combine_guidance(cond, uncond, static_cast<float>(scale + 1.0), n, stream_), "combine_guidance");
+    }
+    void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
+                    std::span<const CandidateParams* const> params, Candidate* out) override {
+        select_device(device_);
+        if (rows == 0) return;
+        std::vector<k::CandidateRow> flat(static_cast<size_t>(rows));
+        std::vector<int32_t> banned;
+        for (int64_t r = 0; r < rows; ++r) {
+            const CandidateParams& p = *params[size_t(r)];
+            flat[size_t(r)] = {p.distribution_temperature, p.top_p, p.noise_temperature, p.seed, p.top_k, p.step,
+                               positions[r], static_cast<int32_t>(banned.size()),
+                               static_cast<int32_t>(p.banned_tokens.size()), p.probability_excluded_token};
+            banned.insert(banned.end(), p.banned_tokens.begin(), p.banned_tokens.end());
+        }
+        if (banned.empty()) banned.push_back(-1);
+        const size_t params_bytes = flat.size() * sizeof(k::CandidateRow), banned_bytes = banned.size() * sizeof(int32_t);
+        const size_t out_bytes = size_t(rows) * sizeof(Candidate);
+        auto* staged = static_cast<char*>(staging(candidate_io_, params_bytes + banned_bytes + out_bytes));
+        uploads_->copy(staged, flat.data(), params_bytes, stream_);
+        uploads_->copy(staged + params_bytes, banned.data(), banned_bytes, stream_);
+        auto* device_out = reinterpret_cast<Candidate*>(staged + params_bytes + banned_bytes);
+        static const k::GumbelRange gumbel{-std::log(-std::log1p(-0x1.0p-54)), -std::log(-std::log(0x1.0p-54))};
+        check(k::candidates(logits, rows, vocab, reinterpret_cast<const k::CandidateRow*>(staged),
+                            reinterpret_cast<const int32_t*>(staged + params_bytes), gumbel, device_out, stream_),
+              "candidates");
+        check(cudaMemcpyAsync(out, device_out, out_bytes, cudaMemcpyDeviceToHost, stream_), "copy of candidates");
+        check(cudaStreamSynchronize(stream_), "the device's work");
+    }
+
+private:
+    k::WeightView view(const Weight& w) const {
+        const CudaWeights::Copy& copy = weights_->find(w);
+        return {copy.buffer.floats(), element_type(copy.dtype)};
+    }
+
+    // A device buffer of at least `bytes` (charged to the backend's ledger): reserve_workspace
+    // sizes it for planned work; beyond that it grows, never shrinks. Work already queued on the
+    // stream finishes before a replaced buffer is freed.
+    void* staging(DeviceBuffer& buffer, size_t bytes) {
+        if (buffer.bytes() < bytes) {
+            check(cudaStreamSynchronize(stream_), "the device's work");
+            buffer = DeviceBuffer();
+            buffer = allocate(bytes);
+        }
+        return buffer.floats();
+    }
+
+    std::shared_ptr<const CudaWeights> weights_;
+    std::shared_ptr<MemoryLedger> memory_;
+    int device_;
+    cudaStream_t stream_ = nullptr;
+    DeviceBuffer matmul_workspace_;
+    std::unique_ptr<cuda::CublasLtMatmul> matmul_;
+    std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
+    DeviceBuffer rounded_, attention_sequences_, candidate_io_;
+};
+
+}  // namespace
+
+std::shared_ptr<const CudaWeights> CudaWeights::upload(const Model& model, int device, MemoryLedger* ledger) {
+    if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and has no weights to upload");
+    return upload(model.weights(), device, ledger);
+}
+
+std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
+    select_device(device);
+    auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
+    weights->device_ = device;
+    std::vector<float> widened;
+    for (const Weight& w : all) {
+        if (w.data == nullptr) fail(Status::invalid_argument, "weight '{}' has no data to upload", w.name);
+        element_type(w.dtype);  // a weight type, or INTERNAL
+        // The router stays fp32 on the device: its matmul then takes unrounded activations, and
+        // routing (a discrete choice) follows the CPU's as closely as it can.
+        const bool widen = w.role == Role::router && w.dtype != DType::f32;
+        const void* source = w.data;
+        if (widen) {
+            widened.resize(w.elements);
+            const auto* half = static_cast<const uint16_t*>(w.data);
+            for (uint64_t i = 0; i < w.elements; ++i)
+                widened[i] = w.dtype == DType::bf16 ? bf16_to_float(half[i]) : fp16_to_float(half[i]);
+            source = widened.data();
+        }
+        const DType dtype = widen ? DType::f32 : w.dtype;
+        const uint64_t bytes = w.elements * dtype_size(dtype);
+        Copy copy{device_allocate(ledger, bytes), dtype};
+        check(cudaMemcpy(copy.buffer.floats(), source, bytes, cudaMemcpyHostToDevice), "upload of the weights");
+        weights->copies_.emplace(&w, std::move(copy));
+    }
+    // Copies from pageable memory may still be in flight on the default stream, which the
+    // backends' streams do not wait for.
+    check(cudaDeviceSynchronize(), "upload of the weights");
+    return weights;
+}
+
+const CudaWeights::Copy& CudaWeights::find(const Weight& weight) const {
+    const auto found = copies_.find(&weight);
+    if (found == copies_.end()) fail(Status::internal, "weight '{}' is not on the device", weight.name);
+    return found->second;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory) {
+    return std::make_unique<CudaBackend>(std::move(weights),
+                                         std::shared_ptr<MemoryLedger>(&memory, [](MemoryLedger*) {}));
+}
+
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights) {
+    return std::make_unique<CudaBackend>(std::move(weights), std::make_shared<MemoryLedger>("cuda", UINT64_MAX));
+}
+
+}  // namespace unmask

@@ -1,0 +1,62 @@
+// The CUDA backend (built with UNMASK_CUDA): the Backend interface on one GPU. Activations are
+// fp32 in device memory; matmuls run in the weights' precision through cuBLASLt (activations
+// rounded to bf16/fp16 for bf16/fp16 weights, fp32 accumulation); everything else is a kernel of
+// kernels/cuda. Every device allocation is charged to a ledger; a CUDA error becomes
+// Error(DEVICE), a refused allocation Error(OUT_OF_BUDGET).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <unordered_map>
+
+#include "backend/backend.hpp"
+
+namespace unmask {
+
+// A model's weights copied to one GPU, charged to a ledger until the last owner lets go. One copy
+// serves every CUDA backend that runs the model on that device.
+class CudaWeights {
+public:
+    // Copies every weight of `model` (which must have data and outlive the result) to `device`,
+    // charging `ledger` (which must outlive the result), or nothing when it is null: a model loaded
+    // for the CUDA backend has reserved its weights in the device's ledger already. Throws
+    // Error(OUT_OF_BUDGET) when they do not fit, Error(DEVICE) on a CUDA error.
+    static std::shared_ptr<const CudaWeights> upload(const Model& model, int device, MemoryLedger* ledger);
+    // The same for weights held elsewhere (tests), which must outlive the result.
+    static std::shared_ptr<const CudaWeights> upload(std::span<const Weight> weights, int device, MemoryLedger* ledger);
+
+    // A weight on the device, in its stored precision except the MoE router's, which is widened
+    // to fp32 (routing is a discrete choice: it should follow the CPU's as closely as it can).
+    struct Copy {
+        DeviceBuffer buffer;
+        DType dtype = DType::f32;
+    };
+
+    int device() const noexcept { return device_; }
+    // The device copy of `weight`; throws Error(INTERNAL) for a weight not of the uploaded model.
+    const Copy& find(const Weight& weight) const;
+
+private:
+    int device_ = 0;
+    std::unordered_map<const Weight*, Copy> copies_;
+};
+
+// The device buffers of a CUDA backend for forwards up to `limits` (cuda_workspace_bytes is their
+// sum in allocation granules): cuBLASLt's workspace, the activations rounded to bf16/fp16 for a
+// matmul, the attention batch's description, and the candidates' parameters and results.
+struct CudaWorkspace {
+    static constexpr uint64_t matmul_bytes = uint64_t(32) << 20;  // cuBLASLt's recommendation for Hopper
+    static constexpr uint64_t attention_sequence_bytes = 56;      // kernels::cuda::AttentionSequence
+    static constexpr uint64_t candidate_row_bytes = 64;           // kernels::cuda::CandidateRow
+    static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
+    uint64_t rounded = 0, attention = 0, candidates = 0;
+};
+CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
+
+// A CUDA backend on the weights' device, charging its activations and workspace to `memory`,
+// which must outlive it and every buffer it allocates.
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory);
+// The same with a ledger of its own and no limit (tests, benchmarks).
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights);
+
+}  // namespace unmask

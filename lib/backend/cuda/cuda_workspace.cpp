@@ -1,0 +1,28 @@
+// The CUDA backend's workspace sizes: host arithmetic only, compiled in every build so that memory
+// plans for a GPU can be made anywhere.
+#include <algorithm>
+
+#include "backend/cuda/cuda_backend.hpp"
+#include "model/run_state.hpp"
+
+namespace unmask {
+
+CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
+    const auto tokens = static_cast<uint64_t>(std::max<int64_t>(limits.tokens, 1));
+    const auto rows = std::min<uint64_t>(tokens, output_chunk_rows);  // candidates per call
+    CudaWorkspace w;
+    // Matmul inputs: a forward's rows at the widest input, or the LM head's outputs and their CFG twins.
+    w.rounded = std::max(tokens, 2 * rows) * static_cast<uint64_t>(std::max<int64_t>(limits.matmul_width, 1)) * 2;
+    w.attention = tokens * CudaWorkspace::attention_sequence_bytes;
+    w.candidates = rows * (CudaWorkspace::candidate_row_bytes + CudaWorkspace::banned_per_row * sizeof(int32_t) +
+                           sizeof(Candidate));
+    return w;
+}
+
+uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits) {
+    const CudaWorkspace w = cuda_workspace(limits);
+    return allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
+           allocation_bytes(w.attention) + allocation_bytes(w.candidates);
+}
+
+}  // namespace unmask

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds unmask with CUDA, runs the CUDA backend's conformance
+# suite against the CPU reference (every op, whole forwards of each architecture in fp32 and bf16,
+# generations for each policy and cache mode at temperature 0), then the GPU entries of
+# unmask-bench. Writes its logs and results to $OUT when set (else build-gpu/check). Needs no
+# network: the Debian libraries come from tests/gpu/carry_deps.sh's .debs/gpu/root when the
+# machine lacks them, the test models are written by the repository's scripts (python3 with
+# PyTorch makes the reference models).
+# usage: tests/gpu/check.sh        (device tool: carry .debs/gpu/root, timeout ~480 s)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-build-gpu/check}
+mkdir -p "$out"
+jobs=$(nproc)
+started=$SECONDS
+log() { echo "=== $* ($((SECONDS - started)) s)" | tee -a "$out/summary.txt"; }
+
+root=$PWD/.debs/gpu/root
+if [ -d "$root" ]; then
+  export PATH=$root/usr/bin:$PATH
+  export PKG_CONFIG_PATH=$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$PKG_CONFIG_PATH
+  export CMAKE_PREFIX_PATH=$root/usr
+  export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt" || true
+
+log "configure and build (CUDA for sm_90)"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=ON -DUNMASK_NCCL=OFF \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DUNMASK_BUILD_EXAMPLES=OFF > "$out/build.log" 2>&1 ||
+  { tail -50 "$out/build.log"; exit 1; }
+cmake --build build-gpu -j "$jobs" --target unmask_cuda_tests unmask-bench >> "$out/build.log" 2>&1 ||
+  { tail -50 "$out/build.log"; exit 1; }
+
+log "test models"
+data=$PWD/build-gpu/test-data
+python3 tests/fixtures/make_model_fixtures.py "$data/fixtures" > "$out/data.log" 2>&1
+python3 tests/reference/make_reference_fixtures.py "$data/reference" >> "$out/data.log" 2>&1
+
+log "conformance against the CPU backend"
+status=0
+UNMASK_TEST_DATA=$data build-gpu/tests/unmask_cuda_tests --duration=true 2>&1 | tee "$out/conformance.txt" ||
+  status=1
+
+log "benchmarks"
+build-gpu/bench/unmask-bench --benchmark_filter='BM_cuda|BM_forward/tokens:256/threads:2/bf16:1' \
+  --benchmark_min_time=0.5 --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 |
+  tee "$out/bench.txt" || status=1
+
+log "done: $([ $status = 0 ] && echo passed || echo FAILED)"
+exit $status

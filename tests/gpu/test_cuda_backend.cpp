@@ -1,0 +1,405 @@
+// The CUDA backend's conformance suite: every Backend op, whole forwards of each architecture and
+// whole generations against the CPU backend (the reference). Without a CUDA device only the
+// host-side cases (named "host:") run; the rest are skipped with a message.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../unit/fixtures.hpp"
+#include "backend/backend.hpp"
+#include "backend/cuda/cublaslt_matmul.hpp"
+#include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/cuda_runtime_info.hpp"
+#include "core/error.hpp"
+#include "core/float_convert.hpp"
+#include "decode/generate.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+
+using namespace unmask;
+
+namespace {
+
+// A weight with its host data, in one of the weight element types.
+struct HostWeight {
+    std::vector<float> f32;
+    std::vector<uint16_t> half;
+    Weight weight;
+};
+
+HostWeight random_weight(std::vector<int64_t> shape, DType dtype, std::mt19937& rng, float scale = 1.0f) {
+    HostWeight w;
+    uint64_t elements = 1;
+    for (int64_t d : shape) elements *= uint64_t(d);
+    std::normal_distribution<float> normal(0.0f, scale);
+    if (dtype == DType::f32) {
+        w.f32.resize(elements);
+        for (float& v : w.f32) v = normal(rng);
+    } else {
+        w.half.resize(elements);
+        for (uint16_t& v : w.half) v = dtype == DType::bf16 ? float_to_bf16(normal(rng)) : float_to_fp16(normal(rng));
+    }
+    w.weight.name = "test weight";
+    w.weight.dtype = dtype;
+    w.weight.file_dtype = dtype;
+    w.weight.shape = std::move(shape);
+    w.weight.elements = elements;
+    w.weight.data = dtype == DType::f32 ? static_cast<const void*>(w.f32.data()) : w.half.data();
+    return w;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+// max |actual - expected| / max |expected|
+double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
+    REQUIRE(actual.size() == expected.size());
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        worst = std::max(worst, std::abs(double(actual[i]) - double(expected[i])));
+        scale = std::max(scale, std::abs(double(expected[i])));
+    }
+    return worst / scale;
+}
+
+// The CPU and the CUDA backend side by side, with the weights of a test on the device.
+struct Pair {
+    MemoryLedger ledger{"cuda weights", UINT64_MAX};
+    std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    std::unique_ptr<Backend> cuda;
+
+    explicit Pair(std::span<const Weight> weights)
+        : cuda(make_cuda_backend(CudaWeights::upload(weights, 0, &ledger))) {
+        // Room for every test's attention keys and candidate rows (the CPU refuses work beyond it).
+        for (Backend* b : {cpu.get(), cuda.get()}) b->reserve_workspace({256, 8192, 256, 1024});
+    }
+
+    template <typename T>
+    DeviceBuffer put(Backend& b, const std::vector<T>& v) {
+        DeviceBuffer buffer = b.allocate(std::max<size_t>(1, v.size()) * sizeof(T));
+        if (!v.empty()) b.copy_to_device(buffer, v.data(), v.size() * sizeof(T));
+        return buffer;
+    }
+    std::vector<float> get(Backend& b, const DeviceBuffer& buffer, size_t n) {
+        std::vector<float> v(n);
+        b.copy_to_host(v.data(), buffer, n * sizeof(float));
+        return v;
+    }
+    // Runs `op(backend, inputs on that backend)` on both and returns (cpu, cuda) of `output` floats.
+    template <typename Op>
+    std::pair<std::vector<float>, std::vector<float>> both(const std::vector<std::vector<float>>& inputs,
+                                                           size_t output, const Op& op) {
+        std::pair<std::vector<float>, std::vector<float>> results;
+        for (Backend* b : {cpu.get(), cuda.get()}) {
+            std::vector<DeviceBuffer> buffers;
+            for (const auto& input : inputs) buffers.push_back(put(*b, input));
+            DeviceBuffer out = put(*b, std::vector<float>(output, 0.0f));
+            op(*b, buffers, out.floats());
+            (b == cpu.get() ? results.first : results.second) = get(*b, out, output);
+        }
+        return results;
+    }
+
+};
+
+std::vector<Weight> weights_of(std::initializer_list<const HostWeight*> list) {
+    std::vector<Weight> out;
+    for (const HostWeight* w : list) out.push_back(w->weight);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("host: the cuBLASLt layout of a row-major x · wᵀ") {
+    // out[rows, n] = x[rows, k] · wᵀ is, column-major, outᵀ[n, rows] = (w as [k, n])ᵀ · (x as [k, rows]).
+    const auto l = cuda::CublasLtMatmul::layout(5, 7, 3);
+    CHECK(l.transa == CUBLAS_OP_T);
+    CHECK(l.transb == CUBLAS_OP_N);
+    CHECK(l.m == 7);
+    CHECK(l.n == 5);
+    CHECK(l.k == 3);
+    CHECK(l.lda == 3);
+    CHECK(l.ldb == 3);
+    CHECK(l.ldd == 7);
+}
+
+TEST_CASE("matmul in fp32, bf16 and fp16 with and without bias matches the CPU") {
+    std::mt19937 rng(1);
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+        for (int64_t rows : {1, 7, 64})
+            for (auto [n, k] : {std::pair<int64_t, int64_t>{33, 64}, {256, 300}, {1000, 128}}) {
+                CAPTURE(dtype_name(dtype));
+                CAPTURE(rows);
+                CAPTURE(n);
+                CAPTURE(k);
+                HostWeight w = random_weight({n, k}, dtype, rng, 0.05f), bias = random_weight({n}, dtype, rng);
+                const auto weights = weights_of({&w, &bias});
+                Pair pair(weights);
+                for (bool with_bias : {false, true}) {
+                    auto [cpu, gpu] = pair.both({random_floats(size_t(rows * k), rng)}, size_t(rows * n),
+                                                [&](Backend& b, auto& in, float* out) {
+                                                    b.matmul(in[0].floats(), rows, weights[0],
+                                                             with_bias ? &weights[1] : nullptr, out);
+                                                });
+                    // bf16/fp16 weights take the activations rounded to their precision.
+                    CHECK(relative_error(gpu, cpu) <= (dtype == DType::f32 ? 1e-5 : 1e-2));
+                }
+            }
+}
+
+TEST_CASE("embedding, rmsnorm, rope, swiglu, add, gathers, scatters and guidance match the CPU") {
+    std::mt19937 rng(2);
+    const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;
+    HostWeight table = random_weight({vocab, dim}, DType::bf16, rng), norm = random_weight({dim}, DType::f16, rng),
+               head_norm = random_weight({head_dim}, DType::f32, rng);
+    const auto weights = weights_of({&table, &norm, &head_norm});
+    Pair pair(weights);
+    const size_t n = size_t(rows * dim);
+    auto expect_close = [](const std::pair<std::vector<float>, std::vector<float>>& r, double tolerance) {
+        CHECK(relative_error(r.second, r.first) <= tolerance);
+    };
+    std::vector<int32_t> ids(static_cast<size_t>(rows));
+    for (int32_t& id : ids) id = int32_t(rng() % vocab);
+    {
+        std::vector<float> ids_as_floats(ids.size());
+        std::memcpy(ids_as_floats.data(), ids.data(), ids.size() * 4);
+        expect_close(pair.both({ids_as_floats}, n, [&](Backend& b, auto& in, float* out) {
+                         b.embedding(weights[0], in[0].ints(), rows, out);
+                     }), 0.0);
+    }
+    const std::vector<float> x = random_floats(n, rng), y = random_floats(n, rng);
+    expect_close(pair.both({x}, n, [&](Backend& b, auto& in, float* out) {
+                     b.rmsnorm(in[0].floats(), rows, dim, dim, weights[1], 1e-5, out, dim);
+                 }), 1e-5);
+    // Per-head norms: rows of head_dim inside rows of dim.
+    expect_close(pair.both({x}, n, [&](Backend& b, auto& in, float* out) {
+                     b.rmsnorm(in[0].floats(), rows * heads, head_dim, head_dim, weights[2], 1e-6, out, head_dim);
+                 }), 1e-5);
+    std::vector<float> positions_as_floats(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+        const int32_t position = int32_t(r * 37 + 5);
+        std::memcpy(&positions_as_floats[size_t(r)], &position, 4);
+    }
+    for (const RopeSpec& spec : {RopeSpec{10000.0, head_dim, false}, RopeSpec{500000.0, head_dim, true},
+                                 RopeSpec{10000.0, head_dim / 2, false}}) {
+        expect_close(pair.both({x, positions_as_floats}, n, [&](Backend& b, auto& in, float* out) {
+                         b.copy(out, in[0].floats(), int64_t(n));
+                         b.rope(out, rows, heads, head_dim, in[1].ints(), spec);
+                     }), 1e-5);
+    }
+    expect_close(pair.both({x, y}, n, [&](Backend& b, auto& in, float* out) {
+                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.swiglu(out, in[1].floats(), int64_t(n));
+                 }), 1e-5);
+    expect_close(pair.both({x, y}, n, [&](Backend& b, auto& in, float* out) {
+                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.add(out, in[1].floats(), int64_t(n));
+                     b.combine_guidance(out, in[1].floats(), 1.5, int64_t(n));
+                 }), 1e-6);
+    // Gather rows, then add them back scaled, with a row chosen twice.
+    const std::vector<int32_t> picked = {4, 0, 4, 8};
+    std::vector<float> picked_as_floats(picked.size()), scales = {0.5f, -1.0f, 0.25f, 2.0f};
+    std::memcpy(picked_as_floats.data(), picked.data(), picked.size() * 4);
+    expect_close(pair.both({x, picked_as_floats, scales}, n, [&](Backend& b, auto& in, float* out) {
+                     DeviceBuffer gathered = b.allocate(picked.size() * size_t(dim) * 4);
+                     b.gather_rows(in[0].floats(), dim, in[1].ints(), int64_t(picked.size()), gathered.floats());
+                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.scatter_add_rows(out, dim, in[1].ints(), in[2].floats(), int64_t(picked.size()),
+                                        gathered.floats());
+                 }), 1e-6);
+}
+
+TEST_CASE("attention with grouped heads, block-causal masks and cache views matches the CPU") {
+    std::mt19937 rng(3);
+    const int64_t heads = 4, kv_heads = 2, head_dim = 64, q_width = heads * head_dim, kv_width = kv_heads * head_dim;
+    Pair pair({});
+    // Three sequences of 5, 17 and 40 rows; the last reads a cache of 70 keys in which its
+    // queries sit at position 20.
+    const std::vector<int64_t> lengths = {5, 17, 40};
+    const int64_t tokens = 62, cached_keys = 70;
+    const auto q = random_floats(size_t(tokens * q_width), rng), k = random_floats(size_t(tokens * kv_width), rng),
+               v = random_floats(size_t(tokens * kv_width), rng);
+    const auto cache_k = random_floats(size_t(cached_keys * kv_width), rng),
+               cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+    for (int64_t block_size : {0, 8})
+        for (bool with_cache : {false, true}) {
+            CAPTURE(block_size);
+            CAPTURE(with_cache);
+            auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v}, size_t(tokens * q_width),
+                                        [&](Backend& b, auto& in, float* out) {
+                                            std::vector<SequenceRows> sequences;
+                                            int64_t first = 0;
+                                            for (int64_t rows : lengths) {
+                                                sequences.push_back({first, rows, nullptr, nullptr, 0, 0, 0});
+                                                first += rows;
+                                            }
+                                            if (with_cache)
+                                                sequences.back() = {22, 40, in[3].floats(), in[4].floats(),
+                                                                    cached_keys, 20, 4};
+                                            b.attention(in[0].floats(), in[1].floats(), in[2].floats(), sequences,
+                                                        {heads, kv_heads, head_dim, block_size}, out);
+                                        });
+            CHECK(relative_error(gpu, cpu) <= 1e-4);
+        }
+}
+
+TEST_CASE("candidates match the CPU for greedy, sampled, filtered and banned rows") {
+    std::mt19937 rng(4);
+    Pair pair({});
+    const int64_t rows = 48, vocab = 5003;
+    const auto logits = random_floats(size_t(rows * vocab), rng, 3.0f);
+    const std::vector<int32_t> banned = {7, 11};
+    std::vector<CandidateParams> variants(6);
+    variants[1].noise_temperature = 0.8;
+    variants[1].seed = 99;
+    variants[1].step = 3;
+    variants[2].distribution_temperature = 0.7;
+    variants[2].top_k = 20;
+    variants[2].noise_temperature = 1.0;
+    variants[3].top_p = 0.9;
+    variants[3].noise_temperature = 1.0;
+    variants[3].seed = 5;
+    variants[4].banned_tokens = banned;
+    variants[4].probability_excluded_token = 3;
+    variants[5].top_k = 1;
+    variants[5].top_p = 0.5;
+    std::vector<uint32_t> positions(static_cast<size_t>(rows));
+    std::vector<const CandidateParams*> params(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+        positions[size_t(r)] = uint32_t(r * 3);
+        params[size_t(r)] = &variants[size_t(r) % variants.size()];
+    }
+    std::vector<Candidate> cpu(static_cast<size_t>(rows)), gpu(static_cast<size_t>(rows));
+    for (Backend* b : {pair.cpu.get(), pair.cuda.get()}) {
+        DeviceBuffer input = pair.put(*b, logits);
+        b->reserve_workspace({1, vocab});
+        b->candidates(input.floats(), rows, vocab, positions.data(), params, b == pair.cpu.get() ? cpu.data() : gpu.data());
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        CHECK(gpu[size_t(r)].token == cpu[size_t(r)].token);
+        CHECK(gpu[size_t(r)].top1_token == cpu[size_t(r)].top1_token);
+        CHECK(gpu[size_t(r)].probability == doctest::Approx(cpu[size_t(r)].probability).epsilon(1e-4));
+        CHECK(gpu[size_t(r)].top1_probability == doctest::Approx(cpu[size_t(r)].top1_probability).epsilon(1e-4));
+        CHECK(gpu[size_t(r)].top2_probability == doctest::Approx(cpu[size_t(r)].top2_probability).epsilon(1e-4));
+        CHECK(gpu[size_t(r)].negative_entropy == doctest::Approx(cpu[size_t(r)].negative_entropy).epsilon(1e-4));
+        if (params[size_t(r)]->banned_tokens.size() > 0)
+            CHECK((gpu[size_t(r)].token != 7 && gpu[size_t(r)].token != 11));
+    }
+}
+
+namespace {
+
+const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream"};
+
+std::unique_ptr<Model> load(const std::string& path, Precision precision) {
+    LoadOptions options;
+    options.precision = precision;
+    return load_model(path, options);
+}
+
+}  // namespace
+
+TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16") {
+    for (const std::string name : architectures)
+        for (auto [precision, tolerance] : {std::pair{Precision::fp32, 1e-4}, std::pair{Precision::bf16, 2e-2}}) {
+            CAPTURE(name);
+            CAPTURE(static_cast<int>(precision));
+            const auto model = load(test_data_path("reference/" + name), precision);
+            MemoryLedger ledger("cuda weights", UINT64_MAX);
+            auto cuda = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+            auto cpu = make_cpu_backend(2);
+            const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4, 5, 6, 7}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}};
+            const ForwardLimits limits{20, 13};
+            std::vector<ForwardSequence> batch;
+            const CandidateParams greedy;
+            for (const auto& s : sequences) batch.push_back({s, {}, &greedy, {}, 0.0});
+            Forward on_cpu(*model, *cpu, limits), on_cuda(*model, *cuda, limits);
+            const ForwardOutput expected = on_cpu.run(batch, true), actual = on_cuda.run(batch, true);
+            const double error = relative_error(actual.logits, expected.logits);
+            MESSAGE(name << " precision " << static_cast<int>(precision) << ": max relative error " << error);
+            CHECK(error <= tolerance);
+            // Candidates: the same top-1 wherever the CPU's top two are well apart.
+            const ForwardOutput cpu_candidates = on_cpu.run(batch, false), cuda_candidates = on_cuda.run(batch, false);
+            REQUIRE(cpu_candidates.candidates.size() == cuda_candidates.candidates.size());
+            for (size_t i = 0; i < cpu_candidates.candidates.size(); ++i) {
+                const Candidate &c = cpu_candidates.candidates[i], &g = cuda_candidates.candidates[i];
+                if (c.top1_probability - c.top2_probability > 0.05f) CHECK(g.top1_token == c.top1_token);
+            }
+        }
+}
+
+TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
+    const auto model = load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::fp32);
+    MemoryLedger ledger("cuda weights", UINT64_MAX);
+    auto cuda = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+    auto cpu = make_cpu_backend(2);
+    const ModelSpec& spec = model->spec();
+    const std::vector<int32_t> prompt = {942, 40, 83, 84, 943};  // <|user|> ... <|assistant|>
+    for (CommitPolicy policy : {CommitPolicy::low_confidence, CommitPolicy::random, CommitPolicy::origin,
+                                CommitPolicy::maskgit_plus, CommitPolicy::topk_margin, CommitPolicy::entropy})
+        for (CacheMode cache : {CacheMode::none, CacheMode::prefix, CacheMode::dual})
+            for (double threshold : {0.0, 0.9}) {
+                CAPTURE(static_cast<int>(policy));
+                CAPTURE(static_cast<int>(cache));
+                CAPTURE(threshold);
+                if (threshold > 0 && policy != CommitPolicy::low_confidence) continue;
+                DecodeParams params;
+                params.gen_length = 32;
+                params.steps = 32;
+                params.block_length = 16;
+                params.policy = policy;
+                params.cache_mode = cache;
+                params.threshold = threshold;
+                params.seed = 7;
+                std::vector<int32_t> canvas = prompt;
+                canvas.resize(prompt.size() + 32, static_cast<int32_t>(spec.mask_token_id));
+                std::vector<std::vector<int32_t>> results;
+                for (Backend* b : {cpu.get(), cuda.get()}) {
+                    std::vector<DecodeSequence> sequences;
+                    sequences.emplace_back(spec, params, canvas);
+                    generate(*model, *b, sequences, single_forward_limits(sequences));
+                    results.push_back(sequences[0].canvas());
+                }
+                CHECK(results[1] == results[0]);
+            }
+}
+
+TEST_CASE("a refused device allocation is OUT_OF_BUDGET, not a crash") {
+    Pair pair({});
+    MemoryLedger small("small", 1 << 20);
+    CHECK_THROWS_AS(pair.cuda->allocate_in(small, size_t(2) << 20), Error);
+    try {
+        pair.cuda->allocate(size_t(1) << 50);  // a petabyte: the ledger has room, the GPU has not
+        FAIL("allocated a petabyte");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::out_of_budget);
+    }
+    // The backend still works afterwards.
+    DeviceBuffer b = pair.cuda->allocate(16);
+    const float values[4] = {1, 2, 3, 4};
+    pair.cuda->copy_to_device(b, values, sizeof values);
+    float back[4] = {};
+    pair.cuda->copy_to_host(back, b, sizeof back);
+    CHECK(back[3] == 4.0f);
+}
+
+int main(int argc, char** argv) {
+    doctest::Context context(argc, argv);
+    if (cuda::device_count() == 0) {
+        std::puts("no CUDA device: only the host-side cases run");
+        context.addFilter("test-case", "host:*");
+    }
+    return context.run();
+}
