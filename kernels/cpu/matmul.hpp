@@ -8,9 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "element_type.hpp"
+
 namespace unmask::kernels::cpu {
 
-enum class ElementType : int32_t { f32, bf16, f16 };
+using kernels::ElementType;
 
 struct WeightMatrix {
     const void* data = nullptr;

@@ -1,100 +1,223 @@
 #include "cuda/attention.hpp"
 
+#include <atomic>
+
 #include "cuda/device_math.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
 
-constexpr int warps_per_block = 4;
-constexpr int max_per_lane = max_attention_head_dim / 32;
+// A block of `warps` warps takes `query_tile` query rows of one head, rows_per_warp per warp.
+// Per tile of key_tile keys (one per lane): each lane scores its key against the warp's rows
+// (q and k from shared memory, 4 floats at a time), the warp updates each row's running maximum
+// and sum, then every lane accumulates its head dimensions (lane, lane + 32, ...) of each row
+// from the tile's values, the weights passed across the warp by shuffles.
+constexpr int warps = 4;
+constexpr int query_tile = static_cast<int>(attention_query_tile);
+constexpr int rows_per_warp = query_tile / warps;
+constexpr int key_tile = 32;
+static_assert(rows_per_warp * warps == query_tile);
+static_assert(key_tile == 32, "one key per lane: the weights are passed across the warp by lane");
 
-// One warp per (query row, head): lane l holds dimensions l, l + 32, ... of q and of the output.
-__global__ void attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
-                                 int64_t sequence_count, int64_t tokens, AttentionDims dims, float* out) {
-    const int64_t item = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
-    const int lane = threadIdx.x & 31;
-    if (item >= tokens * dims.heads) return;  // whole warps only
-    const int64_t row = item / dims.heads, head = item % dims.heads;
+// Shared-memory row stride in floats: the head padded to 4 floats, plus 4 so that a quarter-warp's
+// 16-byte loads of consecutive rows fall in different banks.
+__host__ __device__ constexpr int64_t row_stride(int64_t head_dim) { return (head_dim + 3) / 4 * 4 + 4; }
 
-    // The sequence holding `row`: the last one starting at or before it.
-    int64_t lo = 0, hi = sequence_count - 1;
+__host__ __device__ constexpr size_t shared_bytes(int64_t head_dim) {
+    return size_t(query_tile + 2 * key_tile) * size_t(row_stride(head_dim)) * sizeof(float);
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
+    return v;
+}
+
+// How many of the keys the query at `index` within `seq` sees (block-causal masks: up to the end
+// of its block; kernels/cpu/attention.hpp block_end).
+__device__ __forceinline__ int64_t visible_keys(const AttentionSequence& seq, int64_t index, int64_t block_size,
+                                                int64_t key_count) {
+    if (block_size <= 0) return key_count;
+    const int64_t position = seq.query_position + index;
+    const int64_t end = position < seq.block_origin
+                            ? seq.block_origin
+                            : seq.block_origin + ((position - seq.block_origin) / block_size + 1) * block_size;
+    return end < key_count ? end : key_count;
+}
+
+template <int PerLane>  // head_dim <= 32 * PerLane
+__global__ void __launch_bounds__(warps * 32)
+    attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
+                     int64_t sequence_count, AttentionDims dims, float* out) {
+    extern __shared__ float4 shared_memory[];
+    const int64_t tile = blockIdx.x, head = blockIdx.y;
+    int64_t lo = 0, hi = sequence_count - 1;  // the sequence holding the tile: the last starting at or before it
     while (lo < hi) {
         const int64_t mid = (lo + hi + 1) / 2;
-        if (sequences[mid].first_row <= row) lo = mid;
+        if (sequences[mid].first_tile <= tile) lo = mid;
         else hi = mid - 1;
     }
     const AttentionSequence seq = sequences[lo];
-    if (row < seq.first_row || row >= seq.first_row + seq.rows) return;  // a row no sequence owns
-    const int64_t d = dims.head_dim, q_stride = dims.heads * d, kv_stride = dims.kv_heads * d;
+    const int64_t first_query = (tile - seq.first_tile) * query_tile;
+    const int64_t remaining = seq.rows - first_query;
+    if (remaining <= 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
+    const int queries = remaining < query_tile ? static_cast<int>(remaining) : query_tile;
+
+    const int64_t d = dims.head_dim, padded = (d + 3) / 4 * 4, stride = row_stride(d);
+    const int64_t q_stride = dims.heads * d, kv_stride = dims.kv_heads * d;
     const int64_t kv_head = head / (dims.heads / dims.kv_heads);
     const bool cached = seq.keys != nullptr;
     const float* keys = (cached ? seq.keys : k + seq.first_row * kv_stride) + kv_head * d;
     const float* values = (cached ? seq.values : v + seq.first_row * kv_stride) + kv_head * d;
     const int64_t key_count = cached ? seq.key_count : seq.rows;
-    int64_t visible = key_count;
-    if (dims.block_size > 0) {
-        const int64_t position = seq.query_position + (row - seq.first_row);
-        const int64_t end = position < seq.block_origin
-                                ? seq.block_origin
-                                : seq.block_origin + ((position - seq.block_origin) / dims.block_size + 1) * dims.block_size;
-        visible = end < key_count ? end : key_count;
+    // Visibility grows with the position, so the tile's last query sees the most keys.
+    const int64_t tile_keys = visible_keys(seq, first_query + queries - 1, dims.block_size, key_count);
+
+    float* q_tile = reinterpret_cast<float*>(shared_memory);  // [query_tile][stride], scaled, zero padded
+    float* k_tile = q_tile + query_tile * stride;              // [key_tile][stride]
+    float* v_tile = k_tile + key_tile * stride;                // [key_tile][stride]
+    const float scale = static_cast<float>(1.0 / sqrt(double(d)));
+    for (int64_t i = threadIdx.x; i < query_tile * padded; i += blockDim.x) {
+        const int64_t r = i / padded, c = i % padded;
+        q_tile[r * stride + c] =
+            r < queries && c < d ? q[(seq.first_row + first_query + r) * q_stride + head * d + c] * scale : 0.0f;
     }
 
-    const float scale = static_cast<float>(1.0 / sqrt(double(d)));
-    float query[max_per_lane], acc[max_per_lane];
-    const float* q_row = q + row * q_stride + head * d;
+    const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+    const int first_row = warp * rows_per_warp;
+    int64_t visible[rows_per_warp];
+    float running_max[rows_per_warp], total[rows_per_warp], weight[rows_per_warp], acc[rows_per_warp][PerLane];
 #pragma unroll
-    for (int j = 0; j < max_per_lane; ++j) {
-        const int64_t c = lane + 32 * j;
-        query[j] = c < d ? q_row[c] * scale : 0.0f;
-        acc[j] = 0.0f;
+    for (int r = 0; r < rows_per_warp; ++r) {
+        visible[r] = first_row + r < queries ? visible_keys(seq, first_query + first_row + r, dims.block_size, key_count)
+                                             : 0;
+        running_max[r] = -INFINITY;
+        total[r] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PerLane; ++j) acc[r][j] = 0.0f;
     }
-    float running_max = -INFINITY, total = 0.0f;
-    for (int64_t key = 0; key < visible; ++key) {
-        const float* key_row = keys + key * kv_stride;
-        float partial = 0.0f;
-#pragma unroll
-        for (int j = 0; j < max_per_lane; ++j) {
-            const int64_t c = lane + 32 * j;
-            if (c < d) partial += query[j] * key_row[c];
+
+    for (int64_t key0 = 0; key0 < tile_keys; key0 += key_tile) {
+        __syncthreads();  // the previous tile is read (and, the first time, the queries written)
+        for (int64_t i = threadIdx.x; i < key_tile * padded; i += blockDim.x) {
+            const int64_t j = i / padded, c = i % padded, key = key0 + j;
+            const bool inside = key < tile_keys && c < d;
+            k_tile[j * stride + c] = inside ? keys[key * kv_stride + c] : 0.0f;
+            v_tile[j * stride + c] = inside ? values[key * kv_stride + c] : 0.0f;
         }
-        const float score = warp_sum(partial);
-        const float next_max = fmaxf(running_max, score);
-        const float correction = expf(running_max - next_max);  // 0 for the first key
-        const float weight = expf(score - next_max);
-        total = total * correction + weight;
-        const float* value_row = values + key * kv_stride;
+        __syncthreads();
+
+        // Scores of this lane's key against the warp's rows.
 #pragma unroll
-        for (int j = 0; j < max_per_lane; ++j) {
-            const int64_t c = lane + 32 * j;
-            if (c < d) acc[j] = acc[j] * correction + weight * value_row[c];
+        for (int r = 0; r < rows_per_warp; ++r) weight[r] = 0.0f;
+        const auto* key_row = reinterpret_cast<const float4*>(k_tile + lane * stride);
+        for (int64_t c4 = 0; c4 < padded / 4; ++c4) {
+            const float4 kk = key_row[c4];
+#pragma unroll
+            for (int r = 0; r < rows_per_warp; ++r) {
+                const float4 qq = reinterpret_cast<const float4*>(q_tile + (first_row + r) * stride)[c4];
+                weight[r] = fmaf(qq.x, kk.x, fmaf(qq.y, kk.y, fmaf(qq.z, kk.z, fmaf(qq.w, kk.w, weight[r]))));
+            }
         }
-        running_max = next_max;
-    }
-    float* out_row = out + row * q_stride + head * d;
-    const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+        // The online softmax: rescale what came before to the new maximum (warp-uniform branches).
+        const int64_t key = key0 + lane;
 #pragma unroll
-    for (int j = 0; j < max_per_lane; ++j) {
-        const int64_t c = lane + 32 * j;
-        if (c < d) out_row[c] = acc[j] * inverse;
+        for (int r = 0; r < rows_per_warp; ++r) {
+            const float score = key < visible[r] ? weight[r] : -INFINITY;
+            const float next_max = fmaxf(running_max[r], warp_max(score));
+            if (next_max == -INFINITY) {  // no key visible to this row yet
+                weight[r] = 0.0f;
+                continue;
+            }
+            const float correction = expf(running_max[r] - next_max);  // 0 before the first visible key
+            weight[r] = expf(score - next_max);                        // 0 for masked keys
+            total[r] = total[r] * correction + warp_sum(weight[r]);
+            running_max[r] = next_max;
+#pragma unroll
+            for (int j = 0; j < PerLane; ++j) acc[r][j] *= correction;
+        }
+        for (int j = 0; j < key_tile; ++j) {
+            float value[PerLane];
+#pragma unroll
+            for (int c = 0; c < PerLane; ++c) {
+                const int64_t column = lane + 32 * c;
+                value[c] = column < d ? v_tile[j * stride + column] : 0.0f;
+            }
+#pragma unroll
+            for (int r = 0; r < rows_per_warp; ++r) {
+                const float p = __shfl_sync(0xFFFFFFFFu, weight[r], j);
+#pragma unroll
+                for (int c = 0; c < PerLane; ++c) acc[r][c] = fmaf(p, value[c], acc[r][c]);
+            }
+        }
     }
+
+#pragma unroll
+    for (int r = 0; r < rows_per_warp; ++r) {
+        if (first_row + r >= queries) break;
+        float* out_row = out + (seq.first_row + first_query + first_row + r) * q_stride + head * d;
+        const float inverse = total[r] > 0.0f ? 1.0f / total[r] : 0.0f;
+#pragma unroll
+        for (int c = 0; c < PerLane; ++c) {
+            const int64_t column = lane + 32 * c;
+            if (column < d) out_row[column] = acc[r][c] * inverse;
+        }
+    }
+}
+
+// Lets attention_kernel<PerLane> take its largest shared memory on the current device (beyond
+// 48 KiB needs the opt-in), once per device.
+template <int PerLane>
+cudaError_t allow_shared_memory() {
+    static std::atomic<uint64_t> devices_done{0};
+    int device = 0;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+    if (bit != 0 && (devices_done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
+    const cudaError_t e = cudaFuncSetAttribute(attention_kernel<PerLane>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(shared_bytes(32 * PerLane)));
+    if (e != cudaSuccess) {
+        cudaGetLastError();  // reported here: do not leave it to the next launch's check
+        return e;
+    }
+    devices_done.fetch_or(bit, std::memory_order_acq_rel);
+    return cudaSuccess;
+}
+
+template <int PerLane>
+cudaError_t launch(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
+                   int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
+                   cudaStream_t stream) {
+    if (const cudaError_t e = allow_shared_memory<PerLane>(); e != cudaSuccess) return e;
+    const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
+    attention_kernel<PerLane><<<grid, warps * 32, shared_bytes(dims.head_dim), stream>>>(q, k, v, sequences,
+                                                                                         sequence_count, dims, out);
+    return cudaGetLastError();
 }
 
 }  // namespace
 
+int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept {
+    int64_t tiles = 0;
+    for (int64_t s = 0; s < count; ++s) {
+        sequences[s].first_tile = tiles;
+        tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile;
+    }
+    return tiles;
+}
+
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
-                      int64_t sequence_count, int64_t tokens, const AttentionDims& dims, float* out,
+                      int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                       cudaStream_t stream) {
-    const int64_t warps = tokens * dims.heads;
-    if (warps == 0 || sequence_count == 0) return cudaSuccess;
+    if (tile_count == 0 || sequence_count == 0 || dims.heads == 0) return cudaSuccess;
     if (dims.head_dim <= 0 || dims.head_dim > max_attention_head_dim || dims.kv_heads <= 0 ||
-        dims.heads % dims.kv_heads != 0 || sequence_count < 0)
+        dims.heads % dims.kv_heads != 0 || dims.heads > 65535 || sequence_count < 0 || tile_count < 0 ||
+        tile_count > INT32_MAX)
         return cudaErrorInvalidValue;
-    const int64_t blocks = (warps + warps_per_block - 1) / warps_per_block;
-    if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-    attention_kernel<<<static_cast<unsigned>(blocks), warps_per_block * 32, 0, stream>>>(q, k, v, sequences,
-                                                                                         sequence_count, tokens, dims, out);
-    return cudaGetLastError();
+    const int64_t per_lane = (dims.head_dim + 31) / 32;
+    if (per_lane <= 1) return launch<1>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
+    if (per_lane <= 2) return launch<2>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
+    if (per_lane <= 4) return launch<4>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
+    return launch<8>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
 }
 
 }  // namespace unmask::kernels::cuda

@@ -1,7 +1,8 @@
 // Attention on the device: softmax(q kᵀ / sqrt(d) + mask) v for every query row and head of a
 // packed batch, bidirectional or block-causal, with grouped K/V heads and cache views; the same
-// contract as kernels/cpu/attention.hpp, computed with an online softmax (keys streamed once,
-// no score matrix).
+// contract as kernels/cpu/attention.hpp. Tiled with an online softmax (flash-attention style):
+// a block takes a tile of one sequence's queries for one head, streams that sequence's keys and
+// values through shared memory a tile at a time, and never forms the score matrix.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct AttentionSequence {
     int64_t key_count = 0;       // with a cache view
     int64_t query_position = 0;  // position of the first query (block-causal masks)
     int64_t block_origin = 0;
+    int64_t first_tile = 0;  // its first query tile among the batch's (number_query_tiles)
 };
 
 struct AttentionDims {
@@ -26,12 +28,19 @@ struct AttentionDims {
     int64_t block_size = 0;  // 0: bidirectional
 };
 
-// The largest head_dim the kernel takes (each lane of a warp holds head_dim / 32 values).
+// The largest head_dim the kernel takes (each lane of a warp holds up to head_dim / 32 outputs).
 inline constexpr int64_t max_attention_head_dim = 256;
+// Query rows per block.
+inline constexpr int64_t attention_query_tile = 32;
 
-// `sequences` (device memory, ordered by first_row, covering rows [0, tokens)).
+// Sets first_tile of `count` sequences (host memory) in order, each holding ceil(rows / tile)
+// tiles, and returns the batch's number of tiles.
+int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept;
+
+// `sequences` (device memory, numbered by number_query_tiles, tile_count tiles in all). Rows no
+// sequence owns are left alone.
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
-                      int64_t sequence_count, int64_t tokens, const AttentionDims& dims, float* out,
+                      int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                       cudaStream_t stream);
 
 }  // namespace unmask::kernels::cuda

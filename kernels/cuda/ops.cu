@@ -18,12 +18,18 @@ __global__ void embedding_kernel(WeightView table, int64_t cols, const int32_t* 
 }
 
 // One block per row: the sum of squares in float64, as on the CPU.
-__global__ void rmsnorm_kernel(const float* x, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
-                               int64_t out_stride) {
-    const float* in = x + blockIdx.x * x_stride;
+// One block per row. With `y` (rows of `dim`), x += y first: the residual add fused with the norm
+// (each thread reads back only what it wrote).
+__global__ void rmsnorm_kernel(float* x, const float* y, int64_t dim, int64_t x_stride, WeightView w, double eps,
+                               float* out, int64_t out_stride) {
+    float* in = x + blockIdx.x * x_stride;
     float* dst = out + blockIdx.x * out_stride;
     double sum = 0;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += double(in[i]) * in[i];
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+        float value = in[i];
+        if (y != nullptr) in[i] = value += y[blockIdx.x * dim + i];
+        sum += double(value) * value;
+    }
     sum = block_sum(sum);
     const auto scale = static_cast<float>(1.0 / sqrt(sum / double(dim) + eps));
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = in[i] * scale * load(w.data, w.type, i);
@@ -98,7 +104,17 @@ cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride,
                     int64_t out_stride, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX) return cudaErrorInvalidValue;
-    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, dim, x_stride, w, eps, out, out_stride);
+    // x is only read without y.
+    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(const_cast<float*>(x), nullptr, dim, x_stride,
+                                                                         w, eps, out, out_stride);
+    return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, WeightView w, double eps, float* out,
+                        cudaStream_t stream) {
+    if (rows == 0) return cudaSuccess;
+    if (rows > INT32_MAX) return cudaErrorInvalidValue;
+    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, y, dim, dim, w, eps, out, dim);
     return cudaGetLastError();
 }
 

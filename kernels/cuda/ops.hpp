@@ -8,9 +8,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "element_type.hpp"
+
 namespace unmask::kernels::cuda {
 
-enum class ElementType : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
+using kernels::ElementType;
 
 // A weight in its stored element type (device memory).
 struct WeightView {
@@ -24,6 +26,9 @@ cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, rows of `dim` at the given strides (in place allowed)
 cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
                     int64_t out_stride, cudaStream_t stream);
+// x += y, then out = rmsnorm(x) * w, for contiguous rows of `dim` (the residual add fused with the norm)
+cudaError_t add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, WeightView w, double eps, float* out,
+                        cudaStream_t stream);
 // x[r, :] += bias
 cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream);
 // Rotates the first rotary_dims of every head (half-split pairs (i, i + half), or interleaved

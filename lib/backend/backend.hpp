@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/candidates.hpp"
+#include "element_type.hpp"
 #include "memory/memory_ledger.hpp"
 #include "model/model.hpp"
 
@@ -114,6 +115,10 @@ public:
     virtual void swiglu(float* gate, const float* up, int64_t n) = 0;
     // x += y
     virtual void add(float* x, const float* y, int64_t n) = 0;
+    // The residual add fused with the next norm: x += y, then out = rmsnorm(x) * w, for `rows`
+    // contiguous rows of `dim`; the same arithmetic as add then rmsnorm.
+    virtual void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
+                             float* out) = 0;
     // For every token: the experts_per_token chosen experts and their weights.
     virtual void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                        float* weights) = 0;
@@ -134,6 +139,9 @@ public:
 // backend's route, which other backends share for the arithmetic to match.
 void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& params, int32_t* experts,
                 float* weights);
+
+// How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
+kernels::ElementType element_type(DType dtype);
 
 // The CPU backend with `threads` threads (>= 1), charging `memory`, which must outlive it and
 // every buffer it allocates.

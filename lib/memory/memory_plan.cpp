@@ -37,9 +37,6 @@ uint64_t device_memory_of(BackendKind backend) {
                               "(or, when planning, the device's memory)");
 }
 
-// Activations, and so the K/V cache, are fp32 on every backend (bf16 caches on the GPU are future work).
-uint64_t kv_element_bytes(BackendKind) { return sizeof(float); }
-
 }  // namespace
 
 int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept {
@@ -54,9 +51,11 @@ uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
     return bytes;
 }
 
-uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend) {
+// The cache is fp32 on every backend today (like the activations); the backend is part of the
+// question for when a GPU keeps it in bf16.
+uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind) {
     if (!options.kv_cache) return 0;
-    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, kv_element_bytes(backend)));
+    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length));
     return one * (options.cfg ? 2 : 1);
 }
 

@@ -232,8 +232,10 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
 
     std::vector<SequenceRows> sequences(runs.size());
     backend_.embedding(*embedding_, token_ids.ints(), tokens, x.floats());
+    bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
     for (const LayerWeights& layer : layers_) {
-        backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
+        if (!normed_ready)
+            backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
         backend_.matmul(normed.floats(), tokens, *layer.q, layer.q_bias, q.floats());
         backend_.matmul(normed.floats(), tokens, *layer.k, layer.k_bias, k.floats());
         backend_.matmul(normed.floats(), tokens, *layer.v, layer.v_bias, v.floats());
@@ -260,14 +262,20 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         }
         backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
         backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
-        backend_.add(x.floats(), projected.floats(), tokens * d);
-
-        backend_.rmsnorm(x.floats(), tokens, d, d, *layer.mlp_norm, spec_.rms_norm_eps, normed.floats(), d);
+        backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *layer.mlp_norm, spec_.rms_norm_eps,
+                             normed.floats());
+        normed_ready = false;
         if (layer.router != nullptr) {
-            moe(layer, normed.floats(), tokens, x.floats());
+            moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
         } else {
             mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
-            backend_.add(x.floats(), projected.floats(), tokens * d);
+            if (&layer == &layers_.back()) {
+                backend_.add(x.floats(), projected.floats(), tokens * d);  // the final norm takes the output rows only
+            } else {
+                backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *(&layer + 1)->attention_norm,
+                                     spec_.rms_norm_eps, normed.floats());
+                normed_ready = true;
+            }
         }
     }
 

@@ -2,8 +2,8 @@
 
 namespace unmask {
 
-uint64_t KVCache::bytes(const ModelSpec& spec, int64_t length, uint64_t element_bytes) noexcept {
-    return 2 * uint64_t(spec.layers) * uint64_t(length) * uint64_t(spec.kv_heads * spec.head_dim) * element_bytes;
+uint64_t KVCache::bytes(const ModelSpec& spec, int64_t length) noexcept {
+    return 2 * uint64_t(spec.layers) * uint64_t(length) * uint64_t(spec.kv_heads * spec.head_dim) * sizeof(float);
 }
 
 KVCache::KVCache(Backend& backend, MemoryLedger* ledger, const ModelSpec& spec, int64_t length)

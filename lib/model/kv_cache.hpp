@@ -16,9 +16,8 @@ public:
     // OUT_OF_BUDGET when it cannot take them.
     KVCache(Backend& backend, MemoryLedger* ledger, const ModelSpec& spec, int64_t length);
 
-    // Bytes of one cache of `length` positions with elements of `element_bytes` (this class
-    // keeps fp32, as the CPU's activations; a CUDA cache is planned in bf16).
-    static uint64_t bytes(const ModelSpec& spec, int64_t length, uint64_t element_bytes = sizeof(float)) noexcept;
+    // Bytes of one cache of `length` positions (fp32, like the activations, on every backend).
+    static uint64_t bytes(const ModelSpec& spec, int64_t length) noexcept;
 
     int64_t length() const noexcept { return length_; }
     int64_t row_floats() const noexcept { return row_floats_; }  // kv_heads x head_dim

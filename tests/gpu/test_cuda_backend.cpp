@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../unit/fixtures.hpp"
@@ -19,6 +20,7 @@
 #include "backend/cuda/cuda_runtime_info.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
+#include "cuda/attention.hpp"
 #include "decode/generate.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
@@ -158,7 +160,7 @@ TEST_CASE("matmul in fp32, bf16 and fp16 with and without bias matches the CPU")
             }
 }
 
-TEST_CASE("embedding, rmsnorm, rope, swiglu, add, gathers, scatters and guidance match the CPU") {
+TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, scatters and guidance match the CPU") {
     std::mt19937 rng(2);
     const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;
     HostWeight table = random_weight({vocab, dim}, DType::bf16, rng), norm = random_weight({dim}, DType::f16, rng),
@@ -185,6 +187,11 @@ TEST_CASE("embedding, rmsnorm, rope, swiglu, add, gathers, scatters and guidance
     // Per-head norms: rows of head_dim inside rows of dim.
     expect_close(pair.both({x}, n, [&](Backend& b, auto& in, float* out) {
                      b.rmsnorm(in[0].floats(), rows * heads, head_dim, head_dim, weights[2], 1e-6, out, head_dim);
+                 }), 1e-5);
+    // The residual add fused with the norm: the sum (first half) and its norm (second half).
+    expect_close(pair.both({x, y}, 2 * n, [&](Backend& b, auto& in, float* out) {
+                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.add_rmsnorm(out, in[1].floats(), rows, dim, weights[1], 1e-5, out + n);
                  }), 1e-5);
     std::vector<float> positions_as_floats(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
@@ -220,38 +227,63 @@ TEST_CASE("embedding, rmsnorm, rope, swiglu, add, gathers, scatters and guidance
                  }), 1e-6);
 }
 
+TEST_CASE("host: query tiles are numbered in order, ceil(rows / tile) per sequence") {
+    const int64_t tile = kernels::cuda::attention_query_tile;
+    std::vector<kernels::cuda::AttentionSequence> sequences(4);
+    const int64_t rows[] = {1, tile, tile + 1, 3 * tile};
+    for (size_t s = 0; s < sequences.size(); ++s) sequences[s].rows = rows[s];
+    CHECK(kernels::cuda::number_query_tiles(sequences.data(), 4) == 1 + 1 + 2 + 3);
+    CHECK(sequences[0].first_tile == 0);
+    CHECK(sequences[1].first_tile == 1);
+    CHECK(sequences[2].first_tile == 2);
+    CHECK(sequences[3].first_tile == 4);
+}
+
 TEST_CASE("attention with grouped heads, block-causal masks and cache views matches the CPU") {
     std::mt19937 rng(3);
-    const int64_t heads = 4, kv_heads = 2, head_dim = 64, q_width = heads * head_dim, kv_width = kv_heads * head_dim;
+    const int64_t heads = 4;
     Pair pair({});
-    // Three sequences of 5, 17 and 40 rows; the last reads a cache of 70 keys in which its
-    // queries sit at position 20.
-    const std::vector<int64_t> lengths = {5, 17, 40};
-    const int64_t tokens = 62, cached_keys = 70;
-    const auto q = random_floats(size_t(tokens * q_width), rng), k = random_floats(size_t(tokens * kv_width), rng),
-               v = random_floats(size_t(tokens * kv_width), rng);
-    const auto cache_k = random_floats(size_t(cached_keys * kv_width), rng),
-               cache_v = random_floats(size_t(cached_keys * kv_width), rng);
-    for (int64_t block_size : {0, 8})
-        for (bool with_cache : {false, true}) {
-            CAPTURE(block_size);
-            CAPTURE(with_cache);
-            auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v}, size_t(tokens * q_width),
-                                        [&](Backend& b, auto& in, float* out) {
-                                            std::vector<SequenceRows> sequences;
-                                            int64_t first = 0;
-                                            for (int64_t rows : lengths) {
-                                                sequences.push_back({first, rows, nullptr, nullptr, 0, 0, 0});
-                                                first += rows;
-                                            }
-                                            if (with_cache)
-                                                sequences.back() = {22, 40, in[3].floats(), in[4].floats(),
-                                                                    cached_keys, 20, 4};
-                                            b.attention(in[0].floats(), in[1].floats(), in[2].floats(), sequences,
-                                                        {heads, kv_heads, head_dim, block_size}, out);
-                                        });
-            CHECK(relative_error(gpu, cpu) <= 1e-4);
-        }
+    // Three sequences of 5, 17 and 70 rows (a partial query tile, and several); the second's
+    // block-causal region starts at 10, so its first queries sit before it. With a cache, the last
+    // reads 100 keys in which its queries sit at position 2, its blocks starting at 10. Head sizes
+    // under a warp, not a multiple of 4 or 32, LLaDA's 128 and the largest; one, two and four K/V
+    // heads; block sizes dividing a tile, not dividing it and larger; queries scaled up so the
+    // softmax is sharp and its running maximum moves between key tiles.
+    const std::vector<int64_t> lengths = {5, 17, 70};
+    const int64_t tokens = 92, cached_keys = 100;
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{20, 2}, {32, 2}, {36, 4}, {64, 1}, {64, 4},
+                                                             {80, 2}, {128, 2}, {256, 2}};
+    for (const auto& shape : shapes) {
+        const int64_t head_dim = shape.first, kv_heads = shape.second;
+        const int64_t q_width = heads * head_dim, kv_width = kv_heads * head_dim;
+        const auto q = random_floats(size_t(tokens * q_width), rng, 3.0f),
+                   k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng);
+        const auto cache_k = random_floats(size_t(cached_keys * kv_width), rng),
+                   cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+        for (int64_t block_size : {0, 5, 8, 64})
+            for (bool with_cache : {false, true}) {
+                CAPTURE(head_dim);
+                CAPTURE(kv_heads);
+                CAPTURE(block_size);
+                CAPTURE(with_cache);
+                auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v}, size_t(tokens * q_width),
+                                            [&](Backend& b, auto& in, float* out) {
+                                                std::vector<SequenceRows> sequences;
+                                                int64_t first = 0;
+                                                for (int64_t rows : lengths) {
+                                                    sequences.push_back({first, rows, nullptr, nullptr, 0, 0, 0});
+                                                    first += rows;
+                                                }
+                                                sequences[1].block_origin = 10;
+                                                if (with_cache)
+                                                    sequences.back() = {22, 70, in[3].floats(), in[4].floats(),
+                                                                        cached_keys, 2, 10};
+                                                b.attention(in[0].floats(), in[1].floats(), in[2].floats(), sequences,
+                                                            {heads, kv_heads, head_dim, block_size}, out);
+                                            });
+                CHECK(relative_error(gpu, cpu) <= 1e-4);
+            }
+    }
 }
 
 TEST_CASE("candidates match the CPU for greedy, sampled, filtered and banned rows") {

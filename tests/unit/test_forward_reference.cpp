@@ -131,6 +131,29 @@ TEST_CASE("a sequence gets bit-identical logits alone, batched, and with any thr
     }
 }
 
+TEST_CASE("the residual add fused with the norm is add then rmsnorm, bit for bit") {
+    const int64_t rows = 70, dim = 48;  // more rows than one task takes
+    std::vector<float> x(static_cast<size_t>(rows * dim)), y(x.size()), norm(static_cast<size_t>(dim));
+    for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = std::sin(0.37f * float(i));
+        y[i] = std::cos(0.11f * float(i)) * 2.0f;
+    }
+    for (size_t i = 0; i < norm.size(); ++i) norm[i] = 0.5f + 0.01f * float(i);
+    Weight w;
+    w.name = "norm";
+    w.shape = {dim};
+    w.elements = uint64_t(dim);
+    w.data = norm.data();
+    auto backend = make_cpu_backend(2);
+    std::vector<float> fused_x = x, fused_out(x.size()), plain_x = x, plain_out(x.size());
+    backend->add_rmsnorm(fused_x.data(), y.data(), rows, dim, w, 1e-5, fused_out.data());
+    backend->add(plain_x.data(), y.data(), rows * dim);
+    backend->rmsnorm(plain_x.data(), rows, dim, dim, w, 1e-5, plain_out.data(), dim);
+    CHECK(fused_x == plain_x);
+    CHECK(fused_out == plain_out);
+    CHECK(fused_x != x);  // it added
+}
+
 TEST_CASE("candidates at temperature 0 give the reference top-1 exactly and its probabilities closely") {
     CandidateParams greedy;  // distribution temperature 1, no noise
     for (const std::string name : architectures) {

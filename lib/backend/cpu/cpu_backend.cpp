@@ -18,15 +18,6 @@ namespace {
 
 namespace k = kernels::cpu;
 
-k::ElementType element_type(DType dtype) {
-    switch (dtype) {
-        case DType::f32: return k::ElementType::f32;
-        case DType::bf16: return k::ElementType::bf16;
-        case DType::f16: return k::ElementType::f16;
-        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
-    }
-}
-
 k::WeightMatrix matrix(const Weight& w) {
     return {w.data, element_type(w.dtype), w.shape.at(0), w.shape.at(1), w.shape.at(1)};
 }
@@ -195,6 +186,15 @@ public:
         }, 4096);
     }
 
+    void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
+                     float* out) override {
+        const auto weight = vector(w);
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin * dim; i < end * dim; ++i) x[i] += y[i];
+            k::rmsnorm(x + begin * dim, end - begin, dim, weight, eps, out + begin * dim, dim, dim);
+        });
+    }
+
     void route(const float* logits, int64_t rows, const RouterParams& p, int32_t* experts, float* weights) override {
         for_row_chunks(rows, [&](int64_t begin, int64_t end) { route_rows(logits, begin, end, p, experts, weights); });
     }
@@ -250,6 +250,15 @@ private:
 };
 
 }  // namespace
+
+kernels::ElementType element_type(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return kernels::ElementType::f32;
+        case DType::bf16: return kernels::ElementType::bf16;
+        case DType::f16: return kernels::ElementType::f16;
+        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
+    }
+}
 
 void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& p, int32_t* experts,
                 float* weights) {

@@ -48,15 +48,6 @@ DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr
                         bytes);
 }
 
-k::ElementType element_type(DType dtype) {
-    switch (dtype) {
-        case DType::f32: return k::ElementType::f32;
-        case DType::bf16: return k::ElementType::bf16;
-        case DType::f16: return k::ElementType::f16;
-        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
-    }
-}
-
 // Host -> device copies through a ring of pinned buffers: the caller's memory may go as soon as a
 // call returns (a copy from pageable memory promises no such thing), and the host waits only for
 // the copy `slots` uploads back, long done in practice.
@@ -203,16 +194,17 @@ public:
             if (seq.rows == 0) continue;  // no queries: nothing to write
             if (seq.first_row < tokens) fail(Status::internal, "attention sequences overlap or are out of row order");
             rows.push_back({seq.first_row, seq.rows, seq.cached_keys, seq.cached_values, seq.key_count,
-                            seq.query_position, seq.block_origin});
+                            seq.query_position, seq.block_origin, 0});
             tokens = seq.first_row + seq.rows;
         }
         if (rows.empty()) return;
+        const int64_t tiles = k::number_query_tiles(rows.data(), static_cast<int64_t>(rows.size()));
         const size_t bytes = rows.size() * sizeof(k::AttentionSequence);
         void* device_rows = staging(attention_sequences_, bytes);
         uploads_->copy(device_rows, rows.data(), bytes, stream_);
         const k::AttentionDims dims{params.heads, params.kv_heads, params.head_dim, params.block_size};
         check(k::attention(q, kv_k, v, static_cast<const k::AttentionSequence*>(device_rows),
-                           static_cast<int64_t>(rows.size()), tokens, dims, out, stream_),
+                           static_cast<int64_t>(rows.size()), tiles, dims, out, stream_),
               "attention");
     }
     void swiglu(float* gate, const float* up, int64_t n) override {
@@ -222,6 +214,11 @@ public:
     void add(float* x, const float* y, int64_t n) override {
         select_device(device_);
         check(k::add(x, y, n, stream_), "add");
+    }
+    void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
+                     float* out) override {
+        select_device(device_);
+        check(k::add_rmsnorm(x, y, rows, dim, view(w), eps, out, stream_), "add_rmsnorm");
     }
     // The routing table is small: it is chosen on the host, with the CPU's arithmetic.
     void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
