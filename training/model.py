@@ -28,11 +28,20 @@ class Block(nn.Module):
         q = rope(self.q_proj(h).view(shape), cos, sin).transpose(1, 2)
         k = rope(self.k_proj(h).view(shape), cos, sin).transpose(1, 2)
         v = self.v_proj(h).view(shape).transpose(1, 2)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # bidirectional: no mask
-        a = scores.softmax(-1) @ v
+        a = attention(q, k, v)
         x = x + self.attn_out(a.transpose(1, 2).reshape(b, t, d))
         h = rms_norm(x, self.ff_norm, eps)
         return x + self.ff_out(nn.functional.silu(self.ff_proj(h)) * self.up_proj(h))
+
+
+def attention(q, k, v):
+    """Bidirectional (no mask) scaled dot-product attention, always in fp32: under bf16 autocast
+    only the linear layers run in bf16 (a model trained with bf16 scores did not learn to copy
+    the city of its weather requests; training/README.md)."""
+    with torch.autocast("cpu", enabled=False):
+        q, k, v = q.float(), k.float(), v.float()
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        return scores.softmax(-1) @ v
 
 
 def rms_norm(x, weight, eps):

@@ -111,9 +111,8 @@ def main():
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="bf16: matmuls under bf16 autocast (weights, optimizer and loss stay fp32), about "
-                             "3.6x faster per step on CPUs with AVX-512 BF16, but see training/README.md: the "
-                             "bundled model trained so did not learn its weather requests")
+                        help="bf16: the linear layers under bf16 autocast (attention, weights, optimizer and loss "
+                             "stay fp32), about 2-3x faster per step on CPUs with AVX-512 BF16 (training/README.md)")
     parser.add_argument("--init", help="continue from a model directory this script wrote")
     args = parser.parse_args()
 
