@@ -61,6 +61,13 @@ struct SequenceRows {
     int64_t block_origin = 0;    // block-causal masks: where the first block starts
 };
 
+// One output of Backend::matmuls: out = x · weightᵀ (+ bias).
+struct MatmulOutput {
+    const Weight* weight = nullptr;
+    const Weight* bias = nullptr;  // optional
+    float* out = nullptr;
+};
+
 struct AttentionParams {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
@@ -104,6 +111,11 @@ public:
                          float* out, int64_t out_stride) = 0;
     // out[rows, n] = x[rows, k] · wᵀ (+ bias)
     virtual void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) = 0;
+    // Several matmuls of one input (q, k and v; gate and up), each as matmul computes it; a backend
+    // may prepare x once for all of them (the CUDA backend rounds it to bf16/fp16 once).
+    virtual void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) {
+        for (const MatmulOutput& o : outputs) matmul(x, rows, *o.weight, o.bias, o.out);
+    }
     virtual void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
                       const RopeSpec& rope) = 0;
     // destination[0, n) = source[0, n) (device memory both)

@@ -75,8 +75,8 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
 void Forward::mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out) {
     const int64_t width = gate.shape[0];
     float* g = state_.gate.floats();
-    backend_.matmul(x, rows, gate, nullptr, g);
-    backend_.matmul(x, rows, up, nullptr, state_.up.floats());
+    const MatmulOutput gate_up[] = {{&gate, nullptr, g}, {&up, nullptr, state_.up.floats()}};
+    backend_.matmuls(x, rows, gate_up);
     backend_.swiglu(g, state_.up.floats(), rows * width);
     backend_.matmul(g, rows, down, nullptr, out);
 }
@@ -236,9 +236,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     for (const LayerWeights& layer : layers_) {
         if (!normed_ready)
             backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
-        backend_.matmul(normed.floats(), tokens, *layer.q, layer.q_bias, q.floats());
-        backend_.matmul(normed.floats(), tokens, *layer.k, layer.k_bias, k.floats());
-        backend_.matmul(normed.floats(), tokens, *layer.v, layer.v_bias, v.floats());
+        const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
+                                    {layer.v, layer.v_bias, v.floats()}};
+        backend_.matmuls(normed.floats(), tokens, qkv);
         if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
             backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
             backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);

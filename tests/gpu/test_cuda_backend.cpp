@@ -160,6 +160,43 @@ TEST_CASE("matmul in fp32, bf16 and fp16 with and without bias matches the CPU")
             }
 }
 
+TEST_CASE("matmuls of one input in mixed precisions each match the CPU's matmul") {
+    std::mt19937 rng(11);
+    const int64_t rows = 5, k = 96;
+    // bf16 twice (one rounding serves both), then fp16 and fp32 (rounded again, or not at all),
+    // then bf16 again (rounded again after the fp16 one), the first and last with a bias.
+    HostWeight a = random_weight({40, k}, DType::bf16, rng, 0.05f), b16 = random_weight({24, k}, DType::bf16, rng, 0.05f),
+               h = random_weight({16, k}, DType::f16, rng, 0.05f), f = random_weight({8, k}, DType::f32, rng, 0.05f),
+               c = random_weight({12, k}, DType::bf16, rng, 0.05f), bias_a = random_weight({40}, DType::bf16, rng),
+               bias_c = random_weight({12}, DType::f32, rng);
+    const auto weights = weights_of({&a, &b16, &h, &f, &c, &bias_a, &bias_c});
+    Pair pair(weights);
+    const std::vector<int64_t> widths = {40, 24, 16, 8, 12};
+    const int64_t total = 40 + 24 + 16 + 8 + 12;
+    const auto x = random_floats(size_t(rows * k), rng);
+    // The CPU runs matmul per output; the GPU matmuls once.
+    std::vector<float> expected, actual;
+    for (bool fused : {false, true}) {
+        auto [cpu, gpu] = pair.both({x}, size_t(rows * total), [&](Backend& backend, auto& in, float* out) {
+            std::vector<MatmulOutput> outputs;
+            float* at = out;
+            for (size_t i = 0; i < widths.size(); ++i) {
+                const Weight* bias = i == 0 ? &weights[5] : i == 4 ? &weights[6] : nullptr;
+                outputs.push_back({&weights[i], bias, at});
+                at += rows * widths[i];
+            }
+            if (fused) {
+                backend.matmuls(in[0].floats(), rows, outputs);
+            } else {
+                for (const MatmulOutput& o : outputs) backend.matmul(in[0].floats(), rows, *o.weight, o.bias, o.out);
+            }
+        });
+        CHECK(relative_error(gpu, cpu) <= 1e-2);
+        (fused ? actual : expected) = gpu;
+    }
+    CHECK(actual == expected);  // on the GPU too: one rounding per precision is the same rounding
+}
+
 TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, scatters and guidance match the CPU") {
     std::mt19937 rng(2);
     const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;

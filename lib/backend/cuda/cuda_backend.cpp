@@ -153,23 +153,42 @@ public:
         check(k::rmsnorm(x, rows, dim, x_stride, view(w), eps, out, out_stride, stream_), "rmsnorm");
     }
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        const MatmulOutput one{&w, bias, out};
+        matmuls(x, rows, std::span(&one, 1));
+    }
+    // The activations are rounded to the weights' precision once per precision, not once per output.
+    void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
         select_device(device_);
-        const CudaWeights::Copy& weight = weights_->find(w);
-        const int64_t n = w.shape.at(0), inner = w.shape.at(1);
-        const void* input = x;
-        cudaDataType_t type = CUDA_R_32F;
-        if (weight.dtype != DType::f32) {  // the activations rounded to the weights' precision
-            type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-            void* rounded = staging(rounded_, size_t(rows * inner) * 2);
-            check(k::round_to(x, rows * inner, element_type(weight.dtype), rounded, stream_), "rounding activations");
-            input = rounded;
+        if (outputs.empty()) return;
+        const int64_t inner = outputs.front().weight->shape.at(1);
+        const void* rounded = nullptr;
+        DType rounded_as = DType::f32;
+        for (const MatmulOutput& o : outputs) {
+            const CudaWeights::Copy& weight = weights_->find(*o.weight);
+            const int64_t n = o.weight->shape.at(0);
+            if (o.weight->shape.at(1) != inner)
+                fail(Status::internal, "matmuls of one input need weights of one width, not {} and {}", inner,
+                     o.weight->shape.at(1));
+            const void* input = x;
+            cudaDataType_t type = CUDA_R_32F;
+            if (weight.dtype != DType::f32) {
+                type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+                if (rounded == nullptr || rounded_as != weight.dtype) {
+                    void* staged = staging(rounded_, size_t(rows * inner) * 2);
+                    check(k::round_to(x, rows * inner, element_type(weight.dtype), staged, stream_),
+                          "rounding activations");
+                    rounded = staged;
+                    rounded_as = weight.dtype;
+                }
+                input = rounded;
+            }
+            if (inner == 0) {  // an empty sum, as the CPU writes it
+                check(cudaMemsetAsync(o.out, 0, size_t(rows * n) * sizeof(float), stream_), "cudaMemset");
+            } else {
+                matmul_->run(input, weight.buffer.floats(), type, rows, n, inner, o.out, stream_);
+            }
+            if (o.bias != nullptr) check(k::add_bias(o.out, rows, n, view(*o.bias), stream_), "bias");
         }
-        if (inner == 0) {  // an empty sum, as the CPU writes it
-            check(cudaMemsetAsync(out, 0, size_t(rows * n) * sizeof(float), stream_), "cudaMemset");
-        } else {
-            matmul_->run(input, weight.buffer.floats(), type, rows, n, inner, out, stream_);
-        }
-        if (bias != nullptr) check(k::add_bias(out, rows, n, view(*bias), stream_), "bias");
     }
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
