@@ -35,9 +35,10 @@ class Block(nn.Module):
 
 
 def attention(q, k, v):
-    """Bidirectional (no mask) scaled dot-product attention, always in fp32: under bf16 autocast
-    only the linear layers run in bf16 (a model trained with bf16 scores did not learn to copy
-    the city of its weather requests; training/README.md)."""
+    """Bidirectional (no mask) scaled dot-product attention: the scores, softmax and weighted sum
+    always in fp32. Under bf16 autocast q, k and v come out of bf16 linear layers (and RoPE) and
+    are widened here (a model trained with bf16 scores did not learn to copy the city of its
+    weather requests; training/README.md)."""
     with torch.autocast("cpu", enabled=False):
         q, k, v = q.float(), k.float(), v.float()
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
