@@ -17,9 +17,8 @@ __global__ void embedding_kernel(WeightView table, int64_t cols, const int32_t* 
     }
 }
 
-// One block per row: the sum of squares in float64, as on the CPU.
-// One block per row. With `y` (rows of `dim`), x += y first: the residual add fused with the norm
-// (each thread reads back only what it wrote).
+// One block per row: the sum of squares in float64, as on the CPU. With `y` (rows of `dim`),
+// x += y first: the residual add fused with the norm (each thread reads back only what it wrote).
 __global__ void rmsnorm_kernel(float* x, const float* y, int64_t dim, int64_t x_stride, WeightView w, double eps,
                                float* out, int64_t out_stride) {
     float* in = x + blockIdx.x * x_stride;

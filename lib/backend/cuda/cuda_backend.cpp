@@ -161,14 +161,15 @@ public:
         select_device(device_);
         if (outputs.empty()) return;
         const int64_t inner = outputs.front().weight->shape.at(1);
+        for (const MatmulOutput& o : outputs)  // checked before any work is queued
+            if (o.weight->shape.at(1) != inner)
+                fail(Status::internal, "matmuls of one input need weights of one width, not {} and {}", inner,
+                     o.weight->shape.at(1));
         const void* rounded = nullptr;
         DType rounded_as = DType::f32;
         for (const MatmulOutput& o : outputs) {
             const CudaWeights::Copy& weight = weights_->find(*o.weight);
             const int64_t n = o.weight->shape.at(0);
-            if (o.weight->shape.at(1) != inner)
-                fail(Status::internal, "matmuls of one input need weights of one width, not {} and {}", inner,
-                     o.weight->shape.at(1));
             const void* input = x;
             cudaDataType_t type = CUDA_R_32F;
             if (weight.dtype != DType::f32) {
