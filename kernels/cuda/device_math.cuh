@@ -58,25 +58,26 @@ __device__ __forceinline__ Best better(Best a, Best b) {
     return (b.value > a.value || (b.value == a.value && b.index < a.index)) ? b : a;
 }
 
-// The best (value, index) over the block, returned to every thread. Every thread must call it.
-__device__ inline Best block_best(Best v) {
-    __shared__ Best partial[32];
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const Best other{__shfl_xor_sync(0xFFFFFFFFu, v.value, offset),
-                         static_cast<int64_t>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<long long>(v.index), offset))};
-        v = better(v, other);
-    }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    __syncthreads();
-    if (lane == 0) partial[warp] = v;
-    __syncthreads();
-    v = lane < warps ? partial[lane] : Best{-INFINITY, INT64_MAX};
+// The best (value, index) over the warp, returned to every lane. Every lane must call it.
+__device__ __forceinline__ Best warp_best(Best v) {
     for (int offset = 16; offset > 0; offset >>= 1) {
         const Best other{__shfl_xor_sync(0xFFFFFFFFu, v.value, offset),
                          static_cast<int64_t>(__shfl_xor_sync(0xFFFFFFFFu, static_cast<long long>(v.index), offset))};
         v = better(v, other);
     }
     return v;
+}
+
+// The best (value, index) over the block, returned to every thread. Every thread must call it.
+__device__ inline Best block_best(Best v) {
+    __shared__ Best partial[32];
+    v = warp_best(v);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    __syncthreads();
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    v = lane < warps ? partial[lane] : Best{-INFINITY, INT64_MAX};
+    return warp_best(v);
 }
 
 }  // namespace unmask::kernels::cuda

@@ -69,14 +69,6 @@ __global__ void gather_rows_kernel(const float* x, int64_t dim, const int32_t* r
     UNMASK_GRID_STRIDE(i, count * dim) out[i] = x[int64_t(rows[i / dim]) * dim + i % dim];
 }
 
-// One thread per column, adding the rows in order: repeated rows sum deterministically.
-__global__ void scatter_add_rows_kernel(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                                        const float* y) {
-    UNMASK_GRID_STRIDE(c, dim) {
-        for (int64_t i = 0; i < count; ++i) x[int64_t(rows[i]) * dim + c] += scale[i] * y[i * dim + c];
-    }
-}
-
 __global__ void combine_guidance_kernel(float* cond, const float* uncond, float factor, int64_t n) {
     UNMASK_GRID_STRIDE(i, n) cond[i] = uncond[i] + factor * (cond[i] - uncond[i]);
 }
@@ -148,13 +140,6 @@ cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_
                         cudaStream_t stream) {
     if (count * dim == 0) return cudaSuccess;
     gather_rows_kernel<<<grid_for(count * dim, threads), threads, 0, stream>>>(x, dim, rows, count, out);
-    return cudaGetLastError();
-}
-
-cudaError_t scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                             const float* y, cudaStream_t stream) {
-    if (count * dim == 0) return cudaSuccess;
-    scatter_add_rows_kernel<<<grid_for(dim, threads), threads, 0, stream>>>(x, dim, rows, scale, count, y);
     return cudaGetLastError();
 }
 

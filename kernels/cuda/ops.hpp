@@ -1,7 +1,7 @@
 // Element-wise and row-wise kernels of the CUDA backend. Every function launches on `stream` and
 // returns the launch status; pointers are device memory. Each mirrors the CPU kernel of the same
 // name in kernels/cpu (same arithmetic where it decides results: float64 sums in rmsnorm, float64
-// angles in rope, serial order per element in scatter_add_rows).
+// angles in rope).
 #pragma once
 
 #include <cstdint>
@@ -42,9 +42,6 @@ cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream);
 // out[i, :] = x[rows[i], :]
 cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out,
                         cudaStream_t stream);
-// x[rows[i], :] += scale[i] * y[i, :], added in ascending i for every element (rows may repeat)
-cudaError_t scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                             const float* y, cudaStream_t stream);
 // cond = uncond + factor * (cond - uncond)
 cudaError_t combine_guidance(float* cond, const float* uncond, float factor, int64_t n, cudaStream_t stream);
 // out = x rounded to nearest-even in `type` (bf16 or f16), for matmuls at the weights' precision

@@ -39,13 +39,14 @@ constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 6
 
 // The largest work the backend's own workspace (attention scores, packed panels, sampling
 // buffers, staging for the device) must serve: sequences of up to `sequence_length` keys, `vocab`
-// logits per row, forwards of up to `tokens` rows whose widest matmul input has `matmul_width`
-// floats per row.
+// logits per row, forwards of up to `tokens` rows, matmul inputs of up to `matmul_input` floats,
+// routing among `experts` experts (0: a dense model).
 struct WorkspaceLimits {
     int64_t sequence_length = 0;
     int64_t vocab = 0;
     int64_t tokens = 0;
-    int64_t matmul_width = 0;
+    int64_t matmul_input = 0;
+    int64_t experts = 0;
 };
 
 // One sequence's queries within a packed batch of activations, and the keys they attend to:
@@ -65,6 +66,12 @@ struct SequenceRows {
 struct MatmulOutput {
     const Weight* weight = nullptr;
     const Weight* bias = nullptr;  // optional
+    float* out = nullptr;
+};
+
+// One output of Backend::grouped_matmuls: group e's rows of out = the same rows of x · weights[e]ᵀ.
+struct GroupedMatmulOutput {
+    std::span<const Weight* const> weights;  // one per group (a mixture-of-experts layer: per expert)
     float* out = nullptr;
 };
 
@@ -131,26 +138,34 @@ public:
     // contiguous rows of `dim`; the same arithmetic as add then rmsnorm.
     virtual void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                              float* out) = 0;
-    // For every token: the experts_per_token chosen experts and their weights.
+    // Mixture-of-experts layers, in four steps: route, group_by_expert, grouped_matmuls (the
+    // experts' SwiGLU, over all of their rows at once) and unpermute_add.
+    // For every token: the experts_per_token chosen experts and their weights ([rows, k] each).
     virtual void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                        float* weights) = 0;
+    // Lays route's output out by expert. Writes `offsets` (host memory, expert_count + 1 entries):
+    // slots offsets[e]..offsets[e+1] are expert e's, its tokens in row order, slot_rows[s] the token
+    // of slot s. token_slots[t * k + i] and token_scales[t * k + i] are token t's k slots in
+    // ascending expert order and their weights: what unpermute_add sums, in that order.
+    virtual void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
+                                 int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
+                                 std::span<int64_t> offsets) = 0;
+    // matmuls per group: for every group e with rows, rows offsets[e]..offsets[e+1] of each output
+    // = the same rows of x · weights[e]ᵀ, as matmul computes them.
+    virtual void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
+                                 std::span<const GroupedMatmulOutput> outputs);
+    // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0, 1, .. k - 1 in turn,
+    // for `rows` tokens of `dim` (the weighted un-permute of the experts' outputs).
+    virtual void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t k, const int32_t* token_slots,
+                               const float* token_scales, const float* y) = 0;
     // out[i] = x[rows[i]]
     virtual void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) = 0;
-    // x[rows[i]] += scale[i] * y[i]
-    virtual void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                                  const float* y) = 0;
     // Classifier-free guidance: cond = uncond + (scale + 1) * (cond - uncond)
     virtual void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) = 0;
     // One candidate per row of logits; positions[r] keys the random stream; params per row.
     virtual void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
-
-// The router's choice for rows [begin, end) of `logits` (rows of params.experts): the
-// experts_per_token highest-scoring experts of each row and their weights, on the host. The CPU
-// backend's route, which other backends share for the arithmetic to match.
-void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& params, int32_t* experts,
-                float* weights);
 
 // How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
 kernels::ElementType element_type(DType dtype);

@@ -66,7 +66,8 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
                       allocate(sizes.normed), allocate(sizes.q), allocate(sizes.k), allocate(sizes.v),
                       allocate(sizes.attended), allocate(sizes.projected), allocate(sizes.gate), allocate(sizes.up),
                       allocate(sizes.router_logits), allocate(sizes.chosen_experts), allocate(sizes.expert_weights),
-                      allocate(sizes.expert_rows), allocate(sizes.expert_scales), allocate(sizes.expert_input),
+                      allocate(sizes.slot_rows), allocate(sizes.token_slots), allocate(sizes.token_scales),
+                      allocate(sizes.expert_input),
                       allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
                       allocate(sizes.logits)};
     backend_.reserve_workspace(workspace_limits(spec_, limits));
@@ -83,40 +84,30 @@ void Forward::mlp(const Weight& gate, const Weight& up, const Weight& down, cons
 
 void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual) {
     const int64_t d = spec_.hidden_size, k = spec_.experts_per_token, experts = spec_.experts;
-    const DeviceBuffer &logits = state_.router_logits, &chosen = state_.chosen_experts, &weights = state_.expert_weights;
-    backend_.matmul(x, rows, *layer.router, nullptr, logits.floats());
+    const RunState& s = state_;
+    backend_.matmul(x, rows, *layer.router, nullptr, s.router_logits.floats());
     const RouterParams params{experts, k, spec_.router_score, spec_.norm_topk_prob, spec_.routed_scaling_factor,
                               layer.router_bias};
-    backend_.route(logits.floats(), rows, params, chosen.ints(), weights.floats());
+    backend_.route(s.router_logits.floats(), rows, params, s.chosen_experts.ints(), s.expert_weights.floats());
 
-    // Group tokens by expert on the host (the routing table is small), then one matmul chain per expert.
-    std::vector<int32_t> host_chosen(size_t(rows * k));
-    std::vector<float> host_weights(size_t(rows * k));
-    backend_.copy_to_host(host_chosen.data(), chosen, host_chosen.size() * sizeof(int32_t));
-    backend_.copy_to_host(host_weights.data(), weights, host_weights.size() * sizeof(float));
-    std::vector<std::vector<int32_t>> token_rows(static_cast<size_t>(experts));
-    std::vector<std::vector<float>> token_scales(static_cast<size_t>(experts));
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < k; ++j) {
-            const auto e = size_t(host_chosen[size_t(r * k + j)]);
-            token_rows[e].push_back(static_cast<int32_t>(r));
-            token_scales[e].push_back(host_weights[size_t(r * k + j)]);
-        }
-    for (int64_t e = 0; e < experts; ++e) {
-        const auto& ids = token_rows[size_t(e)];
-        const auto count = static_cast<int64_t>(ids.size());
-        if (count == 0) continue;
-        DeviceBuffer &index = state_.expert_rows, &scale = state_.expert_scales;
-        const DeviceBuffer &input = state_.expert_input, &output = state_.expert_output;
-        backend_.copy_to_device(index, ids.data(), ids.size() * sizeof(int32_t));
-        backend_.copy_to_device(scale, token_scales[size_t(e)].data(), ids.size() * sizeof(float));
-        backend_.gather_rows(x, d, index.ints(), count, input.floats());
-        mlp(*layer.expert_gate[size_t(e)], *layer.expert_up[size_t(e)], *layer.expert_down[size_t(e)], input.floats(),
-            count, output.floats());
-        backend_.scatter_add_rows(residual, d, index.ints(), scale.floats(), count, output.floats());
+    // A chunk of tokens at a time, their (token, expert) pairs grouped by expert: one gather, every
+    // expert's SwiGLU over its rows, then each token's weighted sum of its experts' outputs.
+    std::vector<int64_t> offsets(static_cast<size_t>(experts + 1));
+    for (int64_t begin = 0; begin < rows; begin += moe_chunk_tokens) {
+        const int64_t count = std::min(moe_chunk_tokens, rows - begin), slots = count * k;
+        backend_.group_by_expert(s.chosen_experts.ints() + begin * k, s.expert_weights.floats() + begin * k, count, k,
+                                 experts, s.slot_rows.ints(), s.token_slots.ints(), s.token_scales.floats(), offsets);
+        backend_.gather_rows(x + begin * d, d, s.slot_rows.ints(), slots, s.expert_input.floats());
+        const GroupedMatmulOutput gate_up[] = {{layer.expert_gate, s.gate.floats()}, {layer.expert_up, s.up.floats()}};
+        backend_.grouped_matmuls(s.expert_input.floats(), offsets, gate_up);
+        backend_.swiglu(s.gate.floats(), s.up.floats(), slots * spec_.expert_intermediate_size);
+        const GroupedMatmulOutput down[] = {{layer.expert_down, s.expert_output.floats()}};
+        backend_.grouped_matmuls(s.gate.floats(), offsets, down);
+        backend_.unpermute_add(residual + begin * d, count, d, k, s.token_slots.ints(), s.token_scales.floats(),
+                               s.expert_output.floats());
     }
     if (layer.shared_gate != nullptr) {
-        float* shared = state_.expert_output.floats();
+        float* shared = s.expert_output.floats();
         mlp(*layer.shared_gate, *layer.shared_up, *layer.shared_down, x, rows, shared);
         backend_.add(residual, shared, rows * d);
     }

@@ -65,7 +65,7 @@ private:
 
     struct RunState {
         DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
-        DeviceBuffer router_logits, chosen_experts, expert_weights, expert_rows, expert_scales, expert_input,
+        DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales, expert_input,
             expert_output;
         DeviceBuffer output_rows, gathered, logits;
     };

@@ -8,30 +8,48 @@ namespace unmask {
 
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
-           chosen_experts + expert_weights + expert_rows + expert_scales + expert_input + expert_output + output_rows +
+           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_input + expert_output + output_rows +
            gathered + logits;
 }
 
 namespace {
 
-// The widest SwiGLU of any layer: dense, routed expert or shared expert.
-int64_t widest_mlp(const ModelSpec& spec) noexcept {
+bool any_moe_layer(const ModelSpec& spec) noexcept {
+    if (!spec.is_moe()) return false;
+    for (int64_t layer = 0; layer < spec.layers; ++layer)
+        if (spec.moe_layer[size_t(layer)]) return true;
+    return false;
+}
+
+// The widest SwiGLU that runs over every token: the dense MLP (if any layer has one) or the
+// shared expert.
+int64_t widest_dense_mlp(const ModelSpec& spec) noexcept {
     int64_t width = spec.shared_expert_intermediate_size;
-    for (int64_t layer = 0; layer < spec.layers; ++layer) {
-        const bool moe = spec.is_moe() && spec.moe_layer[size_t(layer)];
-        width = std::max(width, moe ? spec.expert_intermediate_size : spec.intermediate_size);
-    }
+    for (int64_t layer = 0; layer < spec.layers; ++layer)
+        if (!(spec.is_moe() && spec.moe_layer[size_t(layer)])) width = std::max(width, spec.intermediate_size);
     return width;
+}
+
+// The (token, expert) slots of one chunk of routed tokens.
+uint64_t moe_slots(const ModelSpec& spec, uint64_t tokens) noexcept {
+    return std::min<uint64_t>(tokens, moe_chunk_tokens) * static_cast<uint64_t>(spec.experts_per_token);
 }
 
 }  // namespace
 
-int64_t widest_matmul_input(const ModelSpec& spec) noexcept {
-    return std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, widest_mlp(spec)});
+int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
+    // The LM head's rows: the output chunk and its CFG twins (outputs may repeat positions).
+    const int64_t rows = std::max(limits.tokens, 2 * std::min(limits.tokens, output_chunk_rows));
+    int64_t floats = rows * std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, widest_dense_mlp(spec)});
+    if (any_moe_layer(spec))
+        floats = std::max(floats, static_cast<int64_t>(moe_slots(spec, uint64_t(limits.tokens))) *
+                                      std::max(spec.hidden_size, spec.expert_intermediate_size));
+    return floats;
 }
 
 WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
-    return {limits.sequence_length, spec.embedding_rows, limits.tokens, widest_matmul_input(spec)};
+    return {limits.sequence_length, spec.embedding_rows, limits.tokens, largest_matmul_input(spec, limits),
+            any_moe_layer(spec) ? spec.experts : 0};
 }
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {
@@ -39,9 +57,6 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     const auto d = static_cast<uint64_t>(spec.hidden_size);
     const auto q_width = static_cast<uint64_t>(spec.attention_heads * spec.head_dim);
     const auto kv_width = static_cast<uint64_t>(spec.kv_heads * spec.head_dim);
-    const int64_t mlp_width = widest_mlp(spec);
-    bool any_moe = false;
-    for (int64_t layer = 0; layer < spec.layers; ++layer) any_moe = any_moe || (spec.is_moe() && spec.moe_layer[size_t(layer)]);
     const uint64_t f = sizeof(float), i = sizeof(int32_t);
     const uint64_t outputs = 2 * std::min<uint64_t>(t, output_chunk_rows);
     RunStateSizes s;
@@ -50,17 +65,22 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     s.x = s.normed = s.projected = allocation_bytes(t * d * f);
     s.q = s.attended = allocation_bytes(t * q_width * f);
     s.k = s.v = allocation_bytes(t * kv_width * f);
-    s.gate = s.up = allocation_bytes(t * uint64_t(mlp_width) * f);
-    if (any_moe) {
-        const auto routed = t * static_cast<uint64_t>(spec.experts_per_token);
+    uint64_t swiglu_floats = t * static_cast<uint64_t>(widest_dense_mlp(spec));
+    if (any_moe_layer(spec)) {
+        const auto k = static_cast<uint64_t>(spec.experts_per_token);
         s.router_logits = allocation_bytes(t * static_cast<uint64_t>(spec.experts) * f);
-        s.chosen_experts = allocation_bytes(routed * i);
-        s.expert_weights = allocation_bytes(routed * f);
-        // One expert sees each token at most once: at most t rows.
-        s.expert_rows = allocation_bytes(t * i);
-        s.expert_scales = allocation_bytes(t * f);
-        s.expert_input = s.expert_output = allocation_bytes(t * d * f);
+        s.chosen_experts = allocation_bytes(t * k * i);
+        s.expert_weights = allocation_bytes(t * k * f);
+        // A chunk's (token, expert) slots, grouped by expert; the shared expert's output (t rows)
+        // goes to expert_output too.
+        const uint64_t slots = moe_slots(spec, t);
+        s.slot_rows = s.token_slots = allocation_bytes(slots * i);
+        s.token_scales = allocation_bytes(slots * f);
+        s.expert_input = allocation_bytes(slots * d * f);
+        s.expert_output = allocation_bytes(std::max(slots, t) * d * f);
+        swiglu_floats = std::max(swiglu_floats, slots * static_cast<uint64_t>(spec.expert_intermediate_size));
     }
+    s.gate = s.up = allocation_bytes(swiglu_floats * f);
     s.output_rows = allocation_bytes(outputs * i);
     s.gathered = allocation_bytes(outputs * d * f);
     s.logits = allocation_bytes(outputs * static_cast<uint64_t>(spec.embedding_rows) * f);

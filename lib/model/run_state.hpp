@@ -21,13 +21,18 @@ struct ForwardLimits {
 // (twice as many rows with CFG), so the [rows, vocab] logits never exist whole.
 inline constexpr int64_t output_chunk_rows = 128;
 
+// Routed experts take a forward's tokens this many at a time: the buffers of their (token, expert)
+// slots hold experts_per_token x this many rows at most, while each expert still sees enough rows
+// per matmul to use a GPU's tensor cores well.
+inline constexpr int64_t moe_chunk_tokens = 2048;
+
 // Bytes of each buffer (allocation granules included); zero for buffers the model does not use.
 struct RunStateSizes {
     uint64_t token_ids = 0, token_positions = 0;
     uint64_t x = 0, normed = 0, q = 0, k = 0, v = 0, attended = 0, projected = 0;
-    uint64_t gate = 0, up = 0;  // SwiGLU: dense MLP, routed expert or shared expert, the widest
+    uint64_t gate = 0, up = 0;  // SwiGLU: dense MLP, shared expert or a chunk's routed experts, the widest
     uint64_t router_logits = 0, chosen_experts = 0, expert_weights = 0;
-    uint64_t expert_rows = 0, expert_scales = 0, expert_input = 0, expert_output = 0;
+    uint64_t slot_rows = 0, token_slots = 0, token_scales = 0, expert_input = 0, expert_output = 0;
     uint64_t output_rows = 0, gathered = 0, logits = 0;
 
     uint64_t total() const noexcept;
@@ -35,9 +40,10 @@ struct RunStateSizes {
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits);
 
-// The floats per row of the widest matmul input: the hidden state, the attention output or the
-// widest SwiGLU (dense, routed or shared expert).
-int64_t widest_matmul_input(const ModelSpec& spec) noexcept;
+// The most floats one matmul of a forward up to `limits` reads: all tokens (or the LM head's
+// output chunk with its CFG twins) at the widest input (hidden state, attention output, dense or
+// shared-expert SwiGLU), or one chunk's routed (token, expert) slots.
+int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits) noexcept;
 
 // What the backend's workspace must serve for forwards up to `limits`.
 WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept;

@@ -197,7 +197,7 @@ TEST_CASE("matmuls of one input in mixed precisions each match the CPU's matmul"
     CHECK(actual == expected);  // on the GPU too: one rounding per precision is the same rounding
 }
 
-TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, scatters and guidance match the CPU") {
+TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guidance match the CPU") {
     std::mt19937 rng(2);
     const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;
     HostWeight table = random_weight({vocab, dim}, DType::bf16, rng), norm = random_weight({dim}, DType::f16, rng),
@@ -251,17 +251,88 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, scatters
                      b.add(out, in[1].floats(), int64_t(n));
                      b.combine_guidance(out, in[1].floats(), 1.5, int64_t(n));
                  }), 1e-6);
-    // Gather rows, then add them back scaled, with a row chosen twice.
+    // Gather rows, one of them twice.
     const std::vector<int32_t> picked = {4, 0, 4, 8};
-    std::vector<float> picked_as_floats(picked.size()), scales = {0.5f, -1.0f, 0.25f, 2.0f};
+    std::vector<float> picked_as_floats(picked.size());
     std::memcpy(picked_as_floats.data(), picked.data(), picked.size() * 4);
-    expect_close(pair.both({x, picked_as_floats, scales}, n, [&](Backend& b, auto& in, float* out) {
-                     DeviceBuffer gathered = b.allocate(picked.size() * size_t(dim) * 4);
-                     b.gather_rows(in[0].floats(), dim, in[1].ints(), int64_t(picked.size()), gathered.floats());
-                     b.copy(out, in[0].floats(), int64_t(n));
-                     b.scatter_add_rows(out, dim, in[1].ints(), in[2].floats(), int64_t(picked.size()),
-                                        gathered.floats());
-                 }), 1e-6);
+    expect_close(pair.both({x, picked_as_floats}, picked.size() * size_t(dim), [&](Backend& b, auto& in, float* out) {
+                     b.gather_rows(in[0].floats(), dim, in[1].ints(), int64_t(picked.size()), out);
+                 }), 0.0);
+}
+
+TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-permute match the CPU") {
+    std::mt19937 rng(5);
+    // 40 experts (two per lane for some), 6 per token, bf16 experts and an fp32 expert bias.
+    const int64_t rows = 45, experts = 40, k = 6, dim = 24, width = 10;
+    std::vector<HostWeight> host;
+    for (int64_t e = 0; e < 3 * experts; ++e)
+        host.push_back(random_weight(e < 2 * experts ? std::vector<int64_t>{width, dim} : std::vector<int64_t>{dim, width},
+                                     DType::bf16, rng, 0.2f));
+    host.push_back(random_weight({experts}, DType::f32, rng, 0.05f));
+    std::vector<Weight> weights;
+    for (const HostWeight& w : host) weights.push_back(w.weight);
+    std::vector<const Weight*> gate, up, down;
+    for (int64_t e = 0; e < experts; ++e) {
+        gate.push_back(&weights[size_t(e)]);
+        up.push_back(&weights[size_t(experts + e)]);
+        down.push_back(&weights[size_t(2 * experts + e)]);
+    }
+    Pair pair(weights);
+    const auto logits = random_floats(size_t(rows * experts), rng, 2.0f), x = random_floats(size_t(rows * dim), rng);
+    const auto slots = size_t(rows * k);
+    struct Result {
+        std::vector<int32_t> chosen, slot_rows, token_slots;
+        std::vector<float> weights, token_scales, x;
+        std::vector<int64_t> offsets;
+    };
+    for (RouterScore score : {RouterScore::softmax, RouterScore::sigmoid})
+        for (bool biased : {false, true}) {
+            CAPTURE(static_cast<int>(score));
+            CAPTURE(biased);
+            const RouterParams params{experts, k, score, !biased, biased ? 2.5 : 1.0, biased ? &weights.back() : nullptr};
+            Result results[2];
+            for (int side = 0; side < 2; ++side) {
+                Backend& b = side == 0 ? *pair.cpu : *pair.cuda;
+                Result& r = results[side];
+                DeviceBuffer in_logits = pair.put(b, logits), in_x = pair.put(b, x);
+                DeviceBuffer chosen = b.allocate(slots * 4), chosen_weights = b.allocate(slots * 4),
+                             slot_rows = b.allocate(slots * 4), token_slots = b.allocate(slots * 4),
+                             token_scales = b.allocate(slots * 4), gathered = b.allocate(slots * size_t(dim) * 4),
+                             g = b.allocate(slots * size_t(width) * 4), u = b.allocate(slots * size_t(width) * 4),
+                             y = b.allocate(slots * size_t(dim) * 4);
+                b.route(in_logits.floats(), rows, params, chosen.ints(), chosen_weights.floats());
+                r.offsets.resize(size_t(experts + 1));
+                b.group_by_expert(chosen.ints(), chosen_weights.floats(), rows, k, experts, slot_rows.ints(),
+                                  token_slots.ints(), token_scales.floats(), r.offsets);
+                b.gather_rows(in_x.floats(), dim, slot_rows.ints(), int64_t(slots), gathered.floats());
+                const GroupedMatmulOutput gate_up[] = {{gate, g.floats()}, {up, u.floats()}};
+                b.grouped_matmuls(gathered.floats(), r.offsets, gate_up);
+                b.swiglu(g.floats(), u.floats(), int64_t(slots) * width);
+                const GroupedMatmulOutput out[] = {{down, y.floats()}};
+                b.grouped_matmuls(g.floats(), r.offsets, out);
+                b.unpermute_add(in_x.floats(), rows, dim, k, token_slots.ints(), token_scales.floats(), y.floats());
+                auto ints = [&](const DeviceBuffer& buffer) {
+                    std::vector<int32_t> v(slots);
+                    b.copy_to_host(v.data(), buffer, slots * 4);
+                    return v;
+                };
+                r.chosen = ints(chosen);
+                r.slot_rows = ints(slot_rows);
+                r.token_slots = ints(token_slots);
+                r.weights = pair.get(b, chosen_weights, slots);
+                r.token_scales = pair.get(b, token_scales, slots);
+                r.x = pair.get(b, in_x, x.size());
+            }
+            const Result &cpu = results[0], &gpu = results[1];
+            CHECK(gpu.chosen == cpu.chosen);
+            CHECK(relative_error(gpu.weights, cpu.weights) <= 1e-6);
+            CHECK(gpu.offsets == cpu.offsets);
+            CHECK(gpu.slot_rows == cpu.slot_rows);
+            CHECK(gpu.token_slots == cpu.token_slots);
+            CHECK(relative_error(gpu.token_scales, cpu.token_scales) <= 1e-6);
+            CHECK(relative_error(gpu.x, cpu.x) <= 1e-2);  // bf16 experts
+            CHECK(cpu.x != x);
+        }
 }
 
 TEST_CASE("host: query tiles are numbered in order, ceil(rows / tile) per sequence") {

@@ -16,6 +16,7 @@
 #include "format/safetensors.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
+#include "model/run_state.hpp"
 
 using namespace unmask;
 
@@ -121,12 +122,27 @@ TEST_CASE("a sequence gets bit-identical logits alone, batched, and with any thr
         CAPTURE(name);
         const ReferenceCase reference = read_reference(reference_dir(name));
         const auto model = load(name, Precision::bf16);
-        const ForwardOutput batched = run(*model, reference.tokens, 3);
-        size_t offset = 0;
-        for (const auto& tokens : reference.tokens) {
-            const ForwardOutput alone = run(*model, {tokens}, 1);
-            REQUIRE(std::equal(alone.logits.begin(), alone.logits.end(), batched.logits.begin() + long(offset)));
-            offset += alone.logits.size();
+        std::vector<ForwardOutput> alone;
+        for (const auto& tokens : reference.tokens) alone.push_back(run(*model, {tokens}, 1));
+        // The reference batch, and the same sequences repeated beyond one chunk of the MoE
+        // layers' tokens (moe_chunk_tokens), so that some sequences straddle two chunks.
+        std::vector<std::vector<int32_t>> many;
+        size_t tokens = 0;
+        while (tokens <= size_t(moe_chunk_tokens))
+            for (const auto& sequence : reference.tokens) {
+                many.push_back(sequence);
+                tokens += sequence.size();
+            }
+        for (const auto& batch : {reference.tokens, many}) {
+            CAPTURE(batch.size());
+            const ForwardOutput batched = run(*model, batch, 3);
+            size_t offset = 0;
+            for (size_t s = 0; s < batch.size(); ++s) {
+                const std::vector<float>& expected = alone[s % alone.size()].logits;
+                REQUIRE(std::equal(expected.begin(), expected.end(), batched.logits.begin() + long(offset)));
+                offset += expected.size();
+            }
+            CHECK(offset == batched.logits.size());
         }
     }
 }
@@ -152,6 +168,91 @@ TEST_CASE("the residual add fused with the norm is add then rmsnorm, bit for bit
     CHECK(fused_x == plain_x);
     CHECK(fused_out == plain_out);
     CHECK(fused_x != x);  // it added
+}
+
+TEST_CASE("tokens grouped by expert run each expert over its rows and sum back in ascending expert order") {
+    const int64_t rows = 37, k = 3, experts = 8, dim = 16, width = 6;
+    std::vector<float> router_logits(static_cast<size_t>(rows * experts)), x(static_cast<size_t>(rows * dim));
+    for (size_t i = 0; i < router_logits.size(); ++i) router_logits[i] = std::sin(1.7f * float(i));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.3f * float(i));
+    std::vector<std::vector<float>> weight_data(static_cast<size_t>(experts));
+    std::vector<Weight> weights(static_cast<size_t>(experts));
+    std::vector<const Weight*> expert_weights;
+    for (int64_t e = 0; e < experts; ++e) {
+        auto& data = weight_data[size_t(e)];
+        data.resize(size_t(width * dim));
+        for (size_t i = 0; i < data.size(); ++i) data[i] = std::sin(0.05f * float(i) + float(e));
+        Weight& w = weights[size_t(e)];
+        w.name = "expert";
+        w.shape = {width, dim};
+        w.elements = data.size();
+        w.data = data.data();
+        expert_weights.push_back(&w);
+    }
+    auto backend = make_cpu_backend(2);
+    const size_t slots = size_t(rows * k);
+    std::vector<int32_t> chosen(slots), slot_rows(slots), token_slots(slots);
+    std::vector<float> chosen_weights(slots), token_scales(slots);
+    backend->route(router_logits.data(), rows, {experts, k, RouterScore::softmax, true, 1.0, nullptr}, chosen.data(),
+                   chosen_weights.data());
+    std::vector<int64_t> offsets(size_t(experts + 1));
+    backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
+                             token_slots.data(), token_scales.data(), offsets);
+    REQUIRE(offsets.front() == 0);
+    REQUIRE(offsets.back() == int64_t(slots));
+    auto expert_of_slot = [&](int32_t slot) {
+        return int64_t(std::upper_bound(offsets.begin(), offsets.end(), int64_t(slot)) - offsets.begin()) - 1;
+    };
+    for (int64_t e = 0; e < experts; ++e) {
+        CAPTURE(e);
+        REQUIRE(offsets[size_t(e)] <= offsets[size_t(e) + 1]);
+        const auto routed = std::count(chosen.begin(), chosen.end(), int32_t(e));
+        CHECK(offsets[size_t(e) + 1] - offsets[size_t(e)] == routed);
+        for (int64_t s = offsets[size_t(e)]; s < offsets[size_t(e) + 1]; ++s) {
+            const int32_t t = slot_rows[size_t(s)];
+            if (s > offsets[size_t(e)]) CHECK(slot_rows[size_t(s) - 1] < t);  // row order
+            const int32_t* picked = chosen.data() + t * k;
+            CHECK(std::find(picked, picked + k, int32_t(e)) != picked + k);
+        }
+    }
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t i = 0; i < k; ++i) {
+            const int32_t slot = token_slots[size_t(t * k + i)];
+            CHECK(slot_rows[size_t(slot)] == t);
+            const int64_t e = expert_of_slot(slot);
+            if (i > 0) CHECK(expert_of_slot(token_slots[size_t(t * k + i - 1)]) < e);
+            const auto j = std::find(chosen.begin() + t * k, chosen.begin() + (t + 1) * k, int32_t(e)) - chosen.begin();
+            CHECK(token_scales[size_t(t * k + i)] == chosen_weights[size_t(j)]);
+        }
+
+    // The experts over their gathered rows, summed back: against a direct sum per token.
+    std::vector<float> gathered(slots * size_t(dim)), expert_out(slots * size_t(width));
+    backend->gather_rows(x.data(), dim, slot_rows.data(), int64_t(slots), gathered.data());
+    const GroupedMatmulOutput outputs[] = {{expert_weights, expert_out.data()}};
+    backend->grouped_matmuls(gathered.data(), offsets, outputs);
+    std::vector<float> sum(static_cast<size_t>(rows * width), 1.0f);
+    backend->unpermute_add(sum.data(), rows, width, k, token_slots.data(), token_scales.data(), expert_out.data());
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t c = 0; c < width; ++c) {
+            double expected = 1.0;
+            for (int64_t j = 0; j < k; ++j) {
+                const auto& w = weight_data[size_t(chosen[size_t(t * k + j)])];
+                double dot = 0;
+                for (int64_t i = 0; i < dim; ++i) dot += double(w[size_t(c * dim + i)]) * x[size_t(t * dim + i)];
+                expected += chosen_weights[size_t(t * k + j)] * dot;
+            }
+            CHECK(std::abs(sum[size_t(t * width + c)] - expected) < 1e-4 * (1 + std::abs(expected)));
+        }
+
+    // Routing tables route could not have made are refused.
+    chosen[1] = chosen[0];
+    CHECK_THROWS_WITH(backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
+                                               token_slots.data(), token_scales.data(), offsets),
+                      doctest::Contains("twice"));
+    chosen[1] = int32_t(experts);
+    CHECK_THROWS_WITH(backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
+                                               token_slots.data(), token_scales.data(), offsets),
+                      doctest::Contains("expert 8 of 8"));
 }
 
 TEST_CASE("candidates at temperature 0 give the reference top-1 exactly and its probabilities closely") {

@@ -434,18 +434,41 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     const WorkspaceLimits workspace = workspace_limits(spec, limits);
     CHECK(workspace.tokens == 512);
     CHECK(workspace.vocab == spec.embedding_rows);
-    // The widest matmul input: the hidden state, the attention output or the widest SwiGLU (every
-    // layer of this model is MoE, so its dense width does not count).
-    CHECK(workspace.matmul_width == std::max({spec.hidden_size, spec.attention_heads * spec.head_dim,
-                                              spec.expert_intermediate_size, spec.shared_expert_intermediate_size}));
+    CHECK(workspace.experts == spec.experts);
+    // The largest matmul input: every token at the hidden state, the attention output or the
+    // shared expert's SwiGLU, or the k (token, expert) rows of each token into or out of the
+    // routed experts (every layer of this model is MoE, so its dense width does not count).
+    const int64_t k = spec.experts_per_token;
+    CHECK(workspace.matmul_input ==
+          512 * std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, spec.shared_expert_intermediate_size,
+                          k * spec.hidden_size, k * spec.expert_intermediate_size}));
     const CudaWorkspace w = cuda_workspace(workspace);
-    CHECK(w.rounded == 512 * uint64_t(workspace.matmul_width) * 2);  // bf16 copies of the activations
+    CHECK(w.rounded == uint64_t(workspace.matmul_input) * 2);  // bf16 copies of the activations
     CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
     CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
+    CHECK(w.routing == uint64_t(2 * spec.experts + 1) * 4);  // per-expert counts and offsets
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
-                              allocation_bytes(w.attention) + allocation_bytes(w.candidates);
+                              allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
+                              allocation_bytes(w.routing);
     CHECK(cuda_workspace_bytes(workspace) == expected);
     CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);
+    // The routed experts run over a chunk's (token, expert) slots at once: k rows per token, for
+    // at most moe_chunk_tokens tokens.
+    const RunStateSizes sizes = run_state_sizes(spec, limits);
+    CHECK(sizes.expert_input == allocation_bytes(uint64_t(512 * k * spec.hidden_size) * 4));
+    CHECK(sizes.slot_rows == allocation_bytes(uint64_t(512 * k) * 4));
+    CHECK(sizes.gate == allocation_bytes(uint64_t(512 * std::max(k * spec.expert_intermediate_size,
+                                                                 spec.shared_expert_intermediate_size)) * 4));
+    const ForwardLimits big{3 * moe_chunk_tokens, 256};
+    CHECK(run_state_sizes(spec, big).expert_input ==
+          allocation_bytes(uint64_t(moe_chunk_tokens * k * spec.hidden_size) * 4));
+    const int64_t per_token =
+        std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, spec.shared_expert_intermediate_size});
+    CHECK(largest_matmul_input(spec, big) ==
+          std::max(3 * moe_chunk_tokens * per_token,
+                   moe_chunk_tokens * k * std::max(spec.hidden_size, spec.expert_intermediate_size)));
     // A short forward still stages the LM head's outputs and their CFG twins.
-    CHECK(cuda_workspace({16, spec.embedding_rows, 8, 64}).rounded == 16 * 64 * 2);
+    const ModelSpec dense = read_model_config(fixture_path("good/llada"));
+    CHECK(largest_matmul_input(dense, {8, 8}) ==
+          16 * std::max({dense.hidden_size, dense.attention_heads * dense.head_dim, dense.intermediate_size}));
 }

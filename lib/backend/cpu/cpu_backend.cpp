@@ -40,6 +40,43 @@ uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
     return uint64_t(attention_tile * limits.sequence_length) + 2 * k::matmul_scratch_floats() + 2 * uint64_t(limits.vocab);
 }
 
+// The router's choice for rows [begin, end) of `logits` (rows of p.experts), scores in float64.
+void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& p, int32_t* experts,
+                float* weights) {
+    const auto bias = p.expert_bias ? vector(*p.expert_bias) : k::WeightVector{};
+    std::vector<double> scores(static_cast<size_t>(p.experts)), selection(scores.size());
+    std::vector<int32_t> order(scores.size());
+    for (int64_t r = begin; r < end; ++r) {
+        const float* row = logits + r * p.experts;
+        if (p.score == RouterScore::softmax) {
+            const double max = *std::max_element(row, row + p.experts);
+            double total = 0;
+            for (int64_t e = 0; e < p.experts; ++e) total += scores[size_t(e)] = std::exp(row[e] - max);
+            for (auto& s : scores) s /= total;
+        } else {
+            for (int64_t e = 0; e < p.experts; ++e) scores[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
+        }
+        for (int64_t e = 0; e < p.experts; ++e)
+            selection[size_t(e)] = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
+        std::iota(order.begin(), order.end(), 0);
+        // Highest selection score first; ties go to the lower expert index.
+        std::partial_sort(order.begin(), order.begin() + p.experts_per_token, order.end(),
+                          [&](int32_t a, int32_t b) {
+                              return selection[size_t(a)] != selection[size_t(b)]
+                                         ? selection[size_t(a)] > selection[size_t(b)]
+                                         : a < b;
+                          });
+        double chosen_total = 0;
+        for (int64_t j = 0; j < p.experts_per_token; ++j) chosen_total += scores[size_t(order[size_t(j)])];
+        for (int64_t j = 0; j < p.experts_per_token; ++j) {
+            double w = scores[size_t(order[size_t(j)])];
+            if (p.normalize_top_k) w /= chosen_total;
+            experts[r * p.experts_per_token + j] = order[size_t(j)];
+            weights[r * p.experts_per_token + j] = static_cast<float>(w * p.scaling);
+        }
+    }
+}
+
 class CpuBackend final : public Backend {
 public:
     // `memory` must outlive the backend and every buffer it allocates; a ledger of its own (no
@@ -206,14 +243,48 @@ public:
         });
     }
 
-    void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                          const float* y) override {
-        // Serial in i: rows may repeat, and the order of additions must not depend on threads.
-        for (int64_t i = 0; i < count; ++i) {
-            float* dst = x + int64_t(rows[i]) * dim;
-            const float* src = y + i * dim;
-            for (int64_t c = 0; c < dim; ++c) dst[c] += scale[i] * src[c];
+    // A counting sort by expert: slots in row order within each expert.
+    void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k, int64_t expert_count,
+                         int32_t* slot_rows, int32_t* token_slots, float* token_scales,
+                         std::span<int64_t> offsets) override {
+        if (int64_t(offsets.size()) != expert_count + 1)
+            fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
+        std::fill(offsets.begin(), offsets.end(), 0);
+        for (int64_t i = 0; i < rows * k; ++i) {
+            if (experts[i] < 0 || experts[i] >= expert_count)
+                fail(Status::internal, "token {} was routed to expert {} of {}", i / k, experts[i], expert_count);
+            ++offsets[size_t(experts[i]) + 1];
         }
+        for (size_t e = 1; e < offsets.size(); ++e) offsets[e] += offsets[e - 1];
+        std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+        for (int64_t t = 0; t < rows; ++t)
+            for (int64_t j = 0; j < k; ++j) {
+                const int32_t expert = experts[t * k + j];
+                const auto slot = static_cast<int32_t>(next[size_t(expert)]++);
+                slot_rows[slot] = static_cast<int32_t>(t);
+                // The rank of this expert among the token's: its place in ascending expert order.
+                int64_t rank = 0;
+                for (int64_t other = 0; other < k; ++other) {
+                    if (other != j && experts[t * k + other] == expert)
+                        fail(Status::internal, "token {} was routed to expert {} twice", t, expert);
+                    rank += experts[t * k + other] < expert;
+                }
+                token_slots[t * k + rank] = slot;
+                token_scales[t * k + rank] = weights[t * k + j];
+            }
+    }
+
+    void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t k, const int32_t* token_slots,
+                       const float* token_scales, const float* y) override {
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t)
+                for (int64_t i = 0; i < k; ++i) {
+                    float* dst = x + t * dim;
+                    const float scale = token_scales[t * k + i];
+                    const float* src = y + int64_t(token_slots[t * k + i]) * dim;
+                    for (int64_t c = 0; c < dim; ++c) dst[c] += scale * src[c];
+                }
+        });
     }
 
     void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override {
@@ -250,51 +321,6 @@ private:
 };
 
 }  // namespace
-
-kernels::ElementType element_type(DType dtype) {
-    switch (dtype) {
-        case DType::f32: return kernels::ElementType::f32;
-        case DType::bf16: return kernels::ElementType::bf16;
-        case DType::f16: return kernels::ElementType::f16;
-        default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
-    }
-}
-
-void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& p, int32_t* experts,
-                float* weights) {
-    const auto bias = p.expert_bias ? vector(*p.expert_bias) : k::WeightVector{};
-    std::vector<double> scores(static_cast<size_t>(p.experts)), selection(scores.size());
-    std::vector<int32_t> order(scores.size());
-    for (int64_t r = begin; r < end; ++r) {
-        const float* row = logits + r * p.experts;
-        if (p.score == RouterScore::softmax) {
-            const double max = *std::max_element(row, row + p.experts);
-            double total = 0;
-            for (int64_t e = 0; e < p.experts; ++e) total += scores[size_t(e)] = std::exp(row[e] - max);
-            for (auto& s : scores) s /= total;
-        } else {
-            for (int64_t e = 0; e < p.experts; ++e) scores[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
-        }
-        for (int64_t e = 0; e < p.experts; ++e)
-            selection[size_t(e)] = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
-        std::iota(order.begin(), order.end(), 0);
-        // Highest selection score first; ties go to the lower expert index.
-        std::partial_sort(order.begin(), order.begin() + p.experts_per_token, order.end(),
-                          [&](int32_t a, int32_t b) {
-                              return selection[size_t(a)] != selection[size_t(b)]
-                                         ? selection[size_t(a)] > selection[size_t(b)]
-                                         : a < b;
-                          });
-        double chosen_total = 0;
-        for (int64_t j = 0; j < p.experts_per_token; ++j) chosen_total += scores[size_t(order[size_t(j)])];
-        for (int64_t j = 0; j < p.experts_per_token; ++j) {
-            double w = scores[size_t(order[size_t(j)])];
-            if (p.normalize_top_k) w /= chosen_total;
-            experts[r * p.experts_per_token + j] = order[size_t(j)];
-            weights[r * p.experts_per_token + j] = static_cast<float>(w * p.scaling);
-        }
-    }
-}
 
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
     return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float);

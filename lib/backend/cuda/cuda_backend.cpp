@@ -13,6 +13,7 @@
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/candidates.hpp"
+#include "cuda/moe.hpp"
 #include "cuda/ops.hpp"
 #include "format/dtype.hpp"
 
@@ -131,6 +132,7 @@ public:
         staging(rounded_, w.rounded);
         staging(attention_sequences_, w.attention);
         staging(candidate_io_, w.candidates);
+        staging(routing_, w.routing);
     }
 
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
@@ -153,43 +155,27 @@ public:
         check(k::rmsnorm(x, rows, dim, x_stride, view(w), eps, out, out_stride, stream_), "rmsnorm");
     }
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
-        const MatmulOutput one{&w, bias, out};
-        matmuls(x, rows, std::span(&one, 1));
+        const MatmulJob job{&w, bias, out, 0, rows};
+        run_matmuls(x, rows, std::span(&job, 1));
     }
-    // The activations are rounded to the weights' precision once per precision, not once per output.
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
-        select_device(device_);
-        if (outputs.empty()) return;
-        const int64_t inner = outputs.front().weight->shape.at(1);
-        for (const MatmulOutput& o : outputs)  // checked before any work is queued
-            if (o.weight->shape.at(1) != inner)
-                fail(Status::internal, "matmuls of one input need weights of one width, not {} and {}", inner,
-                     o.weight->shape.at(1));
-        const void* rounded = nullptr;
-        DType rounded_as = DType::f32;
-        for (const MatmulOutput& o : outputs) {
-            const CudaWeights::Copy& weight = weights_->find(*o.weight);
-            const int64_t n = o.weight->shape.at(0);
-            const void* input = x;
-            cudaDataType_t type = CUDA_R_32F;
-            if (weight.dtype != DType::f32) {
-                type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-                if (rounded == nullptr || rounded_as != weight.dtype) {
-                    void* staged = staging(rounded_, size_t(rows * inner) * 2);
-                    check(k::round_to(x, rows * inner, element_type(weight.dtype), staged, stream_),
-                          "rounding activations");
-                    rounded = staged;
-                    rounded_as = weight.dtype;
-                }
-                input = rounded;
+        std::vector<MatmulJob> jobs;
+        for (const MatmulOutput& o : outputs) jobs.push_back({o.weight, o.bias, o.out, 0, rows});
+        run_matmuls(x, rows, jobs);
+    }
+    // One rounding of all the groups' rows, then a cuBLASLt matmul per group and output.
+    void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
+                         std::span<const GroupedMatmulOutput> outputs) override {
+        std::vector<MatmulJob> jobs;
+        for (size_t e = 0; e + 1 < offsets.size(); ++e) {
+            const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+            if (rows == 0) continue;
+            for (const GroupedMatmulOutput& o : outputs) {
+                const Weight* w = o.weights[e];
+                jobs.push_back({w, nullptr, o.out + first * w->shape.at(0), first, rows});
             }
-            if (inner == 0) {  // an empty sum, as the CPU writes it
-                check(cudaMemsetAsync(o.out, 0, size_t(rows * n) * sizeof(float), stream_), "cudaMemset");
-            } else {
-                matmul_->run(input, weight.buffer.floats(), type, rows, n, inner, o.out, stream_);
-            }
-            if (o.bias != nullptr) check(k::add_bias(o.out, rows, n, view(*o.bias), stream_), "bias");
         }
+        run_matmuls(x, offsets.empty() ? 0 : offsets.back(), jobs);
     }
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
@@ -240,29 +226,48 @@ public:
         select_device(device_);
         check(k::add_rmsnorm(x, y, rows, dim, view(w), eps, out, stream_), "add_rmsnorm");
     }
-    // The routing table is small: it is chosen on the host, with the CPU's arithmetic.
     void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                float* weights) override {
         select_device(device_);
-        std::vector<float> logits(size_t(rows * params.experts));
-        std::vector<int32_t> chosen(size_t(rows * params.experts_per_token));
-        std::vector<float> chosen_weights(chosen.size());
-        check(cudaMemcpyAsync(logits.data(), router_logits, logits.size() * sizeof(float), cudaMemcpyDeviceToHost,
+        if (params.experts > k::max_route_experts || params.experts_per_token > k::max_experts_per_token)
+            fail(Status::unsupported, "the CUDA router takes up to {} experts and {} per token, not {} and {}",
+                 k::max_route_experts, k::max_experts_per_token, params.experts, params.experts_per_token);
+        const k::RouteParams p{params.experts,
+                               params.experts_per_token,
+                               params.score == RouterScore::sigmoid,
+                               params.normalize_top_k,
+                               params.scaling,
+                               params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{}};
+        check(k::route(router_logits, rows, p, experts, weights, stream_), "route");
+    }
+    // The only synchronisation of a mixture-of-experts layer: the group sizes, which the grouped
+    // matmuls' shapes need on the host.
+    void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k, int64_t expert_count,
+                         int32_t* slot_rows, int32_t* token_slots, float* token_scales,
+                         std::span<int64_t> offsets) override {
+        select_device(device_);
+        if (int64_t(offsets.size()) != expert_count + 1)
+            fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
+        auto* counts = static_cast<int32_t*>(staging(routing_, size_t(2 * expert_count + 1) * sizeof(int32_t)));
+        int32_t* device_offsets = counts + expert_count;
+        check(k::group_by_expert(experts, weights, rows, k, expert_count, counts, device_offsets, slot_rows,
+                                 token_slots, token_scales, stream_),
+              "group_by_expert");
+        std::vector<int32_t> host(offsets.size());
+        check(cudaMemcpyAsync(host.data(), device_offsets, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
                               stream_),
-              "copy of router logits");
+              "copy of the expert offsets");
         check(cudaStreamSynchronize(stream_), "the device's work");
-        route_rows(logits.data(), 0, rows, params, chosen.data(), chosen_weights.data());
-        uploads_->copy(experts, chosen.data(), chosen.size() * sizeof(int32_t), stream_);
-        uploads_->copy(weights, chosen_weights.data(), chosen_weights.size() * sizeof(float), stream_);
+        std::copy(host.begin(), host.end(), offsets.begin());
+    }
+    void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t k, const int32_t* token_slots,
+                       const float* token_scales, const float* y) override {
+        select_device(device_);
+        check(k::unpermute_add(x, rows, dim, k, token_slots, token_scales, y, stream_), "unpermute_add");
     }
     void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {
         select_device(device_);
         check(k::gather_rows(x, dim, rows, count, out, stream_), "gather_rows");
-    }
-    void scatter_add_rows(float* x, int64_t dim, const int32_t* rows, const float* scale, int64_t count,
-                          const float* y) override {
-        select_device(device_);
-        check(k::scatter_add_rows(x, dim, rows, scale, count, y, stream_), "scatter_add_rows");
     }
     void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override {
         select_device(device_);
@@ -297,6 +302,51 @@ public:
     }
 
 private:
+    // out = rows first_row.. of x · weightᵀ (+ bias)
+    struct MatmulJob {
+        const Weight* weight;
+        const Weight* bias;
+        float* out;
+        int64_t first_row, rows;
+    };
+
+    // Jobs over `rows` rows of x, all of one width. x is rounded to a weight's precision once for
+    // every job in a row that needs it (q, k and v; gate and up; the groups of an expert layer).
+    void run_matmuls(const float* x, int64_t rows, std::span<const MatmulJob> jobs) {
+        select_device(device_);
+        if (jobs.empty()) return;
+        const int64_t inner = jobs.front().weight->shape.at(1);
+        for (const MatmulJob& job : jobs)  // checked before any work is queued
+            if (job.weight->shape.at(1) != inner || job.first_row + job.rows > rows)
+                fail(Status::internal, "a matmul of rows {}..{} of width {} in {} rows of width {}", job.first_row,
+                     job.first_row + job.rows, job.weight->shape.at(1), rows, inner);
+        const void* rounded = nullptr;
+        DType rounded_as = DType::f32;
+        for (const MatmulJob& job : jobs) {
+            const CudaWeights::Copy& weight = weights_->find(*job.weight);
+            const int64_t n = job.weight->shape.at(0);
+            const void* input = x + job.first_row * inner;
+            cudaDataType_t type = CUDA_R_32F;
+            if (weight.dtype != DType::f32) {
+                type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+                if (rounded == nullptr || rounded_as != weight.dtype) {
+                    void* staged = staging(rounded_, size_t(rows * inner) * 2);
+                    check(k::round_to(x, rows * inner, element_type(weight.dtype), staged, stream_),
+                          "rounding activations");
+                    rounded = staged;
+                    rounded_as = weight.dtype;
+                }
+                input = static_cast<const uint16_t*>(rounded) + job.first_row * inner;
+            }
+            if (inner == 0) {  // an empty sum, as the CPU writes it
+                check(cudaMemsetAsync(job.out, 0, size_t(job.rows * n) * sizeof(float), stream_), "cudaMemset");
+            } else {
+                matmul_->run(input, weight.buffer.floats(), type, job.rows, n, inner, job.out, stream_);
+            }
+            if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
+        }
+    }
+
     k::WeightView view(const Weight& w) const {
         const CudaWeights::Copy& copy = weights_->find(w);
         return {copy.buffer.floats(), element_type(copy.dtype)};
@@ -321,7 +371,7 @@ private:
     DeviceBuffer matmul_workspace_;
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
-    DeviceBuffer rounded_, attention_sequences_, candidate_io_;
+    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_;
 };
 
 }  // namespace

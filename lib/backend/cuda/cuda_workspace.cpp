@@ -11,18 +11,19 @@ CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
     const auto tokens = static_cast<uint64_t>(std::max<int64_t>(limits.tokens, 1));
     const auto rows = std::min<uint64_t>(tokens, output_chunk_rows);  // candidates per call
     CudaWorkspace w;
-    // Matmul inputs: a forward's rows at the widest input, or the LM head's outputs and their CFG twins.
-    w.rounded = std::max(tokens, 2 * rows) * static_cast<uint64_t>(std::max<int64_t>(limits.matmul_width, 1)) * 2;
+    w.rounded = static_cast<uint64_t>(std::max<int64_t>(limits.matmul_input, 1)) * 2;  // bf16/fp16 copies
     w.attention = tokens * CudaWorkspace::attention_sequence_bytes;
     w.candidates = rows * (CudaWorkspace::candidate_row_bytes + CudaWorkspace::banned_per_row * sizeof(int32_t) +
                            sizeof(Candidate));
+    w.routing = limits.experts > 0 ? uint64_t(2 * limits.experts + 1) * sizeof(int32_t) : 0;
     return w;
 }
 
 uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits) {
     const CudaWorkspace w = cuda_workspace(limits);
     return allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
-           allocation_bytes(w.attention) + allocation_bytes(w.candidates);
+           allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
+           (w.routing > 0 ? allocation_bytes(w.routing) : 0);
 }
 
 }  // namespace unmask
