@@ -10,6 +10,10 @@
 //   0.5 GB of reads per step, 3.5% of the weights, which the bound leaves out).
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
 //   against the H200's 4.3 TB/s.
+// - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
+//   2048, 64 experts of width 1024, 8 per token; random bf16 weights and router logits) over
+//   `tokens` tokens: route, group by expert, gather, the grouped SwiGLU and the weighted
+//   un-permute; the bytes of the experts the tokens chose over the time, against 4.3 TB/s.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -21,6 +25,7 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
+#include "core/float_convert.hpp"
 #include "format/dtype.hpp"
 #include "model/forward.hpp"
 #include "model/kv_cache.hpp"
@@ -158,6 +163,87 @@ void BM_cuda_candidates(benchmark::State& state) {
     state.counters["bandwidth_fraction"] = bytes / seconds / h200_bytes_per_second;
 }
 
+// args: tokens
+void BM_cuda_moe_experts(benchmark::State& state) {
+    if (!have_device(state)) return;
+    const int64_t tokens = state.range(0), hidden = 2048, experts = 64, width = 1024, k = 8;
+    // Every expert's gate, up and down in bf16, uniform in +-0.02 from a xorshift (quick to make:
+    // 805 MB of weights whose values do not matter to the time).
+    std::vector<uint16_t> table(size_t(3 * experts * width * hidden));
+    uint32_t bits = 7;
+    for (uint16_t& v : table) {
+        bits ^= bits << 13;
+        bits ^= bits >> 17;
+        bits ^= bits << 5;
+        v = float_to_bf16((float(bits) / 4294967296.0f - 0.5f) * 0.04f);
+    }
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<Weight> weights(size_t(3 * experts));
+    for (size_t i = 0; i < weights.size(); ++i) {
+        Weight& w = weights[i];
+        w.name = "expert";
+        w.dtype = w.file_dtype = DType::bf16;
+        w.shape = i < size_t(2 * experts) ? std::vector<int64_t>{width, hidden} : std::vector<int64_t>{hidden, width};
+        w.elements = uint64_t(width * hidden);
+        w.data = table.data() + i * w.elements;
+    }
+    std::vector<const Weight*> gate, up, down;
+    for (int64_t e = 0; e < experts; ++e) {
+        gate.push_back(&weights[size_t(e)]);
+        up.push_back(&weights[size_t(experts + e)]);
+        down.push_back(&weights[size_t(2 * experts + e)]);
+    }
+    MemoryLedger ledger("cuda", UINT64_MAX);
+    auto backend = make_cuda_backend(CudaWeights::upload(weights, 0, &ledger));
+    Backend& b = *backend;
+    auto upload = [&](const std::vector<float>& v) {
+        DeviceBuffer buffer = b.allocate(v.size() * sizeof(float));
+        b.copy_to_device(buffer, v.data(), v.size() * sizeof(float));
+        return buffer;
+    };
+    std::vector<float> logits(size_t(tokens * experts)), x(size_t(tokens * hidden));
+    for (float& v : logits) v = normal(rng);
+    for (float& v : x) v = normal(rng);
+    const DeviceBuffer router_logits = upload(logits), hidden_states = upload(x);
+    const auto slots = size_t(tokens * k);
+    const DeviceBuffer chosen = b.allocate(slots * 4), chosen_weights = b.allocate(slots * 4),
+                       slot_rows = b.allocate(slots * 4), token_slots = b.allocate(slots * 4),
+                       token_scales = b.allocate(slots * 4), gathered = b.allocate(slots * size_t(hidden) * 4),
+                       g = b.allocate(slots * size_t(width) * 4), u = b.allocate(slots * size_t(width) * 4),
+                       y = b.allocate(slots * size_t(hidden) * 4);
+    b.reserve_workspace({1, 1, tokens, int64_t(slots) * hidden, experts});
+    const RouterParams params{experts, k, RouterScore::softmax, false, 1.0, nullptr};
+    std::vector<int64_t> offsets(size_t(experts + 1));
+    auto layer = [&] {
+        b.route(router_logits.floats(), tokens, params, chosen.ints(), chosen_weights.floats());
+        b.group_by_expert(chosen.ints(), chosen_weights.floats(), tokens, k, experts, slot_rows.ints(),
+                          token_slots.ints(), token_scales.floats(), offsets);
+        b.gather_rows(hidden_states.floats(), hidden, slot_rows.ints(), int64_t(slots), gathered.floats());
+        const GroupedMatmulOutput gate_up[] = {{gate, g.floats()}, {up, u.floats()}};
+        b.grouped_matmuls(gathered.floats(), offsets, gate_up);
+        b.swiglu(g.floats(), u.floats(), int64_t(slots) * width);
+        const GroupedMatmulOutput out[] = {{down, y.floats()}};
+        b.grouped_matmuls(g.floats(), offsets, out);
+        // Into a scratch copy of the hidden states (the values do not matter to the time).
+        b.unpermute_add(gathered.floats(), tokens, hidden, k, token_slots.ints(), token_scales.floats(), y.floats());
+        float last = 0;
+        b.copy_to_host(&last, y, sizeof(float));  // waits for the device
+    };
+    layer();  // warm-up: cuBLASLt plans
+    int64_t touched = 0;
+    for (int64_t e = 0; e < experts; ++e) touched += offsets[size_t(e) + 1] > offsets[size_t(e)];
+
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) layer();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                           double(state.iterations());
+    const double bytes = double(touched * 3 * width * hidden * 2);
+    state.counters["layer_ms"] = seconds * 1e3;
+    state.counters["experts_used"] = double(touched);
+    state.counters["bandwidth_fraction"] = bytes / seconds / h200_bytes_per_second;
+}
+
 }  // namespace
 
 BENCHMARK(BM_cuda_forward)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -167,3 +253,4 @@ BENCHMARK(BM_cuda_generation_step)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_cuda_moe_experts)->Arg(32)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
