@@ -76,9 +76,10 @@ __global__ void route_kernel(const float* logits, int64_t rows, RouteParams p, i
     }
 }
 
-// Block e counts the slots routed to expert e.
-__global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* counts) {
+// Block e counts the slots routed to expert e (block 0 also clears the flag place_kernel sets).
+__global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* counts, int32_t* repeated) {
     const auto e = int32_t(blockIdx.x);
+    if (e == 0 && threadIdx.x == 0) *repeated = 0;
     int32_t count = 0;
     for (int64_t base = 0; base < slots; base += blockDim.x) {
         const int64_t i = base + threadIdx.x;
@@ -91,8 +92,8 @@ __global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* cou
 // blockDim (a multiple of 32) entries: within a block, a slot's place is the count of earlier
 // warps' and earlier lanes' entries for e.
 __global__ void place_kernel(const int32_t* experts, const float* weights, int64_t slots, int64_t k,
-                             int64_t expert_count, const int32_t* counts, int32_t* offsets, int32_t* slot_rows,
-                             int32_t* token_slots, float* token_scales) {
+                             int64_t expert_count, const int32_t* counts, int32_t* offsets, int32_t* repeated,
+                             int32_t* slot_rows, int32_t* token_slots, float* token_scales) {
     __shared__ int32_t warp_counts[32];
     __shared__ int32_t start;
     const auto e = int32_t(blockIdx.x);
@@ -121,7 +122,10 @@ __global__ void place_kernel(const int32_t* experts, const float* weights, int64
             const int64_t t = i / k;
             slot_rows[slot] = int32_t(t);
             int64_t rank = 0;  // e's place among the token's experts in ascending order
-            for (int64_t j = 0; j < k; ++j) rank += experts[t * k + j] < e;
+            for (int64_t j = 0; j < k; ++j) {
+                rank += experts[t * k + j] < e;
+                if (experts[t * k + j] == e && t * k + j != i) *repeated = 1;
+            }
             token_slots[t * k + rank] = slot;
             token_scales[t * k + rank] = weights[i];
         }
@@ -157,14 +161,14 @@ cudaError_t route(const float* logits, int64_t rows, const RouteParams& params, 
 }
 
 cudaError_t group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
-                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* slot_rows,
-                            int32_t* token_slots, float* token_scales, cudaStream_t stream) {
+                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* repeated,
+                            int32_t* slot_rows, int32_t* token_slots, float* token_scales, cudaStream_t stream) {
     if (expert_count < 1 || expert_count > INT32_MAX || k < 1 || rows < 0 || rows * k > INT32_MAX)
         return cudaErrorInvalidValue;
     const auto blocks = static_cast<unsigned>(expert_count);
-    count_kernel<<<blocks, threads, 0, stream>>>(experts, rows * k, counts);
+    count_kernel<<<blocks, threads, 0, stream>>>(experts, rows * k, counts, repeated);
     place_kernel<<<blocks, threads, 0, stream>>>(experts, weights, rows * k, k, expert_count, counts, offsets,
-                                                 slot_rows, token_slots, token_scales);
+                                                 repeated, slot_rows, token_slots, token_scales);
     return cudaGetLastError();
 }
 

@@ -140,7 +140,8 @@ public:
                              float* out) = 0;
     // Mixture-of-experts layers, in four steps: route, group_by_expert, grouped_matmuls (the
     // experts' SwiGLU, over all of their rows at once) and unpermute_add.
-    // For every token: the experts_per_token chosen experts and their weights ([rows, k] each).
+    // For every token: the experts_per_token chosen experts and their weights ([rows, k] each):
+    // the highest scores first, ties to the lower expert, a NaN score as the lowest.
     virtual void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                        float* weights) = 0;
     // Lays route's output out by expert. Writes `offsets` (host memory, expert_count + 1 entries):
@@ -151,7 +152,8 @@ public:
                                  int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                                  std::span<int64_t> offsets) = 0;
     // matmuls per group: for every group e with rows, rows offsets[e]..offsets[e+1] of each output
-    // = the same rows of x · weights[e]ᵀ, as matmul computes them.
+    // = the same rows of x · weights[e]ᵀ, as matmul computes them. Every output has a weight per
+    // group (offsets.size() - 1).
     virtual void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
                                  std::span<const GroupedMatmulOutput> outputs);
     // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0, 1, .. k - 1 in turn,
@@ -166,6 +168,9 @@ public:
     virtual void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
+
+// Throws Error(INTERNAL) unless every output of a grouped_matmuls call has one weight per group.
+void check_groups(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs);
 
 // How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
 kernels::ElementType element_type(DType dtype);

@@ -333,6 +333,27 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
             CHECK(relative_error(gpu.x, cpu.x) <= 1e-2);  // bf16 experts
             CHECK(cpu.x != x);
         }
+    // Routing tables route could not have made (an expert twice for a token, an expert out of
+    // range) are refused on both, before their slots are used.
+    for (Backend* b : {pair.cpu.get(), pair.cuda.get()})
+        for (int32_t bad : {0, int32_t(experts)}) {
+            CAPTURE(b->name());
+            CAPTURE(bad);
+            std::vector<int32_t> table(slots);
+            for (size_t i = 0; i < slots; ++i) table[i] = int32_t(i % size_t(k));
+            table[1] = bad;
+            DeviceBuffer chosen = pair.put(*b, table), scales = pair.put(*b, std::vector<float>(slots, 1.0f)),
+                         slot_rows = b->allocate(slots * 4), token_slots = b->allocate(slots * 4),
+                         token_scales = b->allocate(slots * 4);
+            std::vector<int64_t> offsets(size_t(experts + 1));
+            try {
+                b->group_by_expert(chosen.ints(), scales.floats(), rows, k, experts, slot_rows.ints(),
+                                   token_slots.ints(), token_scales.floats(), offsets);
+                FAIL("a bad routing table was accepted");
+            } catch (const Error& e) {
+                CHECK(e.status() == Status::internal);
+            }
+        }
 }
 
 TEST_CASE("host: query tiles are numbered in order, ceil(rows / tile) per sequence") {

@@ -244,6 +244,14 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
             CHECK(std::abs(sum[size_t(t * width + c)] - expected) < 1e-4 * (1 + std::abs(expected)));
         }
 
+    // A NaN score ranks lowest (ties to the lower expert): the row still gets k distinct experts.
+    std::vector<float> nan_row(static_cast<size_t>(experts), std::nanf(""));
+    nan_row[5] = 1.0f;
+    int32_t nan_chosen[k];
+    float nan_weights[k];
+    backend->route(nan_row.data(), 1, {experts, k, RouterScore::sigmoid, false, 1.0, nullptr}, nan_chosen, nan_weights);
+    CHECK(std::vector<int32_t>(nan_chosen, nan_chosen + k) == std::vector<int32_t>{5, 0, 1});
+
     // Routing tables route could not have made are refused.
     chosen[1] = chosen[0];
     CHECK_THROWS_WITH(backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),

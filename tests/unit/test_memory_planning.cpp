@@ -446,7 +446,7 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.rounded == uint64_t(workspace.matmul_input) * 2);  // bf16 copies of the activations
     CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
     CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
-    CHECK(w.routing == uint64_t(2 * spec.experts + 1) * 4);  // per-expert counts and offsets
+    CHECK(w.routing == uint64_t(2 * spec.experts + 2) * 4);  // per-expert counts and offsets, a flag
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
                               allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
                               allocation_bytes(w.routing);

@@ -56,8 +56,10 @@ void route_rows(const float* logits, int64_t begin, int64_t end, const RouterPar
         } else {
             for (int64_t e = 0; e < p.experts; ++e) scores[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
         }
-        for (int64_t e = 0; e < p.experts; ++e)
-            selection[size_t(e)] = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
+        for (int64_t e = 0; e < p.experts; ++e) {
+            const double value = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
+            selection[size_t(e)] = std::isnan(value) ? -INFINITY : value;  // NaN: chosen last (an order for sorting)
+        }
         std::iota(order.begin(), order.end(), 0);
         // Highest selection score first; ties go to the lower expert index.
         std::partial_sort(order.begin(), order.begin() + p.experts_per_token, order.end(),

@@ -166,6 +166,7 @@ public:
     // One rounding of all the groups' rows, then a cuBLASLt matmul per group and output.
     void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
                          std::span<const GroupedMatmulOutput> outputs) override {
+        check_groups(offsets, outputs);
         std::vector<MatmulJob> jobs;
         for (size_t e = 0; e + 1 < offsets.size(); ++e) {
             const int64_t first = offsets[e], rows = offsets[e + 1] - first;
@@ -241,29 +242,34 @@ public:
         check(k::route(router_logits, rows, p, experts, weights, stream_), "route");
     }
     // The only synchronisation of a mixture-of-experts layer: the group sizes, which the grouped
-    // matmuls' shapes need on the host.
-    void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k, int64_t expert_count,
-                         int32_t* slot_rows, int32_t* token_slots, float* token_scales,
+    // matmuls' shapes need on the host. A routing table route could not have made (an expert out
+    // of range, or twice for a token) is refused as on the CPU, before its slots are used.
+    void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t per_token,
+                         int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                          std::span<int64_t> offsets) override {
         select_device(device_);
         if (int64_t(offsets.size()) != expert_count + 1)
             fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
-        auto* counts = static_cast<int32_t*>(staging(routing_, size_t(2 * expert_count + 1) * sizeof(int32_t)));
-        int32_t* device_offsets = counts + expert_count;
-        check(k::group_by_expert(experts, weights, rows, k, expert_count, counts, device_offsets, slot_rows,
-                                 token_slots, token_scales, stream_),
+        // counts, then offsets and the flag of a repeated expert
+        auto* counts = static_cast<int32_t*>(staging(routing_, size_t(2 * expert_count + 2) * sizeof(int32_t)));
+        int32_t* tail = counts + expert_count;
+        check(k::group_by_expert(experts, weights, rows, per_token, expert_count, counts, tail, tail + expert_count + 1,
+                                 slot_rows, token_slots, token_scales, stream_),
               "group_by_expert");
-        std::vector<int32_t> host(offsets.size());
-        check(cudaMemcpyAsync(host.data(), device_offsets, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                              stream_),
+        std::vector<int32_t> host(offsets.size() + 1);
+        check(cudaMemcpyAsync(host.data(), tail, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
               "copy of the expert offsets");
         check(cudaStreamSynchronize(stream_), "the device's work");
-        std::copy(host.begin(), host.end(), offsets.begin());
+        if (host[offsets.size() - 1] != rows * per_token)
+            fail(Status::internal, "{} of {} routed slots name an expert of the {}", host[offsets.size() - 1],
+                 rows * per_token, expert_count);
+        if (host.back() != 0) fail(Status::internal, "a token was routed to one expert twice");
+        std::copy(host.begin(), host.end() - 1, offsets.begin());
     }
-    void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t k, const int32_t* token_slots,
+    void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t per_token, const int32_t* token_slots,
                        const float* token_scales, const float* y) override {
         select_device(device_);
-        check(k::unpermute_add(x, rows, dim, k, token_slots, token_scales, y, stream_), "unpermute_add");
+        check(k::unpermute_add(x, rows, dim, per_token, token_slots, token_scales, y, stream_), "unpermute_add");
     }
     void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {
         select_device(device_);

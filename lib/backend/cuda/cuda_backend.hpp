@@ -50,7 +50,7 @@ struct CudaWorkspace {
     static constexpr uint64_t candidate_row_bytes = 64;           // kernels::cuda::CandidateRow
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;
-    uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets
+    uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets, and a flag
 };
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
 

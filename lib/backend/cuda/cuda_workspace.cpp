@@ -15,7 +15,7 @@ CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
     w.attention = tokens * CudaWorkspace::attention_sequence_bytes;
     w.candidates = rows * (CudaWorkspace::candidate_row_bytes + CudaWorkspace::banned_per_row * sizeof(int32_t) +
                            sizeof(Candidate));
-    w.routing = limits.experts > 0 ? uint64_t(2 * limits.experts + 1) * sizeof(int32_t) : 0;
+    w.routing = limits.experts > 0 ? uint64_t(2 * limits.experts + 2) * sizeof(int32_t) : 0;
     return w;
 }
 
