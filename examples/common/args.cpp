@@ -8,7 +8,7 @@ namespace {
 
 std::vector<OptionSpec> all_options(const CommandSpec& spec) {
     std::vector<OptionSpec> options = spec.options;
-    options.push_back({"json", "", "print machine-readable JSON on stdout"});
+    if (spec.json) options.push_back({"json", "", "print machine-readable JSON on stdout"});
     options.push_back({"help", "", "show this help"});
     return options;
 }
@@ -51,23 +51,17 @@ std::optional<double> ParsedArgs::number(const std::string& name) const {
     throw UsageError("--" + name + " needs a number, got '" + *text + "'");
 }
 
-ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& raw_args) {
+ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
     const auto options = all_options(spec);
-    // Short aliases (-m) become their long names.
-    std::vector<std::string> args;
-    for (const std::string& arg : raw_args) {
-        if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
+    ParsedArgs parsed;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {  // a short alias (-m): its long name
             const auto it = std::find_if(options.begin(), options.end(),
                                          [&](const OptionSpec& o) { return o.short_name == arg[1]; });
             if (it == options.end()) throw UsageError("unknown option '" + arg + "'");
-            args.push_back("--" + it->name);
-        } else {
-            args.push_back(arg);
+            arg = "--" + it->name;
         }
-    }
-    ParsedArgs parsed;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
         if (arg.rfind("--", 0) != 0 || arg == "--") {
             parsed.positional.push_back(arg);
             continue;
@@ -86,6 +80,7 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& r
         } else if (inline_value) {
             parsed.values[name] = *inline_value;
         } else {
+            // The next argument is the value as it stands, even when it looks like an option (-1).
             if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value " + option->value_name);
             parsed.values[name] = args[++i];
         }
@@ -100,7 +95,7 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& r
 
 std::string help_text(const CommandSpec& spec) {
     std::ostringstream out;
-    out << "usage: unmask " << spec.name << " [options]";
+    out << "usage: " << spec.program << (spec.name.empty() ? "" : " " + spec.name) << " [options]";
     if (!spec.positional.empty()) out << " " << spec.positional;
     out << "\n\n" << spec.summary << "\n\noptions:\n";
     for (const auto& option : all_options(spec)) {

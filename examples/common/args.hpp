@@ -1,5 +1,6 @@
-// A small declarative command-line parser for the `unmask` command: each subcommand declares its
-// options, and parsing either succeeds or throws UsageError with one line that says what was wrong.
+// A small declarative command-line parser for the example programs (the `unmask` command's
+// subcommands, unmask-server): each command declares its options, and parsing either succeeds or
+// throws UsageError with one line that says what was wrong.
 #pragma once
 
 #include <map>
@@ -22,12 +23,14 @@ struct OptionSpec {
 };
 
 struct CommandSpec {
-    std::string name;
+    std::string name;  // the subcommand ("generate"); empty for a program without them
     std::string summary;
     std::string positional;  // e.g. "DIR"; empty when the command takes none
     size_t min_positional = 0;
     size_t max_positional = 0;
-    std::vector<OptionSpec> options;  // --help and --json are added to every command
+    std::vector<OptionSpec> options;  // --help is added to every command
+    bool json = true;                 // add --json (machine-readable output)
+    std::string program = "unmask";
 };
 
 struct ParsedArgs {

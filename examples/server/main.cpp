@@ -6,18 +6,17 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "args.hpp"
 #include "bundled_model.hpp"
 #include "log_file.hpp"
 #include "server.hpp"
@@ -25,85 +24,55 @@
 
 namespace {
 
-const char* const usage =
-    "usage: unmask-server [options]\n"
-    "  --config FILE        a service configuration (JSON or YAML): service, model, resources, server\n"
-    "  -m, --model DIR      the model directory (default: the configuration's, $UNMASK_MODEL or the bundled model)\n"
-    "  --host ADDR          the address to listen on (default: server.bind_address or 127.0.0.1)\n"
-    "  --port N             the port (default: service.listen_port or 8080; 0: any free port)\n"
-    "  --model-name NAME    the model id of the API (default: the model folder's name)\n"
-    "  --threads N          CPU threads of the engine (default: all)\n"
-    "  --max-concurrent N   requests running at once (default: the configuration's or 8)\n"
-    "  --max-queued N       requests waiting for admission (default: the configuration's or 64)\n"
-    "  --timeout SECONDS    default deadline of a request (0: none)\n"
-    "  --warmup N           run N generations before turning ready (default 0)\n"
-    "  --log-file PATH      the log, access lines included (default: server.log_file or standard error)\n"
-    "  --log-rotation-mb MB move the log file to PATH.1 when it passes this size (default: log_rotation_size_mb)\n"
-    "API keys, rate limits, body limits, TLS and draining are set in the configuration's server section.\n";
+using unmask_cli::ParsedArgs;
+using unmask_cli::UsageError;
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+const unmask_cli::CommandSpec command{
+    "",
+    "Serves a model over HTTP with the OpenAI API. API keys, rate limits, body limits, TLS and draining are set in\n"
+    "the configuration's server section.",
+    "",
+    0,
+    0,
+    {{"config", "FILE", "a service configuration (JSON or YAML): service, model, resources, server"},
+     {"model", "DIR", "the model directory (default: the configuration's, $UNMASK_MODEL or the bundled model)", 'm'},
+     {"host", "ADDR", "the address to listen on (default: server.bind_address or 127.0.0.1)"},
+     {"port", "N", "the port (default: service.listen_port or 8080; 0: any free port)"},
+     {"model-name", "NAME", "the model id of the API (default: the model folder's name)"},
+     {"threads", "N", "CPU threads of the engine (default: all)"},
+     {"max-concurrent", "N", "requests running at once (default: the configuration's or 8)"},
+     {"max-queued", "N", "requests waiting for admission (default: the configuration's or 64)"},
+     {"timeout", "SECONDS", "default deadline of a request (0: none)"},
+     {"warmup", "N", "run N generations before turning ready (default 0)"},
+     {"log-file", "PATH", "the log, access lines included (default: server.log_file or standard error)"},
+     {"log-rotation-mb", "MB", "move the log file to PATH.1 when it passes this size (default: log_rotation_size_mb)"}},
+    false,
+    "unmask-server"};
 
-std::map<std::string, std::string> parse_arguments(int argc, char** argv) {
-    static const char* const known[] = {"config", "model", "host", "port", "model-name", "threads", "max-concurrent",
-                                        "max-queued", "timeout", "warmup", "log-file", "log-rotation-mb"};
-    std::map<std::string, std::string> values;
-    for (int i = 1; i < argc; ++i) {
-        std::string name = argv[i];
-        if (name == "-h" || name == "--help") throw UsageError("");
-        if (name == "-m") name = "--model";
-        if (name.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + name + "'");
-        name = name.substr(2);
-        std::string value;
-        if (const auto equals = name.find('='); equals != std::string::npos) {
-            value = name.substr(equals + 1);
-            name = name.substr(0, equals);
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            throw UsageError("--" + name + " needs a value");
-        }
-        if (std::find(std::begin(known), std::end(known), name) == std::end(known))
-            throw UsageError("unknown option --" + name);
-        values[name] = value;
-    }
-    return values;
-}
-
-int64_t integer(const std::map<std::string, std::string>& args, const char* name, int64_t min, int64_t max,
-                int64_t otherwise) {
-    const auto it = args.find(name);
-    if (it == args.end()) return otherwise;
-    char* end = nullptr;
-    errno = 0;
-    const long long value = std::strtoll(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || errno != 0 || value < min || value > max)
-        throw UsageError(std::string("--") + name + " must be an integer within " + std::to_string(min) + ".." +
+int64_t integer(const ParsedArgs& args, const char* name, int64_t min, int64_t max, int64_t otherwise) {
+    const int64_t value = args.integer(name).value_or(otherwise);
+    if (value < min || value > max)
+        throw UsageError(std::string("--") + name + " must be within " + std::to_string(min) + ".." +
                          std::to_string(max));
     return value;
 }
 
-double number(const std::map<std::string, std::string>& args, const char* name, double otherwise) {
-    const auto it = args.find(name);
-    if (it == args.end()) return otherwise;
-    char* end = nullptr;
-    const double value = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end != '\0' || !(value >= 0 && value <= 1e9))
-        throw UsageError(std::string("--") + name + " must be a number, at least 0");
+double number(const ParsedArgs& args, const char* name, double otherwise) {
+    const double value = args.number(name).value_or(otherwise);
+    if (!(value >= 0 && value <= 1e9)) throw UsageError(std::string("--") + name + " must be within 0..1e9");
     return value;
 }
 
 // The options of a configuration file, then the command line's on top.
-unmask_server::ServerOptions server_options(const std::map<std::string, std::string>& args, std::string& log_path,
+unmask_server::ServerOptions server_options(const ParsedArgs& args, std::string& log_path,
                                             uint64_t& log_rotate_bytes) {
     unmask_server::ServerOptions o;
     unmask_model_params_init(&o.model_params);
     unmask_engine_params_init(&o.engine_params);
-    if (const auto it = args.find("config"); it != args.end()) {
+    if (const auto path = args.value("config")) {
         auto config = std::make_unique<unmask_service_config>();
         config->struct_size = sizeof *config;
-        if (unmask_service_config_read(it->second.c_str(), config.get()) != UNMASK_OK)
+        if (unmask_service_config_read(path->c_str(), config.get()) != UNMASK_OK)
             throw std::runtime_error(unmask_last_error());
         const unmask_service_config& c = *config;
         o.model_path = c.weights_path;
@@ -121,11 +90,11 @@ unmask_server::ServerOptions server_options(const std::map<std::string, std::str
         log_path = c.log_file;
         log_rotate_bytes = static_cast<uint64_t>(c.log_rotation_size_mb) << 20;
     }
-    if (const auto it = args.find("model"); it != args.end()) o.model_path = it->second;
+    o.model_path = args.value("model").value_or(o.model_path);
     if (o.model_path.empty()) o.model_path = unmask_examples::default_model_path();
-    if (const auto it = args.find("host"); it != args.end()) o.host = it->second;
-    if (const auto it = args.find("model-name"); it != args.end()) o.model_name = it->second;
-    if (const auto it = args.find("log-file"); it != args.end()) log_path = it->second;
+    o.host = args.value("host").value_or(o.host);
+    o.model_name = args.value("model-name").value_or(o.model_name);
+    log_path = args.value("log-file").value_or(log_path);
     o.port = static_cast<int>(integer(args, "port", 0, 65535, o.port));
     o.engine_params.threads = static_cast<int32_t>(integer(args, "threads", 0, 4096, o.engine_params.threads));
     o.engine_params.max_concurrent_requests =
@@ -154,7 +123,11 @@ int main(int argc, char** argv) {
     std::unique_ptr<unmask_examples::LogFile> log;
     std::unique_ptr<unmask_server::Server> server;
     try {
-        const auto args = parse_arguments(argc, argv);
+        const ParsedArgs args = unmask_cli::parse_args(command, std::vector<std::string>(argv + 1, argv + argc));
+        if (args.has("help")) {
+            std::fputs(unmask_cli::help_text(command).c_str(), stdout);
+            return 0;
+        }
         std::string log_path;
         uint64_t log_rotate_bytes = 0;
         auto options = server_options(args, log_path, log_rotate_bytes);
@@ -164,9 +137,8 @@ int main(int argc, char** argv) {
         std::printf("unmask-server listening on %s:%d\n", address.c_str(), server->port());
         std::fflush(stdout);
     } catch (const UsageError& e) {
-        if (*e.what() != '\0') std::fprintf(stderr, "unmask-server: %s\n", e.what());
-        std::fputs(usage, *e.what() != '\0' ? stderr : stdout);
-        return *e.what() != '\0' ? 2 : 0;
+        std::fprintf(stderr, "unmask-server: %s (see 'unmask-server --help')\n", e.what());
+        return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "unmask-server: %s\n", e.what());
         return 1;

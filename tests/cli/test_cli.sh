@@ -48,6 +48,9 @@ expect_run "unknown command" 2 frobnicate
 expect_one_error_line "unknown command" "unknown command 'frobnicate'"
 expect_run "unknown option" 2 version --bogus
 expect_one_error_line "unknown option" "unknown option '--bogus'"
+# An option's value is the next argument as it stands, even one that looks like an option.
+expect_run "a negative value" 1 generate --temperature -1 --prompt-ids 1,2
+expect_one_error_line "a negative value" "temperature must be >= 0, got -1"
 # Without a model named, the bundled model (models/) is used; $UNMASK_MODEL overrides it.
 expect_run "inspect the bundled model" 0 inspect
 grep -q "^architecture  *llada$" "$work/out" || fail "inspect without DIR shows the bundled model: $(cat "$work/out")"

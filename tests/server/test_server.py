@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from server_process import MODEL, SCRATCH, SOURCE_DIR, ServerProcess, sse_events
+from server_process import MODEL, SCRATCH, SERVER, SOURCE_DIR, ServerProcess, sse_events
 
 HELDOUT = os.path.join(SOURCE_DIR, "bench", "data", "tool_calls_heldout.jsonl")
 LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 500, "steps": 500}
@@ -425,6 +425,31 @@ class Gateway(unittest.TestCase):
                 self.assertEqual((r.status, r.json()["error"]["code"]), (400, "no_tokenizer"))
         finally:
             self.assertEqual(server.stop(), 0)
+
+
+class CommandLine(unittest.TestCase):
+    def run_server(self, *args):
+        return subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=30)
+
+    def test_help_lists_every_option(self):
+        r = self.run_server("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("usage: unmask-server [options]", r.stdout)
+        for option in ("--config FILE", "-m, --model DIR", "--port N", "--log-rotation-mb MB"):
+            self.assertIn(option, r.stdout)
+
+    def test_bad_arguments_exit_2_with_one_line(self):
+        for args, message in [(["--bogus"], "unknown option '--bogus'"),
+                              (["--port", "abc"], "--port needs an integer, got 'abc'"),
+                              (["--port", "70000"], "--port must be within 0..65535"),
+                              (["--timeout", "-1"], "--timeout must be within 0..1e9"),
+                              (["--max-queued"], "option '--max-queued' needs a value N"),
+                              (["extra"], "unexpected argument 'extra'")]:
+            with self.subTest(args=args):
+                r = self.run_server(*args)
+                self.assertEqual(r.returncode, 2)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+                self.assertIn(message, r.stderr)
 
 
 class Robustness(unittest.TestCase):
