@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "parse_number.hpp"
 #include "tool_call_eval.hpp"
 
 namespace {
@@ -40,10 +41,9 @@ struct Options {
 };
 
 int64_t count_argument(const std::string& flag, const char* text) {
-    char* end = nullptr;
-    const long long value = std::strtoll(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || value < 0) throw std::invalid_argument(flag + " needs a count, got '" + text + "'");
-    return value;
+    const auto value = unmask_examples::parse_integer(text);
+    if (!value || *value < 0) throw std::invalid_argument(flag + " needs a count, got '" + text + "'");
+    return *value;
 }
 
 Options parse(int argc, char** argv) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parameter_names.hpp"
+#include "parse_number.hpp"
 
 namespace unmask_quality {
 namespace {
@@ -23,26 +24,14 @@ int32_t named(const unmask_names::Names& names, const std::string& key, const st
 }
 
 int64_t integer(const std::string& key, const std::string& value) {
-    size_t used = 0;
-    long long parsed = -1;
-    try {
-        parsed = std::stoll(value, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != value.size() || parsed < 0) throw std::invalid_argument(key + " needs a count, got '" + value + "'");
-    return parsed;
+    const auto parsed = unmask_examples::parse_integer(value);
+    if (!parsed || *parsed < 0) throw std::invalid_argument(key + " needs a count, got '" + value + "'");
+    return *parsed;
 }
 
 double number(const std::string& key, const std::string& value) {
-    size_t used = 0;
-    double parsed = 0;
-    try {
-        parsed = std::stod(value, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != value.size()) throw std::invalid_argument(key + " needs a number, got '" + value + "'");
-    return parsed;
+    if (const auto parsed = unmask_examples::parse_number(value)) return *parsed;
+    throw std::invalid_argument(key + " needs a number, got '" + value + "'");
 }
 
 std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "args.hpp"
+#include "parse_number.hpp"
 
 namespace unmask_cli {
 
@@ -46,16 +47,10 @@ uint64_t parse_bytes(const std::string& text, const std::string& option) {
             break;
         }
     }
-    size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(number, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != number.size() || number.empty() || !std::isfinite(value))
+    const std::optional<double> value = unmask_examples::parse_number(number);
+    if (!value || !std::isfinite(*value))
         throw UsageError("--" + option + " must be a size in bytes (e.g. 80000000000, 80GB, 24GiB), got '" + text + "'");
-    const double bytes = std::floor(value * scale);
+    const double bytes = std::floor(*value * scale);
     if (bytes < 1 || bytes > 9.2e18)
         throw UsageError("--" + option + " must be a positive size below 9.2e18 bytes, got '" + text + "'");
     return static_cast<uint64_t>(bytes);

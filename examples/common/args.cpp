@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "parse_number.hpp"
+
 namespace unmask_cli {
 namespace {
 
@@ -30,24 +32,14 @@ std::optional<std::string> ParsedArgs::value(const std::string& name) const {
 std::optional<int64_t> ParsedArgs::integer(const std::string& name) const {
     const auto text = value(name);
     if (!text) return std::nullopt;
-    try {
-        size_t used = 0;
-        const long long v = std::stoll(*text, &used);
-        if (used == text->size()) return v;
-    } catch (const std::exception&) {
-    }
+    if (const auto v = unmask_examples::parse_integer(*text)) return v;
     throw UsageError("--" + name + " needs an integer, got '" + *text + "'");
 }
 
 std::optional<double> ParsedArgs::number(const std::string& name) const {
     const auto text = value(name);
     if (!text) return std::nullopt;
-    try {
-        size_t used = 0;
-        const double v = std::stod(*text, &used);
-        if (used == text->size()) return v;
-    } catch (const std::exception&) {
-    }
+    if (const auto v = unmask_examples::parse_number(*text)) return v;
     throw UsageError("--" + name + " needs a number, got '" + *text + "'");
 }
 
