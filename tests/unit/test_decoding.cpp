@@ -34,12 +34,19 @@ struct LoadedModel {
     ~LoadedModel() { unmask_model_free(model); }
 };
 
-unmask_generate_params params_from_json(const nlohmann::json& p) {
+// Initialised parameters for `gen_length` positions in `steps` steps on two threads.
+unmask_generate_params short_params(int64_t gen_length, int64_t steps) {
     unmask_generate_params params;
     REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = gen_length;
+    params.steps = steps;
+    params.threads = 2;
+    return params;
+}
+
+unmask_generate_params params_from_json(const nlohmann::json& p) {
+    unmask_generate_params params = short_params(p.at("gen_length"), p.at("steps"));
     params.policy = unmask_names::policies().at(p.value("policy", "low_confidence"));
-    params.gen_length = p.at("gen_length");
-    params.steps = p.at("steps");
     params.block_length = p.value("block_length", 0);
     params.min_steps = p.value("min_steps", 0);
     params.max_steps = p.value("max_steps", 0);
@@ -55,7 +62,6 @@ unmask_generate_params params_from_json(const nlohmann::json& p) {
     params.eot_token_id = p.value("eot_token_id", -1);
     params.eos_token_id = p.value("eos_token_id", -1);
     params.early_stop = p.value("early_stop", false) ? 1 : 0;
-    params.threads = 2;
     return params;
 }
 
@@ -191,11 +197,7 @@ TEST_CASE("block diffusion infilling across fully fixed blocks gives the same to
 
 TEST_CASE("an ABI 1.1 caller's params (200 bytes) run without a cache, whatever their tail padding holds") {
     LoadedModel loaded("llada");
-    unmask_generate_params params;
-    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 16;
-    params.steps = 16;
-    params.threads = 2;
+    unmask_generate_params params = short_params(16, 16);
     const std::vector<int32_t> prompt = {4, 8, 15};
     const Generated current = generate(loaded.model, params, prompt);
     REQUIRE(current.status == UNMASK_OK);
@@ -210,10 +212,7 @@ TEST_CASE("an ABI 1.1 caller's params (200 bytes) run without a cache, whatever 
 
 TEST_CASE("without refresh, cached decoding keeps its schedule and stays deterministic") {
     LoadedModel loaded("llada");
-    unmask_generate_params params;
-    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 32;
-    params.steps = 32;
+    unmask_generate_params params = short_params(32, 32);
     params.block_length = 8;
     params.threads = 2;
     const std::vector<int32_t> prompt = {5, 9, 14, 3, 7, 21};
@@ -237,11 +236,8 @@ TEST_CASE("without refresh, cached decoding keeps its schedule and stays determi
 
 TEST_CASE("with temperature > 0 and a seed, output is identical across thread counts and batch compositions") {
     LoadedModel loaded("llada");
-    unmask_generate_params params;
-    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 16;
+    unmask_generate_params params = short_params(16, 8);
     params.block_length = 8;
-    params.steps = 8;
     params.temperature = 1.0;
     params.seed = 99;
     const std::vector<std::vector<int32_t>> prompts = {{3, 4, 5}, {10, 11, 12, 13, 14, 15, 16}, {7}, {1, 2, 3, 4, 5}};
@@ -272,10 +268,7 @@ TEST_CASE("with temperature > 0 and a seed, output is identical across thread co
 
 TEST_CASE("the step callback sees every step and can cancel") {
     LoadedModel loaded("llada");
-    unmask_generate_params params;
-    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 16;
-    params.steps = 8;
+    unmask_generate_params params = short_params(16, 8);
     struct Seen {
         std::vector<int64_t> steps, committed;
         int64_t masks_at_cancel = -1;
@@ -507,10 +500,7 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);
-        unmask_generate_params params;
-        REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-        params.gen_length = 16;
-        params.steps = 16;
+        unmask_generate_params params = short_params(16, 16);
         c.set(params);
         std::vector<int32_t> out(64);
         unmask_generation result{sizeof result, 0, out.data(), 64, 0, 0, 0};
