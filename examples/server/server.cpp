@@ -566,7 +566,13 @@ bool Server::load() {
         log(UNMASK_LOG_ERROR, std::string("cannot start the engine: ") + unmask_last_error());
         return false;
     }
+    if (options_.warmup_requests > 0)
+        log(UNMASK_LOG_INFO, "warming up: " + std::to_string(options_.warmup_requests) + " generations");
     for (int i = 0; i < options_.warmup_requests; ++i) {
+        {
+            std::lock_guard lock(state_mutex_);
+            if (shutdown_requested_) break;  // a shutdown while warming up stops at the next generation
+        }
         unmask_generate_params warmup;
         unmask_generate_params_init(&warmup);
         warmup.gen_length = warmup.steps = 64;
