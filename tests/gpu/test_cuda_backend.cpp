@@ -83,8 +83,9 @@ struct Pair {
 
     explicit Pair(std::span<const Weight> weights)
         : cuda(make_cuda_backend(CudaWeights::upload(weights, 0, &ledger))) {
-        // Room for every test's attention keys and candidate rows (the CPU refuses work beyond it).
-        for (Backend* b : {cpu.get(), cuda.get()}) b->reserve_workspace({256, 8192, 256, 1024});
+        // Room for every test's attention keys, candidate rows and matmul inputs (256 rows of 1024);
+        // the CPU refuses work beyond it, the GPU grows its staging.
+        for (Backend* b : {cpu.get(), cuda.get()}) b->reserve_workspace({256, 8192, 256, 256 * 1024});
     }
 
     template <typename T>
