@@ -13,24 +13,29 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parse_number.hpp"
+#include "args.hpp"
 #include "tool_call_eval.hpp"
 
 namespace {
 
-const char* usage =
-    "usage: unmask-quality [-m DIR] [--data FILE] [--limit N] [--gen-length N] [--batch N] [--threads N]\n"
-    "                      [--setting KEY=VALUE,...]... [--json FILE]\n"
-    "  -m DIR         the model (default: the bundled model)\n"
-    "  --data FILE    held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)\n"
-    "  --limit N      the first N requests only\n"
-    "  --gen-length N positions generated per request (default 48)\n"
-    "  --batch N      prompts per generate call (default 16)\n"
-    "  --threads N    CPU threads (default: all)\n"
-    "  --setting S    a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,\n"
-    "                 factor=1,temperature=0,early_stop=1,cache=dual,refresh=0,vicinity=0; repeat for\n"
-    "                 several (default: a grid)\n"
-    "  --json FILE    also write the results as JSON\n";
+const unmask_cli::CommandSpec command{
+    "",
+    "The accuracy-vs-speed table of decoding settings on held-out tool-call requests.",
+    "",
+    0,
+    0,
+    {{"model", "DIR", "the model (default: the bundled model)", 'm'},
+     {"data", "FILE", "held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)"},
+     {"limit", "N", "the first N requests only"},
+     {"gen-length", "N", "positions generated per request (default 48)"},
+     {"batch", "N", "prompts per generate call (default 16)"},
+     {"threads", "N", "CPU threads (default: all)"},
+     {"setting", "S",
+      "a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,factor=1,temperature=0,"
+      "early_stop=1,cache=dual,refresh=0,vicinity=0; repeat for several (default: a grid)"},
+     {"json", "FILE", "also write the results as JSON"}},
+    false,
+    "unmask-quality"};
 
 struct Options {
     std::string model = UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME;
@@ -40,33 +45,24 @@ struct Options {
     std::vector<std::string> settings;
 };
 
-int64_t count_argument(const std::string& flag, const char* text) {
-    const auto value = unmask_examples::parse_integer(text);
-    if (!value || *value < 0) throw std::invalid_argument(flag + " needs a count, got '" + text + "'");
-    return *value;
+int64_t count(const unmask_cli::ParsedArgs& args, const std::string& name, int64_t otherwise, int64_t least) {
+    const int64_t value = args.integer(name).value_or(otherwise);
+    if (value < least)
+        throw unmask_cli::UsageError("--" + name + " must be at least " + std::to_string(least) + ", got " +
+                                     std::to_string(value));
+    return value;
 }
 
-Options parse(int argc, char** argv) {
+Options parse(const unmask_cli::ParsedArgs& args) {
     Options options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "-h" || flag == "--help") {
-            std::fputs(usage, stdout);
-            std::exit(0);
-        }
-        if (i + 1 >= argc) throw std::invalid_argument("unknown option or missing value: '" + flag + "'");
-        const char* value = argv[++i];
-        if (flag == "-m" || flag == "--model") options.model = value;
-        else if (flag == "--data") options.data = value;
-        else if (flag == "--json") options.json_path = value;
-        else if (flag == "--setting") options.settings.emplace_back(value);
-        else if (flag == "--limit") options.limit = count_argument(flag, value);
-        else if (flag == "--gen-length") options.gen_length = count_argument(flag, value);
-        else if (flag == "--batch") options.batch = count_argument(flag, value);
-        else if (flag == "--threads") options.threads = count_argument(flag, value);
-        else throw std::invalid_argument("unknown option '" + flag + "'");
-    }
-    if (options.batch < 1 || options.gen_length < 1) throw std::invalid_argument("--batch and --gen-length must be at least 1");
+    options.model = args.value("model").value_or(options.model);
+    options.data = args.value("data").value_or(options.data);
+    options.json_path = args.value("json").value_or("");
+    options.settings = args.all("setting");
+    options.limit = count(args, "limit", 0, 0);
+    options.gen_length = count(args, "gen-length", options.gen_length, 1);
+    options.batch = count(args, "batch", options.batch, 1);
+    options.threads = count(args, "threads", 0, 0);
     return options;
 }
 
@@ -79,7 +75,19 @@ std::string percent(double fraction) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-    const Options options = parse(argc, argv);
+    Options options;
+    try {
+        const unmask_cli::ParsedArgs args =
+            unmask_cli::parse_args(command, std::vector<std::string>(argv + 1, argv + argc));
+        if (args.has("help")) {
+            std::fputs(unmask_cli::help_text(command).c_str(), stdout);
+            return 0;
+        }
+        options = parse(args);
+    } catch (const unmask_cli::UsageError& e) {
+        std::fprintf(stderr, "unmask-quality: %s (see 'unmask-quality --help')\n", e.what());
+        return 2;
+    }
     unmask_generate_params base;
     unmask_generate_params_init(&base);
     base.gen_length = options.gen_length;

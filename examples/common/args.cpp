@@ -29,6 +29,11 @@ std::optional<std::string> ParsedArgs::value(const std::string& name) const {
     return it->second;
 }
 
+std::vector<std::string> ParsedArgs::all(const std::string& name) const {
+    const auto it = every_value.find(name);
+    return it == every_value.end() ? std::vector<std::string>{} : it->second;
+}
+
 std::optional<int64_t> ParsedArgs::integer(const std::string& name) const {
     const auto text = value(name);
     if (!text) return std::nullopt;
@@ -66,16 +71,18 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& a
         }
         const OptionSpec* option = find_option(options, name);
         if (option == nullptr) throw UsageError("unknown option '--" + name + "'");
+        std::string value;
         if (option->value_name.empty()) {
             if (inline_value) throw UsageError("option '--" + name + "' takes no value");
-            parsed.values[name] = "";
         } else if (inline_value) {
-            parsed.values[name] = *inline_value;
+            value = *inline_value;
         } else {
             // The next argument is the value as it stands, even when it looks like an option (-1).
             if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value " + option->value_name);
-            parsed.values[name] = args[++i];
+            value = args[++i];
         }
+        parsed.values[name] = value;
+        parsed.every_value[name].push_back(value);
     }
     if (parsed.has("help")) return parsed;
     if (parsed.positional.size() < spec.min_positional)

@@ -35,10 +35,13 @@ struct CommandSpec {
 
 struct ParsedArgs {
     std::vector<std::string> positional;
-    std::map<std::string, std::string> values;  // flags map to ""
+    std::map<std::string, std::string> values;                   // the last of each option; flags map to ""
+    std::map<std::string, std::vector<std::string>> every_value;  // each option's values in order
 
     bool has(const std::string& name) const { return values.count(name) != 0; }
     std::optional<std::string> value(const std::string& name) const;
+    // Every value of a repeatable option (--setting A --setting B), in order.
+    std::vector<std::string> all(const std::string& name) const;
     // Typed values; UsageError naming the option when the text is not a number.
     std::optional<int64_t> integer(const std::string& name) const;
     std::optional<double> number(const std::string& name) const;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# unmask-quality's command line: repeated --setting options run in order, --json writes them,
+# and a bad value exits 2 with one line on stderr.
+# usage: test_quality_cli.sh PATH_TO_UNMASK_QUALITY
+set -uo pipefail
+quality=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+
+"$quality" --limit 2 --gen-length 16 --threads 2 --setting policy=low_confidence,steps=8 \
+    --setting policy=random,steps=4 --json "$work/q.json" >"$work/out" 2>"$work/err" ||
+    fail "two settings: exit $? ($(cat "$work/err"))"
+/usr/bin/python3 - "$work/q.json" <<'PY' || fail "--json holds both settings in order"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["setting"] for r in d["results"]] == ["policy=low_confidence,steps=8", "policy=random,steps=4"], d
+assert d["examples"] == 2 and d["gen_length"] == 16
+assert [r["forwards_per_sequence"] for r in d["results"]] == [8, 4]
+PY
+
+"$quality" --batch 0 >"$work/out" 2>"$work/err"
+[ $? -eq 2 ] || fail "--batch 0 exits 2"
+[ "$(wc -l <"$work/err")" -eq 1 ] && grep -q -- "--batch must be at least 1" "$work/err" ||
+    fail "--batch 0 says why in one line: $(cat "$work/err")"
+
+[ "$failures" -eq 0 ] && echo "unmask-quality command line: all checks passed"
+exit "$failures"
