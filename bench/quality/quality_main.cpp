@@ -45,24 +45,16 @@ struct Options {
     std::vector<std::string> settings;
 };
 
-int64_t count(const unmask_cli::ParsedArgs& args, const std::string& name, int64_t otherwise, int64_t least) {
-    const int64_t value = args.integer(name).value_or(otherwise);
-    if (value < least)
-        throw unmask_cli::UsageError("--" + name + " must be at least " + std::to_string(least) + ", got " +
-                                     std::to_string(value));
-    return value;
-}
-
 Options parse(const unmask_cli::ParsedArgs& args) {
     Options options;
     options.model = args.value("model").value_or(options.model);
     options.data = args.value("data").value_or(options.data);
     options.json_path = args.value("json").value_or("");
     options.settings = args.all("setting");
-    options.limit = count(args, "limit", 0, 0);
-    options.gen_length = count(args, "gen-length", options.gen_length, 1);
-    options.batch = count(args, "batch", options.batch, 1);
-    options.threads = count(args, "threads", 0, 0);
+    options.limit = args.integer("limit", 0, 0);
+    options.gen_length = args.integer("gen-length", options.gen_length, 1);
+    options.batch = args.integer("batch", options.batch, 1);
+    options.threads = args.integer("threads", 0, 0);
     return options;
 }
 

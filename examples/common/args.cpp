@@ -11,7 +11,7 @@ namespace {
 std::vector<OptionSpec> all_options(const CommandSpec& spec) {
     std::vector<OptionSpec> options = spec.options;
     if (spec.json) options.push_back({"json", "", "print machine-readable JSON on stdout"});
-    options.push_back({"help", "", "show this help"});
+    options.push_back({"help", "", "show this help", 'h'});
     return options;
 }
 
@@ -26,12 +26,12 @@ const OptionSpec* find_option(const std::vector<OptionSpec>& options, const std:
 std::optional<std::string> ParsedArgs::value(const std::string& name) const {
     auto it = values.find(name);
     if (it == values.end()) return std::nullopt;
-    return it->second;
+    return it->second.back();
 }
 
 std::vector<std::string> ParsedArgs::all(const std::string& name) const {
-    const auto it = every_value.find(name);
-    return it == every_value.end() ? std::vector<std::string>{} : it->second;
+    const auto it = values.find(name);
+    return it == values.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<int64_t> ParsedArgs::integer(const std::string& name) const {
@@ -46,6 +46,16 @@ std::optional<double> ParsedArgs::number(const std::string& name) const {
     if (!text) return std::nullopt;
     if (const auto v = unmask_examples::parse_number(*text)) return v;
     throw UsageError("--" + name + " needs a number, got '" + *text + "'");
+}
+
+int64_t ParsedArgs::integer(const std::string& name, int64_t otherwise, int64_t min, int64_t max) const {
+    const int64_t value = integer(name).value_or(otherwise);
+    if (value < min || value > max)
+        throw UsageError("--" + name + " must be " +
+                         (max == INT64_MAX ? "at least " + std::to_string(min)
+                                           : "within " + std::to_string(min) + ".." + std::to_string(max)) +
+                         ", got " + std::to_string(value));
+    return value;
 }
 
 ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args) {
@@ -81,8 +91,7 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& a
             if (i + 1 >= args.size()) throw UsageError("option '--" + name + "' needs a value " + option->value_name);
             value = args[++i];
         }
-        parsed.values[name] = value;
-        parsed.every_value[name].push_back(value);
+        parsed.values[name].push_back(value);
     }
     if (parsed.has("help")) return parsed;
     if (parsed.positional.size() < spec.min_positional)

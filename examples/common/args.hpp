@@ -3,6 +3,7 @@
 // throws UsageError with one line that says what was wrong.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -35,16 +36,18 @@ struct CommandSpec {
 
 struct ParsedArgs {
     std::vector<std::string> positional;
-    std::map<std::string, std::string> values;                   // the last of each option; flags map to ""
-    std::map<std::string, std::vector<std::string>> every_value;  // each option's values in order
+    std::map<std::string, std::vector<std::string>> values;  // each option's values in order; flags give ""
 
     bool has(const std::string& name) const { return values.count(name) != 0; }
+    // The last value of an option given more than once.
     std::optional<std::string> value(const std::string& name) const;
     // Every value of a repeatable option (--setting A --setting B), in order.
     std::vector<std::string> all(const std::string& name) const;
     // Typed values; UsageError naming the option when the text is not a number.
     std::optional<int64_t> integer(const std::string& name) const;
     std::optional<double> number(const std::string& name) const;
+    // The integer value, `otherwise` when absent; UsageError unless within min..max.
+    int64_t integer(const std::string& name, int64_t otherwise, int64_t min, int64_t max = INT64_MAX) const;
 };
 
 ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& args);

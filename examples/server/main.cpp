@@ -49,14 +49,6 @@ const unmask_cli::CommandSpec command{
     false,
     "unmask-server"};
 
-int64_t integer(const ParsedArgs& args, const char* name, int64_t min, int64_t max, int64_t otherwise) {
-    const int64_t value = args.integer(name).value_or(otherwise);
-    if (value < min || value > max)
-        throw UsageError(std::string("--") + name + " must be within " + std::to_string(min) + ".." +
-                         std::to_string(max));
-    return value;
-}
-
 double number(const ParsedArgs& args, const char* name, double otherwise) {
     const double value = args.number(name).value_or(otherwise);
     if (!(value >= 0 && value <= 1e9)) throw UsageError(std::string("--") + name + " must be within 0..1e9");
@@ -95,15 +87,15 @@ unmask_server::ServerOptions server_options(const ParsedArgs& args, std::string&
     o.host = args.value("host").value_or(o.host);
     o.model_name = args.value("model-name").value_or(o.model_name);
     log_path = args.value("log-file").value_or(log_path);
-    o.port = static_cast<int>(integer(args, "port", 0, 65535, o.port));
-    o.engine_params.threads = static_cast<int32_t>(integer(args, "threads", 0, 4096, o.engine_params.threads));
+    o.port = static_cast<int>(args.integer("port", o.port, 0, 65535));
+    o.engine_params.threads = static_cast<int32_t>(args.integer("threads", o.engine_params.threads, 0, 4096));
     o.engine_params.max_concurrent_requests =
-        static_cast<int32_t>(integer(args, "max-concurrent", 1, 65536, o.engine_params.max_concurrent_requests));
+        static_cast<int32_t>(args.integer("max-concurrent", o.engine_params.max_concurrent_requests, 1, 65536));
     o.engine_params.max_queued_requests =
-        static_cast<int32_t>(integer(args, "max-queued", 1, 1'000'000, o.engine_params.max_queued_requests));
+        static_cast<int32_t>(args.integer("max-queued", o.engine_params.max_queued_requests, 1, 1'000'000));
     o.engine_params.request_timeout_seconds = number(args, "timeout", o.engine_params.request_timeout_seconds);
     log_rotate_bytes = static_cast<uint64_t>(number(args, "log-rotation-mb", double(log_rotate_bytes) / 1048576.0) * 1048576.0);
-    o.warmup_requests = static_cast<int>(integer(args, "warmup", 0, 1000, 0));
+    o.warmup_requests = static_cast<int>(args.integer("warmup", 0, 0, 1000));
     return o;
 }
 

@@ -568,10 +568,14 @@ bool Server::load() {
     }
     if (options_.warmup_requests > 0)
         log(UNMASK_LOG_INFO, "warming up: " + std::to_string(options_.warmup_requests) + " generations");
+    // A shutdown while warming up stops at the next generation (the one running finishes).
     for (int i = 0; i < options_.warmup_requests; ++i) {
         {
             std::lock_guard lock(state_mutex_);
-            if (shutdown_requested_) break;  // a shutdown while warming up stops at the next generation
+            if (shutdown_requested_) {
+                log(UNMASK_LOG_INFO, "warm-up stopped by the shutdown after " + std::to_string(i) + " generations");
+                return true;
+            }
         }
         unmask_generate_params warmup;
         unmask_generate_params_init(&warmup);

@@ -18,7 +18,7 @@ kernels::ElementType element_type(DType dtype) {
     }
 }
 
-void check_groups(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs) {
+void check_grouped_matmuls(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs) {
     for (const GroupedMatmulOutput& o : outputs)
         if (o.weights.size() + 1 != offsets.size())
             fail(Status::internal, "grouped matmuls of {} weights for {} groups", o.weights.size(),
@@ -27,7 +27,7 @@ void check_groups(std::span<const int64_t> offsets, std::span<const GroupedMatmu
 
 void Backend::grouped_matmuls(const float* x, std::span<const int64_t> offsets,
                               std::span<const GroupedMatmulOutput> outputs) {
-    check_groups(offsets, outputs);
+    check_grouped_matmuls(offsets, outputs);
     if (outputs.empty()) return;
     std::vector<MatmulOutput> group(outputs.size());
     for (size_t e = 0; e + 1 < offsets.size(); ++e) {

@@ -147,7 +147,8 @@ public:
     // Lays route's output out by expert. Writes `offsets` (host memory, expert_count + 1 entries):
     // slots offsets[e]..offsets[e+1] are expert e's, its tokens in row order, slot_rows[s] the token
     // of slot s. token_slots[t * k + i] and token_scales[t * k + i] are token t's k slots in
-    // ascending expert order and their weights: what unpermute_add sums, in that order.
+    // ascending expert order and their weights: what unpermute_add sums, in that order. A table
+    // route could not have made (an expert out of range, or twice for a token) is INTERNAL.
     virtual void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
                                  int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                                  std::span<int64_t> offsets) = 0;
@@ -170,7 +171,7 @@ public:
 };
 
 // Throws Error(INTERNAL) unless every output of a grouped_matmuls call has one weight per group.
-void check_groups(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs);
+void check_grouped_matmuls(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs);
 
 // How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
 kernels::ElementType element_type(DType dtype);

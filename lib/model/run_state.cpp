@@ -8,8 +8,8 @@ namespace unmask {
 
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
-           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_input + expert_output + output_rows +
-           gathered + logits;
+           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_input + expert_output +
+           output_rows + gathered + logits;
 }
 
 namespace {

@@ -436,11 +436,12 @@ class CommandLine(unittest.TestCase):
         return subprocess.run([SERVER, *args], capture_output=True, text=True, timeout=30)
 
     def test_help_lists_every_option(self):
-        r = self.run_server("--help")
-        self.assertEqual(r.returncode, 0)
-        self.assertIn("usage: unmask-server [options]", r.stdout)
-        for option in ("--config FILE", "-m, --model DIR", "--port N", "--log-rotation-mb MB"):
-            self.assertIn(option, r.stdout)
+        for flag in ("--help", "-h"):
+            r = self.run_server(flag)
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("usage: unmask-server [options]", r.stdout)
+            for option in ("--config FILE", "-m, --model DIR", "--port N", "--log-rotation-mb MB"):
+                self.assertIn(option, r.stdout)
 
     def test_bad_arguments_exit_2_with_one_line(self):
         for args, message in [(["--bogus"], "unknown option '--bogus'"),

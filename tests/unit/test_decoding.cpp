@@ -214,7 +214,6 @@ TEST_CASE("without refresh, cached decoding keeps its schedule and stays determi
     LoadedModel loaded("llada");
     unmask_generate_params params = short_params(32, 32);
     params.block_length = 8;
-    params.threads = 2;
     const std::vector<int32_t> prompt = {5, 9, 14, 3, 7, 21};
     for (const int32_t mode : {UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
         for (const int64_t vicinity : {0, 4}) {

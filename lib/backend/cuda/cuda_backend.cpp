@@ -166,7 +166,7 @@ public:
     // One rounding of all the groups' rows, then a cuBLASLt matmul per group and output.
     void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
                          std::span<const GroupedMatmulOutput> outputs) override {
-        check_groups(offsets, outputs);
+        check_grouped_matmuls(offsets, outputs);
         std::vector<MatmulJob> jobs;
         for (size_t e = 0; e + 1 < offsets.size(); ++e) {
             const int64_t first = offsets[e], rows = offsets[e + 1] - first;
