@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -110,6 +111,16 @@ public:
     virtual void reserve_workspace(const WorkspaceLimits& limits) = 0;
     virtual void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) = 0;
     virtual void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) = 0;
+
+    // Work (a sequence of this backend's calls) whose device work depends only on `key` and on
+    // device memory: no host memory is read after it returns, no result comes to the host, the
+    // same key always queues the same calls with the same arguments. A backend may record it and
+    // replay the recording for the same key instead of calling `work` again (the CUDA backend:
+    // CUDA graphs). The default calls it.
+    virtual void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) {
+        (void)key;
+        work();
+    }
 
     // out[r] = table[ids[r]]
     virtual void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) = 0;

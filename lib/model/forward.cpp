@@ -1,6 +1,7 @@
 #include "model/forward.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -8,8 +9,12 @@
 
 namespace unmask {
 
+namespace {
+std::atomic<int64_t> next_forward_id{0};
+}  // namespace
+
 Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limits)
-    : spec_(model.spec()), backend_(backend), limits_(limits) {
+    : spec_(model.spec()), backend_(backend), limits_(limits), id_(next_forward_id.fetch_add(1)) {
     if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
     if (limits.tokens < 1 || limits.tokens > INT32_MAX || limits.sequence_length < 1 ||
         limits.sequence_length > spec_.max_sequence_length)
@@ -57,6 +62,7 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
             default: break;
         }
     }
+    replayable_ = std::none_of(layers_.begin(), layers_.end(), [](const LayerWeights& l) { return l.router != nullptr; });
     if (lm_head_ == nullptr) lm_head_ = embedding_;  // tied embeddings
     if (embedding_ == nullptr || final_norm_ == nullptr) fail(Status::internal, "model binding lacks embedding or final norm");
 
@@ -113,17 +119,71 @@ void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float
     }
 }
 
+void Forward::hidden_states(std::span<const Run> runs, int64_t tokens) {
+    const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
+                  hd = spec_.head_dim;
+    const RunState& s = state_;
+    const DeviceBuffer &x = s.x, &normed = s.normed, &q = s.q, &k = s.k, &v = s.v, &attended = s.attended,
+                       &projected = s.projected;
+    const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
+                        spec_.rope_style == RopeStyle::interleaved};
+    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size};
+    backend_.embedding(*embedding_, s.token_ids.ints(), tokens, x.floats());
+    std::vector<SequenceRows> sequences(runs.size());
+    bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
+    for (const LayerWeights& layer : layers_) {
+        if (!normed_ready)
+            backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
+        const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
+                                    {layer.v, layer.v_bias, v.floats()}};
+        backend_.matmuls(normed.floats(), tokens, qkv);
+        if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
+            backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
+            backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);
+        }
+        backend_.rope(q.floats(), tokens, heads, hd, s.token_positions.ints(), rope);
+        backend_.rope(k.floats(), tokens, kv_heads, hd, s.token_positions.ints(), rope);
+        // Runs with a cache write their fed keys and values into it and attend to all of it.
+        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
+        for (size_t r = 0; r < runs.size(); ++r) {
+            const Run& run = runs[r];
+            SequenceRows& view = sequences[r];
+            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
+            if (run.cache == nullptr) continue;
+            const int64_t kv = kv_heads * hd;
+            view.cached_keys = run.cache->keys(layer_index);
+            view.cached_values = run.cache->values(layer_index);
+            view.key_count = run.keys;
+            backend_.copy(run.cache->keys(layer_index) + run.feed_begin * kv, k.floats() + run.first_row * kv, run.rows * kv);
+            backend_.copy(run.cache->values(layer_index) + run.feed_begin * kv, v.floats() + run.first_row * kv,
+                          run.rows * kv);
+        }
+        backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
+        backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
+        backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *layer.mlp_norm, spec_.rms_norm_eps,
+                             normed.floats());
+        normed_ready = false;
+        if (layer.router != nullptr) {
+            moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
+        } else {
+            mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
+            if (&layer == &layers_.back()) {
+                backend_.add(x.floats(), projected.floats(), tokens * d);  // the final norm takes the output rows only
+            } else {
+                backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *(&layer + 1)->attention_norm,
+                                     spec_.rms_norm_eps, normed.floats());
+                normed_ready = true;
+            }
+        }
+    }
+}
+
 ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_logits) {
     if (batch.empty()) fail(Status::invalid_argument, "the batch is empty");
-    const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
-                  hd = spec_.head_dim, vocab = spec_.embedding_rows;
+    const int64_t d = spec_.hidden_size, kv_heads = spec_.kv_heads, hd = spec_.head_dim, vocab = spec_.embedding_rows;
 
     // Pack the batch: the fed token ids and their positions, each run's rows (a sequence's canvas
     // or its CFG twin) and cache, and the rows that need outputs.
-    struct Run {
-        int64_t first_row, rows, feed_begin, keys, block_origin;  // keys: what the fed rows attend to
-        KVCache* cache;
-    };
     const int64_t block_size = spec_.diffusion_block_size;
     std::vector<Run> runs;
     std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
@@ -209,65 +269,24 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     if (tokens > limits_.tokens)
         fail(Status::too_long, "the batch has {} tokens; this forward was sized for {}", tokens, limits_.tokens);
 
-    DeviceBuffer &token_ids = state_.token_ids, &token_positions = state_.token_positions;
-    backend_.copy_to_device(token_ids, ids.data(), ids.size() * sizeof(int32_t));
-    backend_.copy_to_device(token_positions, positions.data(), positions.size() * sizeof(int32_t));
+    backend_.copy_to_device(state_.token_ids, ids.data(), ids.size() * sizeof(int32_t));
+    backend_.copy_to_device(state_.token_positions, positions.data(), positions.size() * sizeof(int32_t));
 
-    const auto f = sizeof(float);
-    const DeviceBuffer &x = state_.x, &normed = state_.normed, &q = state_.q, &k = state_.k, &v = state_.v,
-                       &attended = state_.attended, &projected = state_.projected;
-
-    const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
-                        spec_.rope_style == RopeStyle::interleaved};
-    const AttentionParams attention{heads, kv_heads, hd, block_size};
-
-    std::vector<SequenceRows> sequences(runs.size());
-    backend_.embedding(*embedding_, token_ids.ints(), tokens, x.floats());
-    bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
-    for (const LayerWeights& layer : layers_) {
-        if (!normed_ready)
-            backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
-        const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
-                                    {layer.v, layer.v_bias, v.floats()}};
-        backend_.matmuls(normed.floats(), tokens, qkv);
-        if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
-            backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
-            backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);
+    const DeviceBuffer& x = state_.x;
+    // The hidden states depend on nothing but the batch's shape and device memory: a backend may
+    // record their work once and replay it for every forward of that shape (the denoising steps of
+    // a block with a cache). Mixture-of-experts layers size their matmuls on the host from the
+    // routing, so a model with them runs as it comes.
+    if (replayable_) {
+        std::vector<int64_t> shape = {id_, tokens};
+        for (const Run& run : runs) {
+            const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;
+            shape.insert(shape.end(), {run.first_row, run.rows, run.feed_begin, run.keys, run.block_origin, cache,
+                                       run.cache != nullptr ? run.cache->length() : 0});
         }
-        backend_.rope(q.floats(), tokens, heads, hd, token_positions.ints(), rope);
-        backend_.rope(k.floats(), tokens, kv_heads, hd, token_positions.ints(), rope);
-        // Runs with a cache write their fed keys and values into it and attend to all of it.
-        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
-        for (size_t r = 0; r < runs.size(); ++r) {
-            const Run& run = runs[r];
-            SequenceRows& view = sequences[r];
-            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
-            if (run.cache == nullptr) continue;
-            const int64_t kv = kv_heads * hd;
-            view.cached_keys = run.cache->keys(layer_index);
-            view.cached_values = run.cache->values(layer_index);
-            view.key_count = run.keys;
-            backend_.copy(run.cache->keys(layer_index) + run.feed_begin * kv, k.floats() + run.first_row * kv, run.rows * kv);
-            backend_.copy(run.cache->values(layer_index) + run.feed_begin * kv, v.floats() + run.first_row * kv,
-                          run.rows * kv);
-        }
-        backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
-        backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
-        backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *layer.mlp_norm, spec_.rms_norm_eps,
-                             normed.floats());
-        normed_ready = false;
-        if (layer.router != nullptr) {
-            moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
-        } else {
-            mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
-            if (&layer == &layers_.back()) {
-                backend_.add(x.floats(), projected.floats(), tokens * d);  // the final norm takes the output rows only
-            } else {
-                backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *(&layer + 1)->attention_norm,
-                                     spec_.rms_norm_eps, normed.floats());
-                normed_ready = true;
-            }
-        }
+        backend_.run_replayable(shape, [&] { hidden_states(runs, tokens); });
+    } else {
+        hidden_states(runs, tokens);
     }
 
     for (const Run& run : runs)
@@ -302,7 +321,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
                     backend_.combine_guidance(logits.floats() + i * vocab, logits.floats() + (count + i) * vocab,
                                               guidance_scales[size_t(begin + i)], vocab);
         if (want_logits) {
-            backend_.copy_to_host(output.logits.data() + begin * vocab, logits, size_t(count * vocab) * f);
+            backend_.copy_to_host(output.logits.data() + begin * vocab, logits, size_t(count * vocab) * sizeof(float));
         } else {
             backend_.candidates(logits.floats(), count, vocab, output_positions.data() + begin,
                                 std::span(output_params).subspan(size_t(begin), size_t(count)),

@@ -70,6 +70,16 @@ private:
         DeviceBuffer output_rows, gathered, logits;
     };
 
+    // One canvas in the packed batch (a sequence's, or its CFG twin's): its rows, the position of
+    // the first, the keys they attend to, where the first block starts, and its cache (if any).
+    struct Run {
+        int64_t first_row, rows, feed_begin, keys, block_origin;
+        KVCache* cache;
+    };
+
+    // The embedding of the uploaded token ids and the layer stack: x holds the last layer's output
+    // for the `tokens` rows of `runs`.
+    void hidden_states(std::span<const Run> runs, int64_t tokens);
     void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
     void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
 
@@ -81,6 +91,8 @@ private:
     const Weight* final_norm_ = nullptr;
     const Weight* lm_head_ = nullptr;
     std::vector<LayerWeights> layers_;
+    int64_t id_;              // distinct among the process's forwards: part of every replay key
+    bool replayable_ = true;  // no mixture-of-experts layer
 };
 
 }  // namespace unmask

@@ -1,0 +1,56 @@
+// Which recordings of replayable work (Backend::run_replayable) a backend keeps, by key: host
+// bookkeeping only, so that it is tested without a device. The CUDA backend keeps CUDA graphs in
+// its slots.
+//
+// A key is recorded the second time it comes: a shape seen once (a block's first step, which
+// feeds the whole canvas) is not worth a recording. Recordings go into a fixed number of slots,
+// the least recently used given up for a new one; a key whose recording failed is run as it
+// comes from then on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+namespace unmask {
+
+class ReplayCache {
+public:
+    // `remembered`: how many keys seen once (and keys refused) are remembered.
+    explicit ReplayCache(size_t slots, size_t remembered = 64);
+
+    enum class Action { run, record, replay };
+    struct Decision {
+        Action action = Action::run;
+        size_t slot = 0;  // record: the slot to record into (its old recording, if any, is to go); replay: the slot
+    };
+    // What to do with work of `key` now.
+    Decision decide(std::span<const int64_t> key);
+    // The recording `decide` asked for into `slot` was made: the key replays from now on.
+    void recorded(size_t slot);
+    // The recording `decide` asked for into `slot` could not be made: the key runs from now on.
+    void refuse(size_t slot);
+    // Forgets every recording (what they read has moved).
+    void clear();
+
+    size_t slots() const noexcept { return slots_.size(); }
+    size_t recordings() const noexcept;
+
+private:
+    struct Slot {
+        std::vector<int64_t> key;
+        uint64_t last_use = 0;
+        bool filled = false;  // a recording is there (else, when key is set, one is being made)
+    };
+    static bool contains(const std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key);
+    void remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key) const;
+
+    std::vector<Slot> slots_;
+    std::deque<std::vector<int64_t>> seen_, refused_;
+    size_t remembered_;
+    uint64_t clock_ = 0;
+};
+
+}  // namespace unmask
