@@ -7,7 +7,8 @@
 //   position read from the K/V cache, candidates for the block; its time against the
 //   weight-streaming bound (the bytes of every weight but the embedding table, which is only
 //   gathered from, over 4.3 TB/s, the achievable figure; the fp32 K/V cache adds about
-//   0.5 GB of reads per step, 3.5% of the weights, which the bound leaves out).
+//   0.5 GB of reads per step, 3.5% of the weights, which the bound leaves out). graphs=1: the
+//   layer stack launched as a CUDA graph (the default), graphs=0: as it comes, call by call.
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
 //   against the H200's 4.3 TB/s.
 // - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
@@ -45,14 +46,16 @@ bool have_device(benchmark::State& state) {
     return false;
 }
 
-// A model with LLaDA-8B's shape but `layers` layers (random bf16 weights) on GPU 0, a backend
-// for it, and `tokens` random token ids.
+// A model with LLaDA-8B's shape but `layers` layers (random bf16 weights) on GPU 0, backends for
+// it with CUDA graphs (the default) and without, and `tokens` random token ids.
 struct DeviceModel {
     explicit DeviceModel(int64_t layers, int64_t tokens) : shape{4096, layers, 32, 12288, 126464} {
         LoadOptions options;
         options.checksum_mode = ChecksumMode::skip;
         model = load_model(unmask_bench::synthetic_llada(shape), options);
-        backend = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+        const auto weights = CudaWeights::upload(*model, 0, &ledger);
+        backend = make_cuda_backend(weights);
+        eager = make_cuda_backend(weights, {.graphs = false});
         std::mt19937 rng(5);
         ids.resize(static_cast<size_t>(tokens));
         for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(shape.vocab));
@@ -60,7 +63,7 @@ struct DeviceModel {
     unmask_bench::LladaShape shape;
     MemoryLedger ledger{"cuda", UINT64_MAX};
     std::unique_ptr<Model> model;
-    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Backend> backend, eager;
     std::vector<int32_t> ids;
 };
 
@@ -84,7 +87,7 @@ void BM_cuda_forward(benchmark::State& state) {
     Forward forward(*device.model, *device.backend, {tokens, tokens});
     const CandidateParams greedy;
     const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
-    forward.run(batch, false);  // warm-up: cuBLASLt plans, staging buffers
+    for (int i = 0; i < 2; ++i) forward.run(batch, false);  // warm-up: cuBLASLt plans, staging, the graph
 
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));  // ends with a synchronising copy
@@ -98,15 +101,16 @@ void BM_cuda_forward(benchmark::State& state) {
     state.counters["peak_fraction"] = flops * iterations / seconds / h200_bf16_flops;
 }
 
-// args: layers, canvas, block
+// args: layers, canvas, block, graphs
 void BM_cuda_generation_step(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t layers = state.range(0), canvas = state.range(1), block = state.range(2);
     const DeviceModel& device = device_model(layers, canvas);
+    Backend& backend = state.range(3) != 0 ? *device.backend : *device.eager;
     const Model& model = *device.model;
     const std::vector<int32_t>& ids = device.ids;
-    Forward forward(model, *device.backend, {canvas, canvas});
-    KVCache cache(*device.backend, nullptr, model.spec(), canvas);
+    Forward forward(model, backend, {canvas, canvas});
+    KVCache cache(backend, nullptr, model.spec(), canvas);
     const CandidateParams greedy;
     // The block's first step: the whole canvas fed, filling the cache.
     const std::vector<int32_t> first = {0};
@@ -121,7 +125,8 @@ void BM_cuda_generation_step(benchmark::State& state) {
     step.cache = &cache;
     step.feed_begin = begin;
     step.feed_end = begin + block;
-    forward.run(std::span(&step, 1), false);  // warm-up: cuBLASLt plans for these shapes
+    // Warm-up: cuBLASLt plans for these shapes; with graphs, the step's shape seen, then recorded.
+    for (int i = 0; i < 2; ++i) forward.run(std::span(&step, 1), false);
 
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(forward.run(std::span(&step, 1), false));
@@ -248,8 +253,9 @@ void BM_cuda_moe_experts(benchmark::State& state) {
 
 BENCHMARK(BM_cuda_forward)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_cuda_generation_step)
-    ->Args({32, 512, 32})
-    ->ArgNames({"layers", "canvas", "block"})
+    ->Args({32, 512, 32, 1})
+    ->Args({32, 512, 32, 0})
+    ->ArgNames({"layers", "canvas", "block", "graphs"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,5 +1,8 @@
 #include "model_device.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "core/error.hpp"
 
 #ifdef UNMASK_WITH_CUDA
@@ -44,7 +47,11 @@ void place_weights(unmask_model& model, int device) {
 std::unique_ptr<Backend> make_model_backend(const unmask_model& model, int threads, MemoryLedger& scratch) {
     if (model.backend == BackendKind::cpu) return make_cpu_backend(threads, scratch);
 #ifdef UNMASK_WITH_CUDA
-    if (model.cuda_weights) return make_cuda_backend(model.cuda_weights, scratch);
+    if (model.cuda_weights) {
+        // UNMASK_CUDA_GRAPHS=0 runs every forward as it comes (to compare, or to rule graphs out).
+        const char* graphs = std::getenv("UNMASK_CUDA_GRAPHS");
+        return make_cuda_backend(model.cuda_weights, scratch, {.graphs = graphs == nullptr || std::string_view(graphs) != "0"});
+    }
 #endif
     fail(Status::internal, "the model's weights are not on its device");
 }

@@ -449,7 +449,8 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.routing == uint64_t(2 * spec.experts + 2) * 4);  // per-expert counts and offsets, a flag
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
                               allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-                              allocation_bytes(w.routing);
+                              allocation_bytes(w.routing) + allocation_bytes(w.graphs);
+    CHECK(w.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);  // CUDA graphs' constants
     CHECK(cuda_workspace_bytes(workspace) == expected);
     CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);
     // The routed experts run over a chunk's (token, expert) slots at once: k rows per token, for

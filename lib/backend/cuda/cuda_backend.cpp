@@ -4,11 +4,13 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/cublaslt_matmul.hpp"
+#include "backend/replay_cache.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
@@ -29,7 +31,16 @@ void check(cudaError_t error, const char* what) {
     if (error != cudaSuccess) fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
 }
 
-void select_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+// Makes `device` the calling thread's current device (cudaSetDevice only when it is not).
+void select_device(int device) {
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
+    check(cudaSetDevice(device), "cudaSetDevice");
+}
+
+// Thrown while a CUDA graph is captured by a call that cannot be captured: the capture is
+// abandoned and the work runs as it comes.
+struct CaptureRefused {};
 
 // `bytes` of device memory charged to `ledger` (if any) while the buffer lives.
 DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr<MemoryLedger> keep = nullptr) {
@@ -95,8 +106,10 @@ private:
 
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(std::shared_ptr<const CudaWeights> weights, std::shared_ptr<MemoryLedger> memory)
-        : weights_(std::move(weights)), memory_(std::move(memory)), device_(weights_->device()) {
+    CudaBackend(std::shared_ptr<const CudaWeights> weights, std::shared_ptr<MemoryLedger> memory,
+                const CudaBackendOptions& options)
+        : weights_(std::move(weights)), memory_(std::move(memory)), device_(weights_->device()),
+          replays_(options.graphs ? CudaWorkspace::graph_slots : 0) {
         select_device(device_);
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
         try {
@@ -111,6 +124,7 @@ public:
     ~CudaBackend() override {
         cudaSetDevice(device_);
         cudaStreamSynchronize(stream_);
+        drop_graphs();
         matmul_.reset();
         uploads_.reset();
         cudaStreamDestroy(stream_);
@@ -119,10 +133,12 @@ public:
     const char* name() const noexcept override { return "cuda"; }
 
     DeviceBuffer allocate(size_t bytes) override {
+        not_while_capturing();
         select_device(device_);
         return device_allocate(memory_.get(), bytes, memory_);
     }
     DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) override {
+        not_while_capturing();
         select_device(device_);
         return device_allocate(&ledger, bytes, &ledger == memory_.get() ? memory_ : nullptr);
     }
@@ -133,13 +149,41 @@ public:
         staging(attention_sequences_, w.attention);
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
+        staging(graph_constants_, w.graphs);
+    }
+
+    // CUDA graphs: a key's work is captured the second time it comes (ReplayCache) and launched
+    // as one graph from then on. Its attention descriptors go into the graph's own constants (the
+    // upload ring's pinned slots are reused); a call that cannot be captured (a synchronisation,
+    // a staging buffer that would grow) abandons the capture, and that key runs as it comes.
+    void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) override {
+        if (capture_) return work();
+        char* constants = static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_slots *
+                                                                           CudaWorkspace::graph_constant_bytes));
+        const ReplayCache::Decision decision = replays_.decide(key);
+        if (decision.action == ReplayCache::Action::run) return work();
+        select_device(device_);
+        cudaGraphExec_t& graph = graphs_.at(decision.slot);
+        if (decision.action == ReplayCache::Action::record) {
+            if (graph != nullptr) cudaGraphExecDestroy(graph);  // one still running is freed when it ends
+            graph = nullptr;
+            graph = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work);
+            if (graph == nullptr) {
+                replays_.refuse(decision.slot);
+                return work();
+            }
+            replays_.recorded(decision.slot);
+        }
+        check(cudaGraphLaunch(graph, stream_), "cudaGraphLaunch");
     }
 
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
+        not_while_capturing();
         select_device(device_);
         uploads_->copy(destination.floats(), source, bytes, stream_);
     }
     void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
+        not_while_capturing();
         select_device(device_);
         check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
         check(cudaStreamSynchronize(stream_), "the device's work");
@@ -206,9 +250,8 @@ public:
         }
         if (rows.empty()) return;
         const int64_t tiles = k::number_query_tiles(rows.data(), static_cast<int64_t>(rows.size()));
-        const size_t bytes = rows.size() * sizeof(k::AttentionSequence);
-        void* device_rows = staging(attention_sequences_, bytes);
-        uploads_->copy(device_rows, rows.data(), bytes, stream_);
+        const void* device_rows =
+            upload_parameters(attention_sequences_, rows.data(), rows.size() * sizeof(k::AttentionSequence));
         const k::AttentionDims dims{params.heads, params.kv_heads, params.head_dim, params.block_size};
         check(k::attention(q, kv_k, v, static_cast<const k::AttentionSequence*>(device_rows),
                            static_cast<int64_t>(rows.size()), tiles, dims, out, stream_),
@@ -247,6 +290,7 @@ public:
     void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t per_token,
                          int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                          std::span<int64_t> offsets) override {
+        not_while_capturing();
         select_device(device_);
         if (int64_t(offsets.size()) != expert_count + 1)
             fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
@@ -281,6 +325,7 @@ public:
     }
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override {
+        not_while_capturing();
         select_device(device_);
         if (rows == 0) return;
         std::vector<k::CandidateRow> flat(static_cast<size_t>(rows));
@@ -360,14 +405,69 @@ private:
 
     // A device buffer of at least `bytes` (charged to the backend's ledger): reserve_workspace
     // sizes it for planned work; beyond that it grows, never shrinks. Work already queued on the
-    // stream finishes before a replaced buffer is freed.
+    // stream finishes before a replaced buffer is freed, and the graphs, which may read it, go.
     void* staging(DeviceBuffer& buffer, size_t bytes) {
         if (buffer.bytes() < bytes) {
+            if (capture_) throw CaptureRefused{};
             check(cudaStreamSynchronize(stream_), "the device's work");
+            drop_graphs();
             buffer = DeviceBuffer();
             buffer = allocate(bytes);
         }
         return buffer.floats();
+    }
+
+    // Kernel parameters copied to the device: through the upload ring into `buffer`, or, while a
+    // graph is captured, into that graph's constants, which its every launch reads.
+    const void* upload_parameters(DeviceBuffer& buffer, const void* data, size_t bytes) {
+        if (capture_) {
+            std::vector<char>& host = capture_->host;
+            const size_t at = host.size();
+            if (at + allocation_bytes(bytes) > CudaWorkspace::graph_constant_bytes) throw CaptureRefused{};
+            host.resize(at + allocation_bytes(bytes));
+            std::memcpy(host.data() + at, data, bytes);
+            return capture_->constants + at;
+        }
+        void* staged = staging(buffer, bytes);
+        uploads_->copy(staged, data, bytes, stream_);
+        return staged;
+    }
+
+    // `work` captured as a graph with `constants` (graph_constant_bytes of device memory) for its
+    // kernels' parameters, their values queued for copying there; null when some call could not
+    // be captured.
+    cudaGraphExec_t capture(char* constants, const std::function<void()>& work) {
+        check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        capture_.emplace(Capture{constants, {}});
+        bool captured = true;
+        try {
+            work();
+        } catch (...) {  // the capture is abandoned; a real error comes again when the work is run
+            captured = false;
+        }
+        const std::vector<char> host = std::move(capture_->host);
+        capture_.reset();
+        cudaGraph_t graph = nullptr;
+        captured = cudaStreamEndCapture(stream_, &graph) == cudaSuccess && captured;
+        cudaGraphExec_t exec = nullptr;
+        if (captured && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = nullptr;
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        cudaGetLastError();  // a failed capture's error is not sticky: clear it
+        if (exec != nullptr) uploads_->copy(constants, host.data(), host.size(), stream_);
+        return exec;
+    }
+
+    // Calls that read host memory after they return, or wait for the device, cannot be captured.
+    void not_while_capturing() const {
+        if (capture_) throw CaptureRefused{};
+    }
+
+    // Forgets every graph (the caller has waited for the stream).
+    void drop_graphs() noexcept {
+        for (cudaGraphExec_t& graph : graphs_)
+            if (graph != nullptr) cudaGraphExecDestroy(graph);
+        graphs_.fill(nullptr);
+        replays_.clear();
     }
 
     std::shared_ptr<const CudaWeights> weights_;
@@ -378,6 +478,14 @@ private:
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
     DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_;
+    ReplayCache replays_;
+    std::array<cudaGraphExec_t, CudaWorkspace::graph_slots> graphs_{};
+    DeviceBuffer graph_constants_;  // graph_constant_bytes per slot
+    struct Capture {
+        char* constants;         // the graph's, on the device
+        std::vector<char> host;  // their values, copied there once the capture succeeds
+    };
+    std::optional<Capture> capture_;
 };
 
 }  // namespace
@@ -424,13 +532,15 @@ const CudaWeights::Copy& CudaWeights::find(const Weight& weight) const {
     return found->second;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory) {
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory,
+                                           CudaBackendOptions options) {
     return std::make_unique<CudaBackend>(std::move(weights),
-                                         std::shared_ptr<MemoryLedger>(&memory, [](MemoryLedger*) {}));
+                                         std::shared_ptr<MemoryLedger>(&memory, [](MemoryLedger*) {}), options);
 }
 
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights) {
-    return std::make_unique<CudaBackend>(std::move(weights), std::make_shared<MemoryLedger>("cuda", UINT64_MAX));
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, CudaBackendOptions options) {
+    return std::make_unique<CudaBackend>(std::move(weights), std::make_shared<MemoryLedger>("cuda", UINT64_MAX),
+                                         options);
 }
 
 }  // namespace unmask

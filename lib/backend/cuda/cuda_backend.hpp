@@ -51,13 +51,25 @@ struct CudaWorkspace {
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;
     uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets, and a flag
+    // CUDA graphs (Backend::run_replayable): this many kept, each with this many bytes of its
+    // kernels' parameters (attention descriptors) of its own.
+    static constexpr uint64_t graph_slots = 8;
+    static constexpr uint64_t graph_constant_bytes = uint64_t(64) << 10;
+    uint64_t graphs = graph_slots * graph_constant_bytes;
 };
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
 
+struct CudaBackendOptions {
+    // Record replayable work (the embedding and layer stack of a dense model's forward) as a CUDA
+    // graph the second time its shape comes, and launch the graph from then on.
+    bool graphs = true;
+};
+
 // A CUDA backend on the weights' device, charging its activations and workspace to `memory`,
 // which must outlive it and every buffer it allocates.
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory);
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory,
+                                           CudaBackendOptions options = {});
 // The same with a ledger of its own and no limit (tests, benchmarks).
-std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights);
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, CudaBackendOptions options = {});
 
 }  // namespace unmask

@@ -23,7 +23,7 @@ uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits) {
     const CudaWorkspace w = cuda_workspace(limits);
     return allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
            allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-           (w.routing > 0 ? allocation_bytes(w.routing) : 0);
+           (w.routing > 0 ? allocation_bytes(w.routing) : 0) + allocation_bytes(w.graphs);
 }
 
 }  // namespace unmask
