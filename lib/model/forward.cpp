@@ -14,7 +14,8 @@ std::atomic<int64_t> next_forward_id{0};
 }  // namespace
 
 Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limits)
-    : spec_(model.spec()), backend_(backend), limits_(limits), id_(next_forward_id.fetch_add(1)) {
+    : spec_(model.spec()), backend_(backend), limits_(limits), id_(next_forward_id.fetch_add(1)),
+      replayable_(!spec_.any_routed_layer()) {
     if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
     if (limits.tokens < 1 || limits.tokens > INT32_MAX || limits.sequence_length < 1 ||
         limits.sequence_length > spec_.max_sequence_length)
@@ -62,7 +63,6 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
             default: break;
         }
     }
-    replayable_ = std::none_of(layers_.begin(), layers_.end(), [](const LayerWeights& l) { return l.router != nullptr; });
     if (lm_head_ == nullptr) lm_head_ = embedding_;  // tied embeddings
     if (embedding_ == nullptr || final_norm_ == nullptr) fail(Status::internal, "model binding lacks embedding or final norm");
 

@@ -91,8 +91,8 @@ private:
     const Weight* final_norm_ = nullptr;
     const Weight* lm_head_ = nullptr;
     std::vector<LayerWeights> layers_;
-    int64_t id_;              // distinct among the process's forwards: part of every replay key
-    bool replayable_ = true;  // no mixture-of-experts layer
+    int64_t id_;       // distinct among the process's forwards: part of every replay key
+    bool replayable_;  // no mixture-of-experts layer
 };
 
 }  // namespace unmask

@@ -2,6 +2,7 @@
 // config.json. Architectures differ only in how their config and tensor names map onto this.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ struct ModelSpec {
     int64_t max_sequence_length = 0;
 
     bool is_moe() const noexcept { return experts > 0; }
+    // Whether `layer` routes its tokens to experts (else it has a dense MLP), and whether any does.
+    bool routed(int64_t layer) const noexcept { return is_moe() && moe_layer[static_cast<size_t>(layer)]; }
+    bool any_routed_layer() const noexcept {
+        return is_moe() && std::find(moe_layer.begin(), moe_layer.end(), true) != moe_layer.end();
+    }
 };
 
 }  // namespace unmask

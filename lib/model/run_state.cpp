@@ -14,19 +14,12 @@ uint64_t RunStateSizes::total() const noexcept {
 
 namespace {
 
-bool any_moe_layer(const ModelSpec& spec) noexcept {
-    if (!spec.is_moe()) return false;
-    for (int64_t layer = 0; layer < spec.layers; ++layer)
-        if (spec.moe_layer[size_t(layer)]) return true;
-    return false;
-}
-
 // The widest SwiGLU that runs over every token: the dense MLP (if any layer has one) or the
 // shared expert.
 int64_t widest_dense_mlp(const ModelSpec& spec) noexcept {
     int64_t width = spec.shared_expert_intermediate_size;
     for (int64_t layer = 0; layer < spec.layers; ++layer)
-        if (!(spec.is_moe() && spec.moe_layer[size_t(layer)])) width = std::max(width, spec.intermediate_size);
+        if (!spec.routed(layer)) width = std::max(width, spec.intermediate_size);
     return width;
 }
 
@@ -41,7 +34,7 @@ int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits)
     // The LM head's rows: the output chunk and its CFG twins (outputs may repeat positions).
     const int64_t rows = std::max(limits.tokens, 2 * std::min(limits.tokens, output_chunk_rows));
     int64_t floats = rows * std::max({spec.hidden_size, spec.attention_heads * spec.head_dim, widest_dense_mlp(spec)});
-    if (any_moe_layer(spec))
+    if (spec.any_routed_layer())
         floats = std::max(floats, static_cast<int64_t>(moe_slots(spec, uint64_t(limits.tokens))) *
                                       std::max(spec.hidden_size, spec.expert_intermediate_size));
     return floats;
@@ -49,7 +42,7 @@ int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits)
 
 WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
     return {limits.sequence_length, spec.embedding_rows, limits.tokens, largest_matmul_input(spec, limits),
-            any_moe_layer(spec) ? spec.experts : 0};
+            spec.any_routed_layer() ? spec.experts : 0};
 }
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {
@@ -66,7 +59,7 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     s.q = s.attended = allocation_bytes(t * q_width * f);
     s.k = s.v = allocation_bytes(t * kv_width * f);
     uint64_t swiglu_floats = t * static_cast<uint64_t>(widest_dense_mlp(spec));
-    if (any_moe_layer(spec)) {
+    if (spec.any_routed_layer()) {
         const auto k = static_cast<uint64_t>(spec.experts_per_token);
         s.router_logits = allocation_bytes(t * static_cast<uint64_t>(spec.experts) * f);
         s.chosen_experts = allocation_bytes(t * k * i);
