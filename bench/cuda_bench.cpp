@@ -128,6 +128,7 @@ void BM_cuda_generation_step(benchmark::State& state) {
     // Warm-up: cuBLASLt plans for these shapes; with graphs, the step's shape seen, then recorded.
     for (int i = 0; i < 2; ++i) forward.run(std::span(&step, 1), false);
 
+    const int64_t replayed = cuda_graph_stats(backend).replayed;
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(forward.run(std::span(&step, 1), false));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
@@ -139,6 +140,7 @@ void BM_cuda_generation_step(benchmark::State& state) {
     state.counters["step_ms"] = seconds * 1e3;
     state.counters["bound_ms"] = bound * 1e3;
     state.counters["bound_ratio"] = seconds / bound;
+    state.counters["graph_launches"] = double(cuda_graph_stats(backend).replayed - replayed);  // iterations with graphs
 }
 
 // args: rows

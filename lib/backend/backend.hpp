@@ -113,8 +113,8 @@ public:
     virtual void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) = 0;
 
     // Work (a sequence of this backend's calls) whose device work depends only on `key` and on
-    // device memory: no host memory is read after it returns, no result comes to the host, the
-    // same key always queues the same calls with the same arguments. A backend may record it and
+    // device memory: no call reads host memory after that call returns, no result comes to the
+    // host, and the same key always makes the same calls with the same arguments. A backend may record it and
     // replay the recording for the same key instead of calling `work` again (the CUDA backend:
     // CUDA graphs). The default calls it.
     virtual void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) {

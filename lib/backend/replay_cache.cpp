@@ -47,6 +47,8 @@ void ReplayCache::refuse(size_t slot) {
     s = Slot{};
 }
 
+void ReplayCache::abandon(size_t slot) { slots_.at(slot) = Slot{}; }
+
 void ReplayCache::clear() {
     for (Slot& s : slots_) s = Slot{};
 }

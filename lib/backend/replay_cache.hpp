@@ -5,7 +5,7 @@
 // A key is recorded the second time it comes: a shape seen once (a block's first step, which
 // feeds the whole canvas) is not worth a recording. Recordings go into a fixed number of slots,
 // the least recently used given up for a new one; a key whose recording failed is run as it
-// comes from then on.
+// comes while it is among the last `remembered` such keys.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +30,12 @@ public:
     Decision decide(std::span<const int64_t> key);
     // The recording `decide` asked for into `slot` was made: the key replays from now on.
     void recorded(size_t slot);
-    // The recording `decide` asked for into `slot` could not be made: the key runs from now on.
+    // The recording `decide` asked for into `slot` could not be made: the key runs as it comes
+    // from now on (while remembered).
     void refuse(size_t slot);
+    // The recording `decide` asked for into `slot` was not made this time (it may be next time:
+    // the key is recorded again when it comes).
+    void abandon(size_t slot);
     // Forgets every recording (what they read has moved).
     void clear();
 

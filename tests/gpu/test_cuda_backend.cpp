@@ -555,13 +555,16 @@ TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit 
         }
         for (int64_t p = begin + 1; p < end; ++p) outputs.push_back(static_cast<int32_t>(p));
         // Full forwards of both canvases filling a cache each, then partial forwards against the
-        // caches in turn (one shape, recorded on its second coming, replayed after), four rounds.
+        // caches in turn (one shape, recorded on its second coming, replayed after), four rounds,
+        // each with a new fed token (a graph that did nothing would leave the last round's results).
         auto logits = [&](Backend& backend) {
             Forward forward(*model, backend, {length, length});
             KVCache one(backend, nullptr, spec, length), two(backend, nullptr, spec, length);
+            std::vector<int32_t> canvas_one = first, canvas_two = second;
             std::vector<std::vector<float>> out;
             for (int round = 0; round < 4; ++round)
-                for (auto [canvas, cache] : {std::pair{&first, &one}, std::pair{&second, &two}}) {
+                for (auto [canvas, cache] : {std::pair{&canvas_one, &one}, std::pair{&canvas_two, &two}}) {
+                    if (round > 0) (*canvas)[size_t(begin + 1)] = static_cast<int32_t>(40 + round);
                     ForwardSequence full{*canvas, outputs, nullptr, {}, 0.0, cache};
                     if (round == 0) out.push_back(forward.run(std::vector{full}, true).logits);
                     ForwardSequence part = full;
@@ -574,6 +577,13 @@ TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit 
         const auto expected = logits(*eager);
         CHECK(expected[1] != expected[3]);  // the caches' contents matter
         CHECK(logits(*graphs) == expected);
+        // The partial forwards' two shapes each captured on their second coming and replayed
+        // twice after; the full forwards came once each.
+        const CudaGraphStats stats = cuda_graph_stats(*graphs);
+        CHECK(stats.recorded == 2);
+        CHECK(stats.replayed == 4);
+        CHECK(stats.refused == 0);
+        CHECK(cuda_graph_stats(*eager).recorded == 0);
     }
 }
 

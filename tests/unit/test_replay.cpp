@@ -220,6 +220,15 @@ TEST_CASE("a key is recorded the second time it comes and replayed from then on"
     CHECK(refusing.recordings() == 0);
     for (int i = 0; i < 3; ++i) CHECK(refusing.decide(a).action == Action::run);
 
+    // A recording abandoned (not refused) is made the next time the key comes.
+    ReplayCache retrying(1);
+    retrying.decide(a);
+    const ReplayCache::Decision abandoned = retrying.decide(a);
+    REQUIRE(abandoned.action == Action::record);
+    retrying.abandon(abandoned.slot);
+    CHECK(retrying.recordings() == 0);
+    CHECK(retrying.decide(a).action == Action::record);
+
     // clear() forgets the recordings; the keys stay seen.
     cache.clear();
     CHECK(cache.recordings() == 0);
@@ -270,41 +279,71 @@ TEST_CASE("generations give the same tokens when the layer stack is recorded and
     }
 }
 
-TEST_CASE("a replayed forward reads the cache it is given, not the one it was recorded with") {
-    const auto model = load("llada");
-    const ModelSpec& spec = model->spec();
-    const int64_t length = 24, begin = 8, end = 16;
-    std::vector<int32_t> first, second;
-    for (int64_t p = 0; p < length; ++p) {
-        first.push_back(static_cast<int32_t>(1 + (p * 37) % 90));
-        // the same fed tokens; only what the cache holds differs
-        second.push_back(p >= begin && p < end ? first.back() : static_cast<int32_t>(1 + (p * 11) % 70));
-    }
-    std::vector<int32_t> outputs;
-    for (int64_t p = begin; p < end; ++p) outputs.push_back(static_cast<int32_t>(p));
-    // The logits of partial forwards against caches filled from each canvas, the two in turn three
-    // times over: one forward, two caches of one shape, the same fed tokens.
-    auto partial_logits = [&](Backend& backend) {
-        Forward forward(*model, backend, {length, length});
-        KVCache cache_one(backend, nullptr, spec, length), cache_two(backend, nullptr, spec, length);
-        std::vector<std::vector<float>> logits;
-        for (auto [canvas, cache] : {std::pair{&first, &cache_one}, std::pair{&second, &cache_two}}) {
-            ForwardSequence full{*canvas, outputs, nullptr, {}, 0.0, cache};
-            forward.run(std::vector{full}, true);
-        }
-        for (int round = 0; round < 3; ++round)
-            for (auto [canvas, cache] : {std::pair{&first, &cache_one}, std::pair{&second, &cache_two}}) {
-                ForwardSequence part{*canvas, outputs, nullptr, {}, 0.0, cache};
-                part.feed_begin = begin;
-                part.feed_end = end;
-                logits.push_back(forward.run(std::vector{part}, true).logits);
+TEST_CASE("a replayed forward follows everything its shape is made of") {
+    // Partial forwards of two variants in turn that differ in one thing the replay key must hold
+    // (the same fed rows otherwise), three rounds after a full forward of each fills its cache,
+    // each round with a new token among the fed ones (stale buffers must not pass for results).
+    // (The cache's length is in the key too, for a cache of another length at a freed one's
+    // address, which a test cannot arrange.)
+    enum class Variation { cache, canvas_length, block_origin, forward };
+    for (const Variation variation : {Variation::cache, Variation::canvas_length, Variation::block_origin,
+                                      Variation::forward}) {
+        CAPTURE(int(variation));
+        const auto model = load(variation == Variation::block_origin ? "llada-block" : "llada");
+        const ModelSpec& spec = model->spec();
+        const int64_t length = 24;
+        // Block diffusion: the last 8 positions fed, whose keys are the whole canvas either way.
+        const int64_t begin = variation == Variation::block_origin ? 16 : 8, end = begin + 8;
+        auto logits = [&](Backend& backend) {
+            Forward one(*model, backend, {length, length}), two(*model, backend, {length, length});
+            KVCache cache_one(backend, nullptr, spec, length), cache_two(backend, nullptr, spec, length);
+            struct Variant {
+                Forward* forward;
+                std::vector<int32_t> canvas;
+                KVCache* cache;
+                int64_t block_origin;
+            };
+            Variant a{&one, {}, &cache_one, 0};
+            for (int64_t p = 0; p < length; ++p) a.canvas.push_back(static_cast<int32_t>(1 + (p * 37) % 90));
+            Variant b = a;
+            switch (variation) {
+                case Variation::cache:  // the same fed tokens, another cache holding other tokens
+                    b.cache = &cache_two;
+                    for (int64_t p = 0; p < length; ++p)
+                        if (p < begin || p >= end) b.canvas[size_t(p)] = static_cast<int32_t>(1 + (p * 11) % 70);
+                    break;
+                case Variation::canvas_length: b.canvas.resize(20); break;  // 20 keys in the same cache, not 24
+                case Variation::block_origin: b.block_origin = 4; break;   // other blocks
+                case Variation::forward:  // another run state, other fed tokens, the same cache
+                    b.forward = &two;
+                    for (int64_t p = begin; p < end; ++p) b.canvas[size_t(p)] = static_cast<int32_t>(1 + (p * 11) % 70);
+                    break;
             }
-        return logits;
-    };
-    auto cpu = make_cpu_backend(1);
-    ReplayingBackend replaying(4);
-    const auto expected = partial_logits(*cpu);
-    CHECK(expected[0] != expected[1]);
-    CHECK(partial_logits(replaying) == expected);
-    CHECK(replaying.replays >= 2);
+            std::vector<int32_t> outputs;
+            for (int64_t p = begin; p < end; ++p) outputs.push_back(static_cast<int32_t>(p));
+            auto run = [&](const Variant& v, bool full) {
+                ForwardSequence seq{v.canvas, outputs, nullptr, {}, 0.0, v.cache};
+                seq.block_origin = v.block_origin;
+                if (!full) {
+                    seq.feed_begin = begin;
+                    seq.feed_end = end;
+                }
+                return v.forward->run(std::vector{seq}, true).logits;
+            };
+            std::vector<std::vector<float>> out;
+            for (const Variant* v : {&a, &b}) out.push_back(run(*v, true));
+            for (int round = 0; round < 3; ++round)
+                for (Variant* v : {&a, &b}) {
+                    v->canvas[size_t(begin)] = static_cast<int32_t>(40 + round);  // a token committed: new inputs
+                    out.push_back(run(*v, false));
+                }
+            return out;
+        };
+        auto cpu = make_cpu_backend(1);
+        ReplayingBackend replaying(4);
+        const auto expected = logits(*cpu);
+        CHECK(expected[2] != expected[3]);  // the variation matters
+        CHECK(logits(replaying) == expected);
+        CHECK(replaying.replays >= 2);
+    }
 }

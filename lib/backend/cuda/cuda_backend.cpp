@@ -31,7 +31,8 @@ void check(cudaError_t error, const char* what) {
     if (error != cudaSuccess) fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
 }
 
-// Makes `device` the calling thread's current device (cudaSetDevice only when it is not).
+// Makes `device` the calling thread's current device (cudaSetDevice only when it is not: every
+// call of a backend comes here, and the check costs less).
 void select_device(int device) {
     int current = -1;
     if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
@@ -39,8 +40,11 @@ void select_device(int device) {
 }
 
 // Thrown while a CUDA graph is captured by a call that cannot be captured: the capture is
-// abandoned and the work runs as it comes.
-struct CaptureRefused {};
+// abandoned and the work runs as it comes. `retry`: the next capture of the same work may succeed
+// (a staging buffer had to grow, which running the work does).
+struct CaptureRefused {
+    bool retry = false;
+};
 
 // `bytes` of device memory charged to `ledger` (if any) while the buffer lives.
 DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr<MemoryLedger> keep = nullptr) {
@@ -149,7 +153,7 @@ public:
         staging(attention_sequences_, w.attention);
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
-        staging(graph_constants_, w.graphs);
+        if (replays_.slots() > 0) staging(graph_constants_, w.graphs);
     }
 
     // CUDA graphs: a key's work is captured the second time it comes (ReplayCache) and launched
@@ -157,25 +161,37 @@ public:
     // upload ring's pinned slots are reused); a call that cannot be captured (a synchronisation,
     // a staging buffer that would grow) abandons the capture, and that key runs as it comes.
     void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) override {
-        if (capture_) return work();
-        char* constants = static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_slots *
-                                                                           CudaWorkspace::graph_constant_bytes));
+        if (capture_ || replays_.slots() == 0) return work();
+        char* constants = static_cast<char*>(staging(graph_constants_, graph_constants_bytes()));
         const ReplayCache::Decision decision = replays_.decide(key);
         if (decision.action == ReplayCache::Action::run) return work();
         select_device(device_);
         cudaGraphExec_t& graph = graphs_.at(decision.slot);
         if (decision.action == ReplayCache::Action::record) {
             if (graph != nullptr) cudaGraphExecDestroy(graph);  // one still running is freed when it ends
-            graph = nullptr;
-            graph = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work);
+            graph = nullptr;  // until the capture succeeds: the slot holds nothing
+            bool retry = false;
+            try {
+                graph = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work, retry);
+            } catch (...) {
+                replays_.abandon(decision.slot);
+                throw;
+            }
             if (graph == nullptr) {
-                replays_.refuse(decision.slot);
+                if (retry) replays_.abandon(decision.slot);
+                else replays_.refuse(decision.slot);
+                ++graph_stats_.refused;
                 return work();
             }
             replays_.recorded(decision.slot);
+            ++graph_stats_.recorded;
+        } else {
+            ++graph_stats_.replayed;
         }
         check(cudaGraphLaunch(graph, stream_), "cudaGraphLaunch");
     }
+
+    CudaGraphStats graph_stats() const noexcept { return graph_stats_; }
 
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
         not_while_capturing();
@@ -408,7 +424,7 @@ private:
     // stream finishes before a replaced buffer is freed, and the graphs, which may read it, go.
     void* staging(DeviceBuffer& buffer, size_t bytes) {
         if (buffer.bytes() < bytes) {
-            if (capture_) throw CaptureRefused{};
+            if (capture_) throw CaptureRefused{.retry = true};
             check(cudaStreamSynchronize(stream_), "the device's work");
             drop_graphs();
             buffer = DeviceBuffer();
@@ -435,14 +451,17 @@ private:
 
     // `work` captured as a graph with `constants` (graph_constant_bytes of device memory) for its
     // kernels' parameters, their values queued for copying there; null when some call could not
-    // be captured.
-    cudaGraphExec_t capture(char* constants, const std::function<void()>& work) {
+    // be captured (`retry`: it may be next time).
+    cudaGraphExec_t capture(char* constants, const std::function<void()>& work, bool& retry) {
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         capture_.emplace(Capture{constants, {}});
         bool captured = true;
         try {
             work();
-        } catch (...) {  // the capture is abandoned; a real error comes again when the work is run
+        } catch (const CaptureRefused& refused) {
+            captured = false;
+            retry = refused.retry;
+        } catch (...) {  // a real error comes again when the work is run
             captured = false;
         }
         const std::vector<char> host = std::move(capture_->host);
@@ -453,8 +472,18 @@ private:
         if (captured && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = nullptr;
         if (graph != nullptr) cudaGraphDestroy(graph);
         cudaGetLastError();  // a failed capture's error is not sticky: clear it
-        if (exec != nullptr) uploads_->copy(constants, host.data(), host.size(), stream_);
+        if (exec == nullptr) return nullptr;
+        try {
+            uploads_->copy(constants, host.data(), host.size(), stream_);
+        } catch (...) {
+            cudaGraphExecDestroy(exec);
+            throw;
+        }
         return exec;
+    }
+
+    static constexpr uint64_t graph_constants_bytes() noexcept {
+        return CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes;
     }
 
     // Calls that read host memory after they return, or wait for the device, cannot be captured.
@@ -486,6 +515,7 @@ private:
         std::vector<char> host;  // their values, copied there once the capture succeeds
     };
     std::optional<Capture> capture_;
+    CudaGraphStats graph_stats_;
 };
 
 }  // namespace
@@ -497,6 +527,14 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(const Model& model, int d
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
     select_device(device);
+    // A stream of its own: a device-wide synchronisation would break a CUDA graph being captured
+    // by another thread's backend on this device.
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    const std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> own(stream, [](cudaStream_t s) {
+        cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
+    });
     auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
     weights->device_ = device;
     std::vector<float> widened;
@@ -517,12 +555,13 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> a
         const DType dtype = widen ? DType::f32 : w.dtype;
         const uint64_t bytes = w.elements * dtype_size(dtype);
         Copy copy{device_allocate(ledger, bytes), dtype};
-        check(cudaMemcpy(copy.buffer.floats(), source, bytes, cudaMemcpyHostToDevice), "upload of the weights");
+        // From pageable memory: the call returns once `source` is staged, so `widened` may be reused.
+        check(cudaMemcpyAsync(copy.buffer.floats(), source, bytes, cudaMemcpyHostToDevice, stream),
+              "upload of the weights");
         weights->copies_.emplace(&w, std::move(copy));
     }
-    // Copies from pageable memory may still be in flight on the default stream, which the
-    // backends' streams do not wait for.
-    check(cudaDeviceSynchronize(), "upload of the weights");
+    // The copies may still be in flight; the backends' streams do not wait for this one.
+    check(cudaStreamSynchronize(stream), "upload of the weights");
     return weights;
 }
 
@@ -530,6 +569,12 @@ const CudaWeights::Copy& CudaWeights::find(const Weight& weight) const {
     const auto found = copies_.find(&weight);
     if (found == copies_.end()) fail(Status::internal, "weight '{}' is not on the device", weight.name);
     return found->second;
+}
+
+CudaGraphStats cuda_graph_stats(const Backend& backend) {
+    const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+    if (cuda == nullptr) fail(Status::invalid_argument, "the {} backend keeps no CUDA graphs", backend.name());
+    return cuda->graph_stats();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const CudaWeights> weights, MemoryLedger& memory,

@@ -59,6 +59,14 @@ struct CudaWorkspace {
 };
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
 
+// What a CUDA backend did with replayable work (Backend::run_replayable): graphs captured,
+// launches of a captured graph, and captures given up (the work ran call by call).
+struct CudaGraphStats {
+    int64_t recorded = 0, replayed = 0, refused = 0;
+};
+// Throws Error(INVALID_ARGUMENT) for a backend that is not a CUDA backend.
+CudaGraphStats cuda_graph_stats(const Backend& backend);
+
 struct CudaBackendOptions {
     // Record replayable work (the embedding and layer stack of a dense model's forward) as a CUDA
     // graph the second time its shape comes, and launch the graph from then on.
