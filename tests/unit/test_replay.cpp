@@ -211,23 +211,18 @@ TEST_CASE("a key is recorded the second time it comes and replayed from then on"
     CHECK(cache.decide(c).action == Action::replay);
     CHECK(cache.decide(b).action == Action::record);  // seen before: recorded again at once
 
-    // A key whose recording failed runs as it comes from then on.
-    ReplayCache refusing(1);
-    refusing.decide(a);
-    const ReplayCache::Decision failed = refusing.decide(a);
-    REQUIRE(failed.action == Action::record);
-    refusing.refuse(failed.slot);
-    CHECK(refusing.recordings() == 0);
-    for (int i = 0; i < 3; ++i) CHECK(refusing.decide(a).action == Action::run);
-
-    // A recording abandoned (not refused) is made the next time the key comes.
-    ReplayCache retrying(1);
-    retrying.decide(a);
-    const ReplayCache::Decision abandoned = retrying.decide(a);
-    REQUIRE(abandoned.action == Action::record);
-    retrying.abandon(abandoned.slot);
-    CHECK(retrying.recordings() == 0);
-    CHECK(retrying.decide(a).action == Action::record);
+    // A key whose recording failed runs as it comes from then on; one abandoned (not refused)
+    // is recorded the next time it comes.
+    for (const bool refused : {true, false}) {
+        ReplayCache failing(1);
+        failing.decide(a);
+        const ReplayCache::Decision failed = failing.decide(a);
+        REQUIRE(failed.action == Action::record);
+        if (refused) failing.refuse(failed.slot);
+        else failing.abandon(failed.slot);
+        CHECK(failing.recordings() == 0);
+        for (int i = 0; i < 3; ++i) CHECK(failing.decide(a).action == (refused ? Action::run : Action::record));
+    }
 
     // clear() forgets the recordings; the keys stay seen.
     cache.clear();
