@@ -262,6 +262,45 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guida
                  }), 0.0);
 }
 
+TEST_CASE("grouped matmuls of few and many rows per group match the CPU in every precision") {
+    std::mt19937 rng(8);
+    // Groups of 0 to 40 rows: up to max_few_rows in one kernel, the others through cuBLASLt; widths
+    // with and without whole 16-byte runs, and outputs not a multiple of a warp's 8 columns.
+    const std::vector<int64_t> sizes = {3, 0, 1, 4, 5, 16, 17, 40, 2};
+    std::vector<int64_t> offsets = {0};
+    for (int64_t size : sizes) offsets.push_back(offsets.back() + size);
+    const int64_t groups = static_cast<int64_t>(sizes.size()), rows = offsets.back();
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{24, 64}, {37, 300}, {64, 7}}) {
+            CAPTURE(dtype_name(dtype));
+            CAPTURE(n);
+            CAPTURE(k);
+            std::vector<HostWeight> host;
+            for (int64_t g = 0; g < 2 * groups; ++g) host.push_back(random_weight({n, k}, dtype, rng, 0.1f));
+            std::vector<Weight> weights;
+            for (const HostWeight& w : host) weights.push_back(w.weight);
+            std::vector<const Weight*> first, second;
+            for (int64_t g = 0; g < groups; ++g) {
+                first.push_back(&weights[size_t(g)]);
+                second.push_back(&weights[size_t(groups + g)]);
+            }
+            Pair pair(weights);
+            const auto x = random_floats(size_t(rows * k), rng);
+            std::vector<float> results[2][2];
+            for (int side = 0; side < 2; ++side) {
+                Backend& b = side == 0 ? *pair.cpu : *pair.cuda;
+                DeviceBuffer in = pair.put(b, x), one = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f)),
+                             two = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f));
+                const GroupedMatmulOutput outputs[] = {{first, one.floats()}, {second, two.floats()}};
+                b.grouped_matmuls(in.floats(), offsets, outputs);
+                results[side][0] = pair.get(b, one, size_t(rows * n));
+                results[side][1] = pair.get(b, two, size_t(rows * n));
+            }
+            for (int o = 0; o < 2; ++o)  // bf16/fp16 weights take the activations rounded to their precision
+                CHECK(relative_error(results[1][o], results[0][o]) <= (dtype == DType::f32 ? 1e-5 : 1e-2));
+        }
+}
+
 TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-permute match the CPU") {
     std::mt19937 rng(5);
     // 40 experts (two per lane for some), 6 per token, bf16 experts and an fp32 expert bias.

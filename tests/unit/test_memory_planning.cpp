@@ -447,9 +447,11 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
     CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
     CHECK(w.routing == uint64_t(2 * spec.experts + 2) * 4);  // per-expert counts and offsets, a flag
+    CHECK(w.expert_tables == uint64_t(spec.experts) * 8 + uint64_t(spec.experts + 1) * 4);  // weights, offsets
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
                               allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-                              allocation_bytes(w.routing) + allocation_bytes(w.graphs);
+                              allocation_bytes(w.routing) + allocation_bytes(w.expert_tables) +
+                              allocation_bytes(w.graphs);
     CHECK(w.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);  // CUDA graphs' constants
     CHECK(cuda_workspace_bytes(workspace) == expected);
     CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);

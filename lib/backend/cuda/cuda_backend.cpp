@@ -15,6 +15,7 @@
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/candidates.hpp"
+#include "cuda/grouped_matmul.hpp"
 #include "cuda/moe.hpp"
 #include "cuda/ops.hpp"
 #include "format/dtype.hpp"
@@ -153,6 +154,7 @@ public:
         staging(attention_sequences_, w.attention);
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
+        staging(expert_tables_, w.expert_tables);
         if (replays_.slots() > 0) staging(graph_constants_, w.graphs);
     }
 
@@ -216,27 +218,64 @@ public:
     }
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
         const MatmulJob job{&w, bias, out, 0, rows};
-        run_matmuls(x, rows, std::span(&job, 1));
+        MatmulInput input{x, rows, w.shape.at(1)};
+        run_matmuls(input, std::span(&job, 1));
     }
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
+        if (outputs.empty()) return;
         std::vector<MatmulJob> jobs;
         for (const MatmulOutput& o : outputs) jobs.push_back({o.weight, o.bias, o.out, 0, rows});
-        run_matmuls(x, rows, jobs);
+        MatmulInput input{x, rows, outputs.front().weight->shape.at(1)};
+        run_matmuls(input, jobs);
     }
-    // One rounding of all the groups' rows, then a cuBLASLt matmul per group and output.
+    // The rows rounded once for every group; groups of up to max_few_rows rows (a decoding step's
+    // experts) in one kernel launch per output, the others a cuBLASLt matmul each.
     void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
                          std::span<const GroupedMatmulOutput> outputs) override {
         check_grouped_matmuls(offsets, outputs);
+        if (outputs.empty() || offsets.size() < 2) return;
+        const auto groups = static_cast<int64_t>(offsets.size()) - 1;
+        MatmulInput input{x, offsets.back(), outputs.front().weights.front()->shape.at(1)};
+        const bool kernel_takes_few = input.inner > 0 && groups <= 65535;
         std::vector<MatmulJob> jobs;
-        for (size_t e = 0; e + 1 < offsets.size(); ++e) {
-            const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+        bool few = false;
+        for (int64_t e = 0; e < groups; ++e) {
+            const int64_t first = offsets[size_t(e)], rows = offsets[size_t(e) + 1] - first;
             if (rows == 0) continue;
+            if (kernel_takes_few && rows <= k::max_few_rows) {
+                few = true;
+                continue;
+            }
             for (const GroupedMatmulOutput& o : outputs) {
-                const Weight* w = o.weights[e];
+                const Weight* w = o.weights[size_t(e)];
                 jobs.push_back({w, nullptr, o.out + first * w->shape.at(0), first, rows});
             }
         }
-        run_matmuls(x, offsets.empty() ? 0 : offsets.back(), jobs);
+        run_matmuls(input, jobs);
+        if (!few) return;
+        // Per output: a table of each group's weight on the device and the groups' offsets.
+        std::vector<char> table(size_t(groups) * sizeof(void*) + size_t(groups + 1) * sizeof(int32_t));
+        auto* offsets32 = reinterpret_cast<int32_t*>(table.data() + size_t(groups) * sizeof(void*));
+        for (int64_t e = 0; e <= groups; ++e) offsets32[e] = static_cast<int32_t>(offsets[size_t(e)]);
+        for (const GroupedMatmulOutput& o : outputs) {
+            const Weight& front = *o.weights.front();
+            const int64_t n = front.shape.at(0);
+            const DType dtype = weights_->find(front).dtype;
+            for (int64_t e = 0; e < groups; ++e) {
+                const Weight& w = *o.weights[size_t(e)];
+                const CudaWeights::Copy& copy = weights_->find(w);
+                if (w.shape.at(0) != n || w.shape.at(1) != input.inner || copy.dtype != dtype)
+                    fail(Status::internal, "grouped matmuls of weights of different shapes or precisions ('{}', '{}')",
+                         front.name, w.name);
+                const void* data = copy.buffer.floats();
+                std::memcpy(table.data() + size_t(e) * sizeof(void*), &data, sizeof data);
+            }
+            const auto* device_table = static_cast<const char*>(upload_parameters(expert_tables_, table.data(), table.size()));
+            check(k::few_row_grouped_matmul(input_for(input, dtype), reinterpret_cast<const void* const*>(device_table),
+                                            reinterpret_cast<const int32_t*>(device_table + size_t(groups) * sizeof(void*)),
+                                            groups, element_type(dtype), n, input.inner, o.out, stream_),
+                  "grouped matmul");
+        }
     }
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
@@ -377,38 +416,50 @@ private:
         int64_t first_row, rows;
     };
 
-    // Jobs over `rows` rows of x, all of one width. x is rounded to a weight's precision once for
-    // every job in a row that needs it (q, k and v; gate and up; the groups of an expert layer).
-    void run_matmuls(const float* x, int64_t rows, std::span<const MatmulJob> jobs) {
-        select_device(device_);
-        if (jobs.empty()) return;
-        const int64_t inner = jobs.front().weight->shape.at(1);
-        for (const MatmulJob& job : jobs)  // checked before any work is queued
-            if (job.weight->shape.at(1) != inner || job.first_row + job.rows > rows)
-                fail(Status::internal, "a matmul of rows {}..{} of width {} in {} rows of width {}", job.first_row,
-                     job.first_row + job.rows, job.weight->shape.at(1), rows, inner);
+    // The input of matmuls: x ([rows, inner], fp32), and x rounded to the last precision a weight
+    // needed (input_for).
+    struct MatmulInput {
+        const float* x;
+        int64_t rows, inner;
         const void* rounded = nullptr;
         DType rounded_as = DType::f32;
+    };
+
+    // The input as a matmul with weights of `dtype` reads it: x for fp32; else rounded to bf16/fp16
+    // in the staging buffer, once for every use in a row of that precision (q, k and v; gate and
+    // up; the groups of an expert layer).
+    const void* input_for(MatmulInput& input, DType dtype) {
+        if (dtype == DType::f32) return input.x;
+        if (input.rounded == nullptr || input.rounded_as != dtype) {
+            void* staged = staging(rounded_, size_t(input.rows * input.inner) * 2);
+            check(k::round_to(input.x, input.rows * input.inner, element_type(dtype), staged, stream_),
+                  "rounding activations");
+            input.rounded = staged;
+            input.rounded_as = dtype;
+        }
+        return input.rounded;
+    }
+
+    // Jobs over the input's rows, all of its width.
+    void run_matmuls(MatmulInput& input, std::span<const MatmulJob> jobs) {
+        select_device(device_);
+        const int64_t inner = input.inner;
+        for (const MatmulJob& job : jobs)  // checked before any work is queued
+            if (job.weight->shape.at(1) != inner || job.first_row + job.rows > input.rows)
+                fail(Status::internal, "a matmul of rows {}..{} of width {} in {} rows of width {}", job.first_row,
+                     job.first_row + job.rows, job.weight->shape.at(1), input.rows, inner);
         for (const MatmulJob& job : jobs) {
             const CudaWeights::Copy& weight = weights_->find(*job.weight);
             const int64_t n = job.weight->shape.at(0);
-            const void* input = x + job.first_row * inner;
-            cudaDataType_t type = CUDA_R_32F;
-            if (weight.dtype != DType::f32) {
-                type = weight.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-                if (rounded == nullptr || rounded_as != weight.dtype) {
-                    void* staged = staging(rounded_, size_t(rows * inner) * 2);
-                    check(k::round_to(x, rows * inner, element_type(weight.dtype), staged, stream_),
-                          "rounding activations");
-                    rounded = staged;
-                    rounded_as = weight.dtype;
-                }
-                input = static_cast<const uint16_t*>(rounded) + job.first_row * inner;
-            }
+            const cudaDataType_t type = weight.dtype == DType::f32    ? CUDA_R_32F
+                                        : weight.dtype == DType::bf16 ? CUDA_R_16BF
+                                                                      : CUDA_R_16F;
+            const auto* rows = static_cast<const char*>(input_for(input, weight.dtype)) +
+                               job.first_row * inner * int64_t(dtype_size(weight.dtype));
             if (inner == 0) {  // an empty sum, as the CPU writes it
                 check(cudaMemsetAsync(job.out, 0, size_t(job.rows * n) * sizeof(float), stream_), "cudaMemset");
             } else {
-                matmul_->run(input, weight.buffer.floats(), type, job.rows, n, inner, job.out, stream_);
+                matmul_->run(rows, weight.buffer.floats(), type, job.rows, n, inner, job.out, stream_);
             }
             if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
         }
@@ -506,7 +557,7 @@ private:
     DeviceBuffer matmul_workspace_;
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
-    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_;
+    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_, expert_tables_;
     ReplayCache replays_;
     std::array<cudaGraphExec_t, CudaWorkspace::graph_slots> graphs_{};
     DeviceBuffer graph_constants_;  // graph_constant_bytes per slot

@@ -51,6 +51,7 @@ struct CudaWorkspace {
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;
     uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets, and a flag
+    uint64_t expert_tables = 0;  // grouped_matmuls: each expert's weight pointer and the offsets
     // CUDA graphs (Backend::run_replayable): this many kept, each with this many bytes of its
     // kernels' parameters (attention descriptors) of its own.
     static constexpr uint64_t graph_slots = 8;

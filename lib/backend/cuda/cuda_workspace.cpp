@@ -16,6 +16,8 @@ CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
     w.candidates = rows * (CudaWorkspace::candidate_row_bytes + CudaWorkspace::banned_per_row * sizeof(int32_t) +
                            sizeof(Candidate));
     w.routing = limits.experts > 0 ? uint64_t(2 * limits.experts + 2) * sizeof(int32_t) : 0;
+    w.expert_tables =
+        limits.experts > 0 ? uint64_t(limits.experts) * sizeof(void*) + uint64_t(limits.experts + 1) * sizeof(int32_t) : 0;
     return w;
 }
 
@@ -23,7 +25,8 @@ uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits) {
     const CudaWorkspace w = cuda_workspace(limits);
     return allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
            allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-           (w.routing > 0 ? allocation_bytes(w.routing) : 0) + allocation_bytes(w.graphs);
+           (w.routing > 0 ? allocation_bytes(w.routing) + allocation_bytes(w.expert_tables) : 0) +
+           allocation_bytes(w.graphs);
 }
 
 }  // namespace unmask
