@@ -236,13 +236,34 @@ public:
         if (outputs.empty() || offsets.size() < 2) return;
         const auto groups = static_cast<int64_t>(offsets.size()) - 1;
         MatmulInput input{x, offsets.back(), outputs.front().weights.front()->shape.at(1)};
-        const bool kernel_takes_few = input.inner > 0 && groups <= 65535;
+        // Per output for the kernel: each group's weight on the device (one shape and precision,
+        // else every group goes to cuBLASLt), then the offsets.
+        const size_t pointers_bytes = size_t(groups) * sizeof(void*);
+        std::vector<std::vector<char>> tables(outputs.size());
+        bool kernel = input.inner > 0 && groups <= 65535 && offsets.back() <= INT32_MAX;
+        bool aligned = true;
+        for (size_t o = 0; o < outputs.size() && kernel; ++o) {
+            const Weight& front = *outputs[o].weights.front();
+            const DType dtype = weights_->find(front).dtype;
+            kernel = kernel && front.shape.at(1) == input.inner;  // else cuBLASLt refuses the call before any work
+            tables[o].resize(pointers_bytes + size_t(groups + 1) * sizeof(int32_t));
+            for (int64_t e = 0; e < groups; ++e) {
+                const Weight& w = *outputs[o].weights[size_t(e)];
+                const CudaWeights::Copy& copy = weights_->find(w);
+                kernel = kernel && w.shape == front.shape && copy.dtype == dtype;
+                const void* data = copy.buffer.floats();
+                aligned = aligned && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+                std::memcpy(tables[o].data() + size_t(e) * sizeof(void*), &data, sizeof data);
+            }
+            auto* offsets32 = reinterpret_cast<int32_t*>(tables[o].data() + pointers_bytes);
+            for (int64_t e = 0; e <= groups; ++e) offsets32[e] = static_cast<int32_t>(offsets[size_t(e)]);
+        }
         std::vector<MatmulJob> jobs;
         bool few = false;
         for (int64_t e = 0; e < groups; ++e) {
             const int64_t first = offsets[size_t(e)], rows = offsets[size_t(e) + 1] - first;
             if (rows == 0) continue;
-            if (kernel_takes_few && rows <= k::max_few_rows) {
+            if (kernel && rows <= k::max_few_rows) {
                 few = true;
                 continue;
             }
@@ -253,27 +274,14 @@ public:
         }
         run_matmuls(input, jobs);
         if (!few) return;
-        // Per output: a table of each group's weight on the device and the groups' offsets.
-        std::vector<char> table(size_t(groups) * sizeof(void*) + size_t(groups + 1) * sizeof(int32_t));
-        auto* offsets32 = reinterpret_cast<int32_t*>(table.data() + size_t(groups) * sizeof(void*));
-        for (int64_t e = 0; e <= groups; ++e) offsets32[e] = static_cast<int32_t>(offsets[size_t(e)]);
-        for (const GroupedMatmulOutput& o : outputs) {
-            const Weight& front = *o.weights.front();
-            const int64_t n = front.shape.at(0);
+        for (size_t o = 0; o < outputs.size(); ++o) {
+            const Weight& front = *outputs[o].weights.front();
             const DType dtype = weights_->find(front).dtype;
-            for (int64_t e = 0; e < groups; ++e) {
-                const Weight& w = *o.weights[size_t(e)];
-                const CudaWeights::Copy& copy = weights_->find(w);
-                if (w.shape.at(0) != n || w.shape.at(1) != input.inner || copy.dtype != dtype)
-                    fail(Status::internal, "grouped matmuls of weights of different shapes or precisions ('{}', '{}')",
-                         front.name, w.name);
-                const void* data = copy.buffer.floats();
-                std::memcpy(table.data() + size_t(e) * sizeof(void*), &data, sizeof data);
-            }
-            const auto* device_table = static_cast<const char*>(upload_parameters(expert_tables_, table.data(), table.size()));
-            check(k::few_row_grouped_matmul(input_for(input, dtype), reinterpret_cast<const void* const*>(device_table),
-                                            reinterpret_cast<const int32_t*>(device_table + size_t(groups) * sizeof(void*)),
-                                            groups, element_type(dtype), n, input.inner, o.out, stream_),
+            const auto* table = static_cast<const char*>(upload_parameters(expert_tables_, tables[o].data(), tables[o].size()));
+            check(k::few_row_grouped_matmul(input_for(input, dtype), reinterpret_cast<const void* const*>(table),
+                                            reinterpret_cast<const int32_t*>(table + pointers_bytes), groups,
+                                            element_type(dtype), front.shape.at(0), input.inner, aligned,
+                                            outputs[o].out, stream_),
                   "grouped matmul");
         }
     }
