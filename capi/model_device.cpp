@@ -1,11 +1,11 @@
 #include "model_device.hpp"
 
-#include <cstdlib>
-#include <string_view>
-
 #include "core/error.hpp"
 
 #ifdef UNMASK_WITH_CUDA
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
 #endif
@@ -50,7 +50,8 @@ std::unique_ptr<Backend> make_model_backend(const unmask_model& model, int threa
     if (model.cuda_weights) {
         // UNMASK_CUDA_GRAPHS=0 runs every forward as it comes (to compare, or to rule graphs out).
         const char* graphs = std::getenv("UNMASK_CUDA_GRAPHS");
-        return make_cuda_backend(model.cuda_weights, scratch, {.graphs = graphs == nullptr || std::string_view(graphs) != "0"});
+        const bool on = graphs == nullptr || std::string_view(graphs) != "0";
+        return make_cuda_backend(model.cuda_weights, scratch, {.graphs = on});
     }
 #endif
     fail(Status::internal, "the model's weights are not on its device");

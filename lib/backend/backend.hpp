@@ -114,9 +114,9 @@ public:
 
     // Work (a sequence of this backend's calls) whose device work depends only on `key` and on
     // device memory: no call reads host memory after that call returns, no result comes to the
-    // host, and the same key always makes the same calls with the same arguments. A backend may record it and
-    // replay the recording for the same key instead of calling `work` again (the CUDA backend:
-    // CUDA graphs). The default calls it.
+    // host, and the same key always makes the same calls with the same arguments. A backend may
+    // record it and replay the recording for the same key instead of calling `work` again (the
+    // CUDA backend: CUDA graphs). The default calls it.
     virtual void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) {
         (void)key;
         work();

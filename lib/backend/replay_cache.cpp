@@ -16,7 +16,7 @@ bool ReplayCache::contains(const std::deque<std::vector<int64_t>>& keys, std::sp
     return std::ranges::any_of(keys, [&](const std::vector<int64_t>& k) { return same(k, key); });
 }
 
-void ReplayCache::remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key) const {
+void ReplayCache::remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key) {
     if (remembered_ == 0) return;
     if (keys.size() == remembered_) keys.pop_front();
     keys.emplace_back(key.begin(), key.end());

@@ -2,8 +2,8 @@
 // bookkeeping only, so that it is tested without a device. The CUDA backend keeps CUDA graphs in
 // its slots.
 //
-// A key is recorded the second time it comes: a shape seen once (a block's first step, which
-// feeds the whole canvas) is not worth a recording. Recordings go into a fixed number of slots,
+// A key is recorded the second time it comes: a shape seen once (the one-off forwards of a
+// generation, say) is not worth a recording. Recordings go into a fixed number of slots,
 // the least recently used given up for a new one; a key whose recording failed is run as it
 // comes while it is among the last `remembered` such keys.
 #pragma once
@@ -49,7 +49,7 @@ private:
         bool filled = false;  // a recording is there (else, when key is set, one is being made)
     };
     static bool contains(const std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key);
-    void remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key) const;
+    void remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key);
 
     std::vector<Slot> slots_;
     std::deque<std::vector<int64_t>> seen_, refused_;

@@ -450,10 +450,18 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.expert_tables == uint64_t(spec.experts) * 8 + uint64_t(spec.experts + 1) * 4);  // weights, offsets
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
                               allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-                              allocation_bytes(w.routing) + allocation_bytes(w.expert_tables) +
-                              allocation_bytes(w.graphs);
-    CHECK(w.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);  // CUDA graphs' constants
+                              allocation_bytes(w.routing) + allocation_bytes(w.expert_tables);
+    CHECK(w.graphs == 0);  // a MoE model runs call by call: no CUDA graphs' constants
     CHECK(cuda_workspace_bytes(workspace) == expected);
+    // A dense model's plan holds the graphs' constants and no routing.
+    WorkspaceLimits dense_limits = workspace;
+    dense_limits.experts = 0;
+    const CudaWorkspace d = cuda_workspace(dense_limits);
+    CHECK(d.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);
+    CHECK(d.routing == 0);
+    CHECK(d.expert_tables == 0);
+    CHECK(cuda_workspace_bytes(dense_limits) ==
+          expected - allocation_bytes(w.routing) - allocation_bytes(w.expert_tables) + allocation_bytes(d.graphs));
     CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);
     // The routed experts run over a chunk's (token, expert) slots at once: k rows per token, for
     // at most moe_chunk_tokens tokens.

@@ -7,9 +7,9 @@
 
 #include <functional>
 #include <memory>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -51,6 +51,7 @@ public:
                 work();
             } catch (...) {
                 recording_ = nullptr;
+                replays_.abandon(decision.slot);
                 throw;
             }
             recording_ = nullptr;

@@ -155,16 +155,18 @@ public:
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
         staging(expert_tables_, w.expert_tables);
-        if (replays_.slots() > 0) staging(graph_constants_, w.graphs);
+        if (replays_.slots() > 0) staging(graph_constants_, w.graphs);  // 0 for MoE models: never captured
     }
 
     // CUDA graphs: a key's work is captured the second time it comes (ReplayCache) and launched
     // as one graph from then on. Its attention descriptors go into the graph's own constants (the
-    // upload ring's pinned slots are reused); a call that cannot be captured (a synchronisation,
-    // a staging buffer that would grow) abandons the capture, and that key runs as it comes.
+    // upload ring's pinned slots are reused). A call that cannot be captured (a synchronisation,
+    // too many descriptors) abandons the capture and that key runs as it comes; a capture broken
+    // by something that may not happen again (a staging buffer that had to grow, another thread's
+    // device-wide synchronisation) is tried again the next time.
     void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) override {
         if (capture_ || replays_.slots() == 0) return work();
-        char* constants = static_cast<char*>(staging(graph_constants_, graph_constants_bytes()));
+        char* constants = static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_bytes));
         const ReplayCache::Decision decision = replays_.decide(key);
         if (decision.action == ReplayCache::Action::run) return work();
         select_device(device_);
@@ -240,12 +242,13 @@ public:
         // else every group goes to cuBLASLt), then the offsets.
         const size_t pointers_bytes = size_t(groups) * sizeof(void*);
         std::vector<std::vector<char>> tables(outputs.size());
+        std::vector<DType> dtypes(outputs.size());
         bool kernel = input.inner > 0 && groups <= 65535 && offsets.back() <= INT32_MAX;
         bool aligned = true;
         for (size_t o = 0; o < outputs.size() && kernel; ++o) {
             const Weight& front = *outputs[o].weights.front();
-            const DType dtype = weights_->find(front).dtype;
-            kernel = kernel && front.shape.at(1) == input.inner;  // else cuBLASLt refuses the call before any work
+            const DType dtype = dtypes[o] = weights_->find(front).dtype;
+            kernel = kernel && front.shape.at(1) == input.inner;  // else cuBLASLt refuses it before any work
             tables[o].resize(pointers_bytes + size_t(groups + 1) * sizeof(int32_t));
             for (int64_t e = 0; e < groups; ++e) {
                 const Weight& w = *outputs[o].weights[size_t(e)];
@@ -275,13 +278,12 @@ public:
         run_matmuls(input, jobs);
         if (!few) return;
         for (size_t o = 0; o < outputs.size(); ++o) {
-            const Weight& front = *outputs[o].weights.front();
-            const DType dtype = weights_->find(front).dtype;
-            const auto* table = static_cast<const char*>(upload_parameters(expert_tables_, tables[o].data(), tables[o].size()));
-            check(k::few_row_grouped_matmul(input_for(input, dtype), reinterpret_cast<const void* const*>(table),
+            const auto* table =
+                static_cast<const char*>(upload_parameters(expert_tables_, tables[o].data(), tables[o].size()));
+            check(k::few_row_grouped_matmul(input_for(input, dtypes[o]), reinterpret_cast<const void* const*>(table),
                                             reinterpret_cast<const int32_t*>(table + pointers_bytes), groups,
-                                            element_type(dtype), front.shape.at(0), input.inner, aligned,
-                                            outputs[o].out, stream_),
+                                            element_type(dtypes[o]), outputs[o].weights.front()->shape.at(0),
+                                            input.inner, aligned, outputs[o].out, stream_),
                   "grouped matmul");
         }
     }
@@ -526,7 +528,10 @@ private:
         const std::vector<char> host = std::move(capture_->host);
         capture_.reset();
         cudaGraph_t graph = nullptr;
-        captured = cudaStreamEndCapture(stream_, &graph) == cudaSuccess && captured;
+        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess && captured) {
+            captured = false;
+            retry = true;  // invalidated from outside the work
+        }
         cudaGraphExec_t exec = nullptr;
         if (captured && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = nullptr;
         if (graph != nullptr) cudaGraphDestroy(graph);
@@ -539,10 +544,6 @@ private:
             throw;
         }
         return exec;
-    }
-
-    static constexpr uint64_t graph_constants_bytes() noexcept {
-        return CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes;
     }
 
     // Calls that read host memory after they return, or wait for the device, cannot be captured.
@@ -586,17 +587,18 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(const Model& model, int d
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
     select_device(device);
+    auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
+    weights->device_ = device;
+    std::vector<float> widened;
     // A stream of its own: a device-wide synchronisation would break a CUDA graph being captured
-    // by another thread's backend on this device.
+    // by another thread's backend on this device. Declared last, so that on a throw the copies
+    // are waited for before the buffers they write go.
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     const std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> own(stream, [](cudaStream_t s) {
         cudaStreamSynchronize(s);
         cudaStreamDestroy(s);
     });
-    auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
-    weights->device_ = device;
-    std::vector<float> widened;
     for (const Weight& w : all) {
         if (w.data == nullptr) fail(Status::invalid_argument, "weight '{}' has no data to upload", w.name);
         element_type(w.dtype);  // a weight type, or INTERNAL

@@ -53,10 +53,12 @@ struct CudaWorkspace {
     uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets, and a flag
     uint64_t expert_tables = 0;  // grouped_matmuls: each expert's weight pointer and the offsets
     // CUDA graphs (Backend::run_replayable): this many kept, each with this many bytes of its
-    // kernels' parameters (attention descriptors) of its own.
+    // kernels' parameters (attention descriptors) of its own; none for a model with MoE layers,
+    // which runs call by call.
     static constexpr uint64_t graph_slots = 8;
     static constexpr uint64_t graph_constant_bytes = uint64_t(64) << 10;
-    uint64_t graphs = graph_slots * graph_constant_bytes;
+    static constexpr uint64_t graph_bytes = graph_slots * graph_constant_bytes;
+    uint64_t graphs = 0;
 };
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
 
