@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
+#include "cuda/grouped_matmul.hpp"
 #include "decode/generate.hpp"
 #include "model/forward.hpp"
 #include "model/kv_cache.hpp"
@@ -303,6 +304,49 @@ TEST_CASE("grouped matmuls of few and many rows per group match the CPU in every
             // fp32 sums of up to 2048 terms in another order: far below bf16's 4e-3 per rounding.
             for (int o = 0; o < 2; ++o) CHECK(relative_error(results[1][o], results[0][o]) <= 1e-4);
         }
+}
+
+TEST_CASE("the few-row grouped kernel computes every group of up to 16 rows and leaves the others") {
+    std::mt19937 rng(9);
+    // Groups of 3, 0, 16, 17 and 1 rows; three column tiles, the last partial; whole 16-byte runs
+    // over k = 264 (a partial last sweep of the warp).
+    const std::vector<int32_t> offsets = {0, 3, 3, 19, 36, 37};
+    const int64_t groups = 5, rows = 37, n = 70, k = 264;
+    std::vector<HostWeight> host;
+    for (int64_t g = 0; g < groups; ++g) host.push_back(random_weight({n, k}, DType::bf16, rng, 0.1f));
+    std::uniform_int_distribution<int> sixteenths(-15, 15);
+    std::vector<uint16_t> x(size_t(rows * k));
+    for (uint16_t& v : x) v = float_to_bf16(float(sixteenths(rng)) / 16.0f);  // exact in bf16
+    Pair pair({});
+    Backend& cuda = *pair.cuda;
+    std::vector<DeviceBuffer> weights;
+    std::vector<const void*> pointers;
+    for (const HostWeight& w : host) {
+        weights.push_back(pair.put(cuda, w.half));
+        pointers.push_back(weights.back().floats());
+    }
+    const float untouched = 12345.0f;
+    DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), groups_at = pair.put(cuda, offsets),
+                 out = pair.put(cuda, std::vector<float>(size_t(rows * n), untouched));
+    REQUIRE(kernels::cuda::few_row_grouped_matmul(in.floats(), reinterpret_cast<const void* const*>(table.floats()),
+                                                  groups_at.ints(), groups, kernels::ElementType::bf16, n, k, true,
+                                                  out.floats(), nullptr) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::vector<float> got = pair.get(cuda, out, size_t(rows * n));
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t r = offsets[size_t(g)]; r < offsets[size_t(g) + 1]; ++r)
+            for (int64_t c = 0; c < n; ++c) {
+                const float value = got[size_t(r * n + c)];
+                if (offsets[size_t(g) + 1] - offsets[size_t(g)] > kernels::cuda::max_few_rows) {
+                    CHECK(value == untouched);  // left to cuBLASLt
+                    continue;
+                }
+                double expected = 0;
+                for (int64_t i = 0; i < k; ++i)
+                    expected += double(bf16_to_float(host[size_t(g)].half[size_t(c * k + i)])) *
+                                double(bf16_to_float(x[size_t(r * k + i)]));
+                CHECK(std::abs(double(value) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
+            }
 }
 
 TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-permute match the CPU") {
