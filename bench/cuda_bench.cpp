@@ -9,6 +9,9 @@
 //   gathered from, over 4.3 TB/s, the achievable figure; the fp32 K/V cache adds about
 //   0.5 GB of reads per step, 3.5% of the weights, which the bound leaves out). graphs=1: the
 //   layer stack launched as a CUDA graph (the default), graphs=0: as it comes, call by call.
+//   moe=1: the same step on 4 of the 16 layers of LLaDA-MoE-7B-A1B's shape (64 experts, 8 per
+//   token: 32 tokens touch nearly every expert, so the bound still counts every weight), where the
+//   routing stays on the device and the step is one graph too.
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
 //   against the H200's 4.3 TB/s.
 // - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
@@ -20,6 +23,7 @@
 
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <random>
 #include <vector>
@@ -47,34 +51,35 @@ bool have_device(benchmark::State& state) {
     return false;
 }
 
-// A model with LLaDA-8B's shape but `layers` layers (random bf16 weights) on GPU 0, backends for
-// it with CUDA graphs (the default) and without, and `tokens` random token ids.
+// A model with LLaDA-8B's shape (or LLaDA-MoE-7B-A1B's) but `layers` layers (random bf16 weights)
+// on GPU 0, backends for it with CUDA graphs (the default) and without, and `tokens` random ids.
 struct DeviceModel {
-    explicit DeviceModel(int64_t layers, int64_t tokens) : shape{4096, layers, 32, 12288, 126464} {
+    DeviceModel(bool moe, int64_t layers, int64_t tokens) {
         LoadOptions options;
         options.checksum_mode = ChecksumMode::skip;
-        model = load_model(unmask_bench::synthetic_llada(shape), options);
+        model = load_model(moe ? unmask_bench::synthetic_llada_moe(layers)
+                               : unmask_bench::synthetic_llada({4096, layers, 32, 12288, 126464}),
+                           options);
         const auto weights = CudaWeights::upload(*model, 0, &ledger);
         backend = make_cuda_backend(weights);
         eager = make_cuda_backend(weights, {.graphs = false});
         std::mt19937 rng(5);
         ids.resize(static_cast<size_t>(tokens));
-        for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(shape.vocab));
+        for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model->spec().vocab_size));
     }
-    unmask_bench::LladaShape shape;
     MemoryLedger ledger{"cuda", UINT64_MAX};
     std::unique_ptr<Model> model;
     std::unique_ptr<Backend> backend, eager;
     std::vector<int32_t> ids;
 };
 
-// One DeviceModel per (layers, tokens) for the whole run: Google Benchmark calls a benchmark
-// several times, and uploading 15 GB each time would spend the device's time on copies. Never
-// freed (a CUDA backend must not outlive the runtime at exit).
-const DeviceModel& device_model(int64_t layers, int64_t tokens) {
-    static auto* models = new std::map<std::pair<int64_t, int64_t>, std::unique_ptr<DeviceModel>>();
-    std::unique_ptr<DeviceModel>& model = (*models)[{layers, tokens}];
-    if (model == nullptr) model = std::make_unique<DeviceModel>(layers, tokens);
+// One DeviceModel per (shape, layers, tokens) for the whole run: Google Benchmark calls a
+// benchmark several times, and uploading 15 GB each time would spend the device's time on copies.
+// Never freed (a CUDA backend must not outlive the runtime at exit).
+const DeviceModel& device_model(bool moe, int64_t layers, int64_t tokens) {
+    static auto* models = new std::map<std::tuple<bool, int64_t, int64_t>, std::unique_ptr<DeviceModel>>();
+    std::unique_ptr<DeviceModel>& model = (*models)[{moe, layers, tokens}];
+    if (model == nullptr) model = std::make_unique<DeviceModel>(moe, layers, tokens);
     return *model;
 }
 
@@ -82,8 +87,8 @@ const DeviceModel& device_model(int64_t layers, int64_t tokens) {
 void BM_cuda_forward(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t tokens = state.range(0);
-    const DeviceModel& device = device_model(4, tokens);
-    const unmask_bench::LladaShape& shape = device.shape;
+    const DeviceModel& device = device_model(false, 4, tokens);
+    const ModelSpec& spec = device.model->spec();
     const std::vector<int32_t>& ids = device.ids;
     Forward forward(*device.model, *device.backend, {tokens, tokens});
     const CandidateParams greedy;
@@ -93,20 +98,20 @@ void BM_cuda_forward(benchmark::State& state) {
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));  // ends with a synchronising copy
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double d = double(shape.hidden), m = double(shape.mlp), t = double(tokens);
-    const double flops = double(shape.layers) * (2.0 * t * (4.0 * d * d + 3.0 * d * m) + 4.0 * t * t * d) +
-                         2.0 * t * d * double(shape.vocab);
+    const double d = double(spec.hidden_size), m = double(spec.intermediate_size), t = double(tokens);
+    const double flops = double(spec.layers) * (2.0 * t * (4.0 * d * d + 3.0 * d * m) + 4.0 * t * t * d) +
+                         2.0 * t * d * double(spec.vocab_size);
     const double iterations = double(state.iterations());
     state.counters["tokens/s"] = t * iterations / seconds;
     state.counters["model_TFLOP/s"] = flops * iterations / seconds / 1e12;
     state.counters["peak_fraction"] = flops * iterations / seconds / h200_bf16_flops;
 }
 
-// args: layers, canvas, block, graphs
+// args: layers, canvas, block, graphs, moe
 void BM_cuda_generation_step(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t layers = state.range(0), canvas = state.range(1), block = state.range(2);
-    const DeviceModel& device = device_model(layers, canvas);
+    const DeviceModel& device = device_model(state.range(4) != 0, layers, canvas);
     Backend& backend = state.range(3) != 0 ? *device.backend : *device.eager;
     const Model& model = *device.model;
     const std::vector<int32_t>& ids = device.ids;
@@ -219,28 +224,29 @@ void BM_cuda_moe_experts(benchmark::State& state) {
                        slot_rows = b.allocate(slots * 4), token_slots = b.allocate(slots * 4),
                        token_scales = b.allocate(slots * 4), gathered = b.allocate(slots * size_t(hidden) * 4),
                        g = b.allocate(slots * size_t(width) * 4), u = b.allocate(slots * size_t(width) * 4),
-                       y = b.allocate(slots * size_t(hidden) * 4);
-    b.reserve_workspace({1, 1, tokens, int64_t(slots) * hidden, experts});
+                       y = b.allocate(slots * size_t(hidden) * 4), offsets = b.allocate(size_t(experts + 1) * 4);
+    b.reserve_workspace({1, 1, tokens, int64_t(slots) * hidden, experts, 3});
     const RouterParams params{experts, k, RouterScore::softmax, false, 1.0, nullptr};
-    std::vector<int64_t> offsets(size_t(experts + 1));
     auto layer = [&] {
         b.route(router_logits.floats(), tokens, params, chosen.ints(), chosen_weights.floats());
         b.group_by_expert(chosen.ints(), chosen_weights.floats(), tokens, k, experts, slot_rows.ints(),
-                          token_slots.ints(), token_scales.floats(), offsets);
+                          token_slots.ints(), token_scales.floats(), offsets.ints());
         b.gather_rows(hidden_states.floats(), hidden, slot_rows.ints(), int64_t(slots), gathered.floats());
         const GroupedMatmulOutput gate_up[] = {{gate, g.floats()}, {up, u.floats()}};
-        b.grouped_matmuls(gathered.floats(), offsets, gate_up);
+        b.grouped_matmuls(gathered.floats(), int64_t(slots), offsets.ints(), gate_up);
         b.swiglu(g.floats(), u.floats(), int64_t(slots) * width);
         const GroupedMatmulOutput out[] = {{down, y.floats()}};
-        b.grouped_matmuls(g.floats(), offsets, out);
+        b.grouped_matmuls(g.floats(), int64_t(slots), offsets.ints(), out);
         // Into a scratch copy of the hidden states (the values do not matter to the time).
         b.unpermute_add(gathered.floats(), tokens, hidden, k, token_slots.ints(), token_scales.floats(), y.floats());
         float last = 0;
         b.copy_to_host(&last, y, sizeof(float));  // waits for the device
     };
-    layer();  // warm-up: cuBLASLt plans
+    layer();  // warm-up: cuBLASLt plans, the experts' weight tables
+    std::vector<int32_t> host_offsets(size_t(experts + 1));
+    b.copy_to_host(host_offsets.data(), offsets, host_offsets.size() * sizeof(int32_t));
     int64_t touched = 0;
-    for (int64_t e = 0; e < experts; ++e) touched += offsets[size_t(e) + 1] > offsets[size_t(e)];
+    for (int64_t e = 0; e < experts; ++e) touched += host_offsets[size_t(e) + 1] > host_offsets[size_t(e)];
 
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) layer();
@@ -256,9 +262,11 @@ void BM_cuda_moe_experts(benchmark::State& state) {
 
 BENCHMARK(BM_cuda_forward)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_cuda_generation_step)
-    ->Args({32, 512, 32, 1})
-    ->Args({32, 512, 32, 0})
-    ->ArgNames({"layers", "canvas", "block", "graphs"})
+    ->Args({32, 512, 32, 1, 0})
+    ->Args({32, 512, 32, 0, 0})
+    ->Args({4, 512, 32, 1, 1})
+    ->Args({4, 512, 32, 0, 1})
+    ->ArgNames({"layers", "canvas", "block", "graphs", "moe"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -9,49 +9,26 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "format/config_reader.hpp"
+#include "model/architecture.hpp"
+
 namespace unmask_bench {
-namespace {
 
-std::vector<std::pair<std::string, std::vector<int64_t>>> llada_tensors(const LladaShape& s) {
-    std::vector<std::pair<std::string, std::vector<int64_t>>> t;
-    t.push_back({"model.transformer.wte.weight", {s.vocab, s.hidden}});
-    for (int64_t i = 0; i < s.layers; ++i) {
-        const std::string p = fmt::format("model.transformer.blocks.{}.", i);
-        t.push_back({p + "attn_norm.weight", {s.hidden}});
-        t.push_back({p + "ff_norm.weight", {s.hidden}});
-        for (const char* name : {"q_proj", "k_proj", "v_proj", "attn_out"}) t.push_back({p + name + ".weight", {s.hidden, s.hidden}});
-        t.push_back({p + "ff_proj.weight", {s.mlp, s.hidden}});
-        t.push_back({p + "up_proj.weight", {s.mlp, s.hidden}});
-        t.push_back({p + "ff_out.weight", {s.hidden, s.mlp}});
-    }
-    t.push_back({"model.transformer.ln_f.weight", {s.hidden}});
-    t.push_back({"model.transformer.ff_out.weight", {s.vocab, s.hidden}});
-    return t;
-}
-
-}  // namespace
-
-std::filesystem::path synthetic_llada(const LladaShape& s) {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     fmt::format("unmask-bench-llada-{}x{}-{}-{}-{}", s.hidden, s.layers, s.heads, s.mlp, s.vocab);
+std::filesystem::path synthetic_model(const std::string& name, const nlohmann::json& config) {
+    const auto dir = std::filesystem::temp_directory_path() / ("unmask-bench-" + name);
     if (std::filesystem::exists(dir / "model.safetensors")) return dir;
     std::filesystem::create_directories(dir);
-
-    const nlohmann::json config = {{"architectures", {"LLaDAModelLM"}}, {"model_type", "llada"},
-                                   {"d_model", s.hidden}, {"n_layers", s.layers}, {"n_heads", s.heads},
-                                   {"n_kv_heads", s.heads}, {"mlp_hidden_size", s.mlp}, {"vocab_size", s.vocab},
-                                   {"embedding_size", s.vocab}, {"max_sequence_length", 4096},
-                                   {"rope_theta", 500000.0}, {"rms_norm_eps", 1e-5}, {"mask_token_id", s.vocab - 1},
-                                   {"eos_token_id", s.vocab - 2}, {"weight_tying", false}};
     std::ofstream(dir / "config.json") << config.dump(1);
 
-    const auto tensors = llada_tensors(s);
+    // Every tensor the architecture's binding expects, by the library's own list.
+    const unmask::ConfigReader reader(config, "config.json");
+    const auto tensors = unmask::select_architecture(reader).expected_tensors(unmask::read_model_spec(reader));
     nlohmann::json header = nlohmann::json::object();
     uint64_t offset = 0;
-    for (const auto& [name, shape] : tensors) {
+    for (const unmask::ExpectedTensor& tensor : tensors) {
         uint64_t elements = 1;
-        for (int64_t d : shape) elements *= static_cast<uint64_t>(d);
-        header[name] = {{"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + 2 * elements}}};
+        for (int64_t d : tensor.shape) elements *= static_cast<uint64_t>(d);
+        header[tensor.name] = {{"dtype", "BF16"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + 2 * elements}}};
         offset += 2 * elements;
     }
     std::string text = header.dump();
@@ -73,6 +50,29 @@ std::filesystem::path synthetic_llada(const LladaShape& s) {
     }
     std::filesystem::rename(temporary, dir / "model.safetensors");
     return dir;
+}
+
+std::filesystem::path synthetic_llada(const LladaShape& s) {
+    const nlohmann::json config = {{"architectures", {"LLaDAModelLM"}}, {"model_type", "llada"},
+                                   {"d_model", s.hidden}, {"n_layers", s.layers}, {"n_heads", s.heads},
+                                   {"n_kv_heads", s.heads}, {"mlp_hidden_size", s.mlp}, {"vocab_size", s.vocab},
+                                   {"embedding_size", s.vocab}, {"max_sequence_length", 4096},
+                                   {"rope_theta", 500000.0}, {"rms_norm_eps", 1e-5}, {"mask_token_id", s.vocab - 1},
+                                   {"eos_token_id", s.vocab - 2}, {"weight_tying", false}};
+    return synthetic_model(fmt::format("llada-{}x{}-{}-{}-{}", s.hidden, s.layers, s.heads, s.mlp, s.vocab), config);
+}
+
+std::filesystem::path synthetic_llada_moe(int64_t layers) {
+    const int64_t vocab = 157184;
+    const nlohmann::json config = {{"architectures", {"LLaDAMoEModelLM"}}, {"model_type", "llada"},
+                                   {"hidden_size", 2048}, {"num_hidden_layers", layers},
+                                   {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"vocab_size", vocab},
+                                   {"num_experts", 64}, {"num_experts_per_tok", 8},
+                                   {"expert_intermediate_size", 1024}, {"qk_layernorm", true},
+                                   {"moe_router_score_function", "softmax"}, {"rope_theta", 50000.0},
+                                   {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 4096},
+                                   {"mask_token_id", 156895}, {"eos_token_id", 156892}};
+    return synthetic_model(fmt::format("llada-moe-7b-a1b-{}-layers", layers), config);
 }
 
 unmask_model* synthetic_llada_model() {

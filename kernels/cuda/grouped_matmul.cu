@@ -73,17 +73,17 @@ __device__ __forceinline__ void unpack(const Run<T>& r, float (&v)[run]) {
     }
 }
 
-// Block (column tile, group); warp w of it computes columns tile * 32 + 4w .. + 4 for all of the
-// group's rows. Lane l reads elements 8l .. 8l + 8 of every 256 along k: the warp's four weight
-// runs first (each weight element is read once), then each row's run of x against them; the
-// lanes' partial sums meet in a warp sum at the end.
+// Block (column tile, group); warp w of it computes columns tile * 32 + 4w .. + 4 for the group's
+// rows, max_few_rows at a time. Lane l reads elements 8l .. 8l + 8 of every 256 along k: the
+// warp's four weight runs first (each weight element is read once per pass over the rows), then
+// each row's run of x against them; the lanes' partial sums meet in a warp sum at the end.
 template <ElementType T, bool Aligned>
 __global__ void __launch_bounds__(warps * 32, 2)
     few_row_grouped_matmul_kernel(const void* x, const void* const* weights, const int32_t* offsets, int64_t n,
-                                  int64_t k, float* out) {
+                                  int64_t k, bool every_group, float* out) {
     const int64_t group = blockIdx.y;
-    const int64_t first = offsets[group], rows = offsets[group + 1] - first;
-    if (rows <= 0 || rows > max_few_rows) return;  // the whole block
+    const int64_t group_first = offsets[group], group_rows = offsets[group + 1] - group_first;
+    if (group_rows <= 0 || (!every_group && group_rows > max_few_rows)) return;  // the whole block
     const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
     const int64_t column0 = (int64_t(blockIdx.x) * warps + warp) * columns_per_warp;
     if (column0 >= n) return;  // the whole warp; nothing below synchronises the block
@@ -91,52 +91,57 @@ __global__ void __launch_bounds__(warps * 32, 2)
     int64_t weight_row[columns_per_warp];  // columns past n read the last one's weights (never stored)
 #pragma unroll
     for (int c = 0; c < columns_per_warp; ++c) weight_row[c] = (column0 + c < n ? column0 + c : n - 1) * k;
-    float sums[columns_per_warp][max_few_rows] = {};
-    for (int64_t at = int64_t(lane) * run; at < k; at += 32 * run) {
-        Run<T> ws[columns_per_warp];
+    for (int64_t first = group_first; first < group_first + group_rows; first += max_few_rows) {
+        const int64_t rows = min(group_first + group_rows - first, max_few_rows);
+        float sums[columns_per_warp][max_few_rows] = {};
+        for (int64_t at = int64_t(lane) * run; at < k; at += 32 * run) {
+            Run<T> ws[columns_per_warp];
 #pragma unroll
-        for (int c = 0; c < columns_per_warp; ++c)
-            ws[c] = load_run<T, Aligned>(w, weight_row[c] + at, weight_row[c] + k);
+            for (int c = 0; c < columns_per_warp; ++c)
+                ws[c] = load_run<T, Aligned>(w, weight_row[c] + at, weight_row[c] + k);
+#pragma unroll
+            for (int r = 0; r < max_few_rows; ++r) {
+                if (r >= rows) break;  // the whole warp
+                const int64_t row = (first + r) * k;
+                float xs[run];
+                unpack<T>(load_run<T, Aligned>(x, row + at, row + k), xs);
+#pragma unroll
+                for (int c = 0; c < columns_per_warp; ++c) {
+                    float wv[run];
+                    unpack<T>(ws[c], wv);
+#pragma unroll
+                    for (int j = 0; j < run; ++j) sums[c][r] = fmaf(wv[j], xs[j], sums[c][r]);
+                }
+            }
+        }
 #pragma unroll
         for (int r = 0; r < max_few_rows; ++r) {
             if (r >= rows) break;  // the whole warp
-            const int64_t row = (first + r) * k;
-            float xs[run];
-            unpack<T>(load_run<T, Aligned>(x, row + at, row + k), xs);
 #pragma unroll
             for (int c = 0; c < columns_per_warp; ++c) {
-                float wv[run];
-                unpack<T>(ws[c], wv);
-#pragma unroll
-                for (int j = 0; j < run; ++j) sums[c][r] = fmaf(wv[j], xs[j], sums[c][r]);
+                const float total = warp_sum(sums[c][r]);  // every lane takes part
+                if (lane == 0 && column0 + c < n) out[(first + r) * n + column0 + c] = total;
             }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < max_few_rows; ++r) {
-        if (r >= rows) break;  // the whole warp
-#pragma unroll
-        for (int c = 0; c < columns_per_warp; ++c) {
-            const float total = warp_sum(sums[c][r]);  // every lane takes part
-            if (lane == 0 && column0 + c < n) out[(first + r) * n + column0 + c] = total;
         }
     }
 }
 
 template <ElementType T>
 void launch(dim3 grid, bool aligned, const void* x, const void* const* weights, const int32_t* offsets, int64_t n,
-            int64_t k, float* out, cudaStream_t stream) {
+            int64_t k, bool every_group, float* out, cudaStream_t stream) {
     if (aligned)
-        few_row_grouped_matmul_kernel<T, true><<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, out);
+        few_row_grouped_matmul_kernel<T, true>
+            <<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, every_group, out);
     else
-        few_row_grouped_matmul_kernel<T, false><<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, out);
+        few_row_grouped_matmul_kernel<T, false>
+            <<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, every_group, out);
 }
 
 }  // namespace
 
 cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, const int32_t* offsets, int64_t groups,
-                                   ElementType type, int64_t n, int64_t k, bool weights_aligned, float* out,
-                                   cudaStream_t stream) {
+                                   ElementType type, int64_t n, int64_t k, bool weights_aligned, bool every_group,
+                                   float* out, cudaStream_t stream) {
     if (groups <= 0 || n <= 0) return cudaSuccess;
     if (groups > 65535 || k <= 0) return cudaErrorInvalidValue;
     const int64_t tiles = (n + warps * columns_per_warp - 1) / (warps * columns_per_warp);
@@ -145,9 +150,13 @@ cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, co
     const bool aligned = weights_aligned && k % run == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
     switch (type) {
-        case ElementType::bf16: launch<ElementType::bf16>(grid, aligned, x, weights, offsets, n, k, out, stream); break;
-        case ElementType::f16: launch<ElementType::f16>(grid, aligned, x, weights, offsets, n, k, out, stream); break;
-        default: launch<ElementType::f32>(grid, aligned, x, weights, offsets, n, k, out, stream); break;
+        case ElementType::bf16:
+            launch<ElementType::bf16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
+            break;
+        case ElementType::f16:
+            launch<ElementType::f16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
+            break;
+        default: launch<ElementType::f32>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
     }
     return cudaGetLastError();
 }

@@ -76,10 +76,18 @@ __global__ void route_kernel(const float* logits, int64_t rows, RouteParams p, i
     }
 }
 
-// Block e counts the slots routed to expert e (block 0 also clears the flag place_kernel sets).
-__global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* counts, int32_t* repeated) {
+// Block e counts the slots routed to expert e. Block 0 also points every slot at token 0 with
+// scale 0, so that a table route could not have made leaves nothing unwritten for the steps after
+// (place_kernel writes over it: it runs after this kernel on the stream).
+__global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* counts, int32_t* slot_rows,
+                             int32_t* token_slots, float* token_scales) {
     const auto e = int32_t(blockIdx.x);
-    if (e == 0 && threadIdx.x == 0) *repeated = 0;
+    if (e == 0) {
+        for (int64_t i = threadIdx.x; i < slots; i += blockDim.x) {
+            slot_rows[i] = token_slots[i] = 0;
+            token_scales[i] = 0;
+        }
+    }
     int32_t count = 0;
     for (int64_t base = 0; base < slots; base += blockDim.x) {
         const int64_t i = base + threadIdx.x;
@@ -90,9 +98,10 @@ __global__ void count_kernel(const int32_t* experts, int64_t slots, int32_t* cou
 
 // Block e writes expert e's slots, a stable compaction of the routing table in blocks of
 // blockDim (a multiple of 32) entries: within a block, a slot's place is the count of earlier
-// warps' and earlier lanes' entries for e.
+// warps' and earlier lanes' entries for e. A bad table (slots naming no expert in range, a token
+// naming one twice) sets *fault.
 __global__ void place_kernel(const int32_t* experts, const float* weights, int64_t slots, int64_t k,
-                             int64_t expert_count, const int32_t* counts, int32_t* offsets, int32_t* repeated,
+                             int64_t expert_count, const int32_t* counts, int32_t* offsets, int32_t* fault,
                              int32_t* slot_rows, int32_t* token_slots, float* token_scales) {
     __shared__ int32_t warp_counts[32];
     __shared__ int32_t start;
@@ -102,7 +111,10 @@ __global__ void place_kernel(const int32_t* experts, const float* weights, int64
         int32_t sum = 0;
         for (int32_t other = 0; other < e; ++other) sum += counts[other];
         start = offsets[e] = sum;
-        if (e == expert_count - 1) offsets[expert_count] = sum + counts[e];
+        if (e == expert_count - 1) {
+            offsets[expert_count] = sum + counts[e];
+            if (sum + counts[e] != slots) *fault = 1;
+        }
     }
     __syncthreads();
     int32_t next = start;
@@ -124,7 +136,7 @@ __global__ void place_kernel(const int32_t* experts, const float* weights, int64
             int64_t rank = 0;  // e's place among the token's experts in ascending order
             for (int64_t j = 0; j < k; ++j) {
                 rank += experts[t * k + j] < e;
-                if (experts[t * k + j] == e && t * k + j != i) *repeated = 1;
+                if (experts[t * k + j] == e && t * k + j != i) *fault = 1;
             }
             token_slots[t * k + rank] = slot;
             token_scales[t * k + rank] = weights[i];
@@ -161,14 +173,14 @@ cudaError_t route(const float* logits, int64_t rows, const RouteParams& params, 
 }
 
 cudaError_t group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
-                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* repeated,
+                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* fault,
                             int32_t* slot_rows, int32_t* token_slots, float* token_scales, cudaStream_t stream) {
     if (expert_count < 1 || expert_count > INT32_MAX || k < 1 || rows < 0 || rows * k > INT32_MAX)
         return cudaErrorInvalidValue;
     const auto blocks = static_cast<unsigned>(expert_count);
-    count_kernel<<<blocks, threads, 0, stream>>>(experts, rows * k, counts, repeated);
-    place_kernel<<<blocks, threads, 0, stream>>>(experts, weights, rows * k, k, expert_count, counts, offsets,
-                                                 repeated, slot_rows, token_slots, token_scales);
+    count_kernel<<<blocks, threads, 0, stream>>>(experts, rows * k, counts, slot_rows, token_slots, token_scales);
+    place_kernel<<<blocks, threads, 0, stream>>>(experts, weights, rows * k, k, expert_count, counts, offsets, fault,
+                                                 slot_rows, token_slots, token_scales);
     return cudaGetLastError();
 }
 

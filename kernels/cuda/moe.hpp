@@ -32,9 +32,11 @@ cudaError_t route(const float* logits, int64_t rows, const RouteParams& params, 
 
 // Groups route's output by expert (backend.hpp's group_by_expert). `counts` holds expert_count
 // ints of scratch; `offsets` receives expert_count + 1 (the last: the slots naming an expert in
-// range, rows * k for a valid table) and `repeated` 1 if a token names an expert twice, else 0.
+// range, rows * k for a valid table). A table route could not have made (an expert out of range,
+// or twice for a token) sets `*fault` to 1 (never to 0: the caller clears it) and leaves every
+// slot and token entry naming a row in range, so the steps after it read nothing out of bounds.
 cudaError_t group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
-                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* repeated,
+                            int64_t expert_count, int32_t* counts, int32_t* offsets, int32_t* fault,
                             int32_t* slot_rows, int32_t* token_slots, float* token_scales, cudaStream_t stream);
 
 // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0 .. k - 1 in turn, each

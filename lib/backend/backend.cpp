@@ -18,23 +18,25 @@ kernels::ElementType element_type(DType dtype) {
     }
 }
 
-void check_grouped_matmuls(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs) {
+int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs) {
+    const size_t groups = outputs.empty() ? 0 : outputs.front().weights.size();
     for (const GroupedMatmulOutput& o : outputs)
-        if (o.weights.size() + 1 != offsets.size())
-            fail(Status::internal, "grouped matmuls of {} weights for {} groups", o.weights.size(),
-                 offsets.empty() ? 0 : offsets.size() - 1);
+        if (o.weights.size() != groups)
+            fail(Status::internal, "grouped matmuls of {} and {} weights", o.weights.size(), groups);
+    return static_cast<int64_t>(groups);
 }
 
-void Backend::grouped_matmuls(const float* x, std::span<const int64_t> offsets,
+void Backend::grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                               std::span<const GroupedMatmulOutput> outputs) {
-    check_grouped_matmuls(offsets, outputs);
-    if (outputs.empty()) return;
+    const int64_t groups = grouped_matmul_groups(outputs);
     std::vector<MatmulOutput> group(outputs.size());
-    for (size_t e = 0; e + 1 < offsets.size(); ++e) {
+    for (int64_t e = 0; e < groups; ++e) {
         const int64_t first = offsets[e], rows = offsets[e + 1] - first;
         if (rows == 0) continue;
+        if (first < 0 || rows < 0 || first + rows > slots)
+            fail(Status::internal, "group {} of rows {}..{} in {} rows", e, first, first + rows, slots);
         for (size_t o = 0; o < outputs.size(); ++o) {
-            const Weight& w = *outputs[o].weights[e];
+            const Weight& w = *outputs[o].weights[size_t(e)];
             group[o] = {&w, nullptr, outputs[o].out + first * w.shape.at(0)};
         }
         matmuls(x + first * group.front().weight->shape.at(1), rows, group);

@@ -41,13 +41,15 @@ constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 6
 // The largest work the backend's own workspace (attention scores, packed panels, sampling
 // buffers, staging for the device) must serve: sequences of up to `sequence_length` keys, `vocab`
 // logits per row, forwards of up to `tokens` rows, matmul inputs of up to `matmul_input` floats,
-// routing among `experts` experts (0: a dense model).
+// routing among `experts` experts (0: a dense model) with `expert_weight_lists` distinct lists of
+// expert weights in grouped_matmuls calls (gate, up and down of every layer that routes).
 struct WorkspaceLimits {
     int64_t sequence_length = 0;
     int64_t vocab = 0;
     int64_t tokens = 0;
     int64_t matmul_input = 0;
     int64_t experts = 0;
+    int64_t expert_weight_lists = 0;
 };
 
 // One sequence's queries within a packed batch of activations, and the keys they attend to:
@@ -155,18 +157,23 @@ public:
     // the highest scores first, ties to the lower expert, a NaN score as the lowest.
     virtual void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                        float* weights) = 0;
-    // Lays route's output out by expert. Writes `offsets` (host memory, expert_count + 1 entries):
+    // Lays route's output out by expert. Writes `offsets` (device memory, expert_count + 1 ints):
     // slots offsets[e]..offsets[e+1] are expert e's, its tokens in row order, slot_rows[s] the token
     // of slot s. token_slots[t * k + i] and token_scales[t * k + i] are token t's k slots in
-    // ascending expert order and their weights: what unpermute_add sums, in that order. A table
-    // route could not have made (an expert out of range, or twice for a token) is INTERNAL.
+    // ascending expert order and their weights: what unpermute_add sums, in that order. Nothing
+    // comes to the host, so the MoE steps can be replayed (run_replayable). A table route could not
+    // have made (an expert out of range, or twice for a token) is INTERNAL, thrown by this call or,
+    // where the device checks it, by the backend's next call that waits for the device (whatever
+    // work that call belongs to); the buffers it leaves are safe for the steps after it to read.
     virtual void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
                                  int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
-                                 std::span<int64_t> offsets) = 0;
+                                 int32_t* offsets) = 0;
     // matmuls per group: for every group e with rows, rows offsets[e]..offsets[e+1] of each output
-    // = the same rows of x · weights[e]ᵀ, as matmul computes them. Every output has a weight per
-    // group (offsets.size() - 1).
-    virtual void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
+    // = the same rows of x · weights[e]ᵀ, as matmul computes them. `offsets` (device memory, one
+    // more than the groups) are group_by_expert's, within the `slots` rows of x. Every output has a
+    // weight per group. The default reads the offsets on the host (device memory that is host
+    // memory: the CPU backend).
+    virtual void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                                  std::span<const GroupedMatmulOutput> outputs);
     // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0, 1, .. k - 1 in turn,
     // for `rows` tokens of `dim` (the weighted un-permute of the experts' outputs).
@@ -181,8 +188,9 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
 
-// Throws Error(INTERNAL) unless every output of a grouped_matmuls call has one weight per group.
-void check_grouped_matmuls(std::span<const int64_t> offsets, std::span<const GroupedMatmulOutput> outputs);
+// The groups of a grouped_matmuls call (its outputs' weights each); throws Error(INTERNAL) unless
+// every output has the same number of weights.
+int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs);
 
 // How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
 kernels::ElementType element_type(DType dtype);

@@ -14,8 +14,7 @@ std::atomic<int64_t> next_forward_id{0};
 }  // namespace
 
 Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limits)
-    : spec_(model.spec()), backend_(backend), limits_(limits), id_(next_forward_id.fetch_add(1)),
-      replayable_(!spec_.any_routed_layer()) {
+    : spec_(model.spec()), backend_(backend), limits_(limits), id_(next_forward_id.fetch_add(1)) {
     if (!model.has_data()) fail(Status::invalid_argument, "the model was loaded for metadata only and cannot run");
     if (limits.tokens < 1 || limits.tokens > INT32_MAX || limits.sequence_length < 1 ||
         limits.sequence_length > spec_.max_sequence_length)
@@ -73,7 +72,7 @@ Forward::Forward(const Model& model, Backend& backend, const ForwardLimits& limi
                       allocate(sizes.attended), allocate(sizes.projected), allocate(sizes.gate), allocate(sizes.up),
                       allocate(sizes.router_logits), allocate(sizes.chosen_experts), allocate(sizes.expert_weights),
                       allocate(sizes.slot_rows), allocate(sizes.token_slots), allocate(sizes.token_scales),
-                      allocate(sizes.expert_input),
+                      allocate(sizes.expert_offsets), allocate(sizes.expert_input),
                       allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
                       allocate(sizes.logits)};
     backend_.reserve_workspace(workspace_limits(spec_, limits));
@@ -98,17 +97,17 @@ void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float
 
     // A chunk of tokens at a time, their (token, expert) pairs grouped by expert: one gather, every
     // expert's SwiGLU over its rows, then each token's weighted sum of its experts' outputs.
-    std::vector<int64_t> offsets(static_cast<size_t>(experts + 1));
+    int32_t* offsets = s.expert_offsets.ints();  // on the device
     for (int64_t begin = 0; begin < rows; begin += moe_chunk_tokens) {
         const int64_t count = std::min(moe_chunk_tokens, rows - begin), slots = count * k;
         backend_.group_by_expert(s.chosen_experts.ints() + begin * k, s.expert_weights.floats() + begin * k, count, k,
                                  experts, s.slot_rows.ints(), s.token_slots.ints(), s.token_scales.floats(), offsets);
         backend_.gather_rows(x + begin * d, d, s.slot_rows.ints(), slots, s.expert_input.floats());
         const GroupedMatmulOutput gate_up[] = {{layer.expert_gate, s.gate.floats()}, {layer.expert_up, s.up.floats()}};
-        backend_.grouped_matmuls(s.expert_input.floats(), offsets, gate_up);
+        backend_.grouped_matmuls(s.expert_input.floats(), slots, offsets, gate_up);
         backend_.swiglu(s.gate.floats(), s.up.floats(), slots * spec_.expert_intermediate_size);
         const GroupedMatmulOutput down[] = {{layer.expert_down, s.expert_output.floats()}};
-        backend_.grouped_matmuls(s.gate.floats(), offsets, down);
+        backend_.grouped_matmuls(s.gate.floats(), slots, offsets, down);
         backend_.unpermute_add(residual + begin * d, count, d, k, s.token_slots.ints(), s.token_scales.floats(),
                                s.expert_output.floats());
     }
@@ -273,21 +272,16 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     backend_.copy_to_device(state_.token_positions, positions.data(), positions.size() * sizeof(int32_t));
 
     const DeviceBuffer& x = state_.x;
-    // The hidden states depend on nothing but the batch's shape and device memory: a backend may
-    // record their work once and replay it for every forward of that shape (the denoising steps of
-    // a block with a cache). Mixture-of-experts layers size their matmuls on the host from the
-    // routing, so a model with them runs as it comes.
-    if (replayable_) {
-        std::vector<int64_t> shape = {id_, tokens};
-        for (const Run& run : runs) {
-            const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;
-            shape.insert(shape.end(), {run.first_row, run.rows, run.feed_begin, run.keys, run.block_origin, cache,
-                                       run.cache != nullptr ? run.cache->length() : 0});
-        }
-        backend_.run_replayable(shape, [&] { hidden_states(runs, tokens); });
-    } else {
-        hidden_states(runs, tokens);
+    // The hidden states depend on nothing but the batch's shape and device memory (the routing of
+    // mixture-of-experts layers stays on the device too): a backend may record their work once and
+    // replay it for every forward of that shape (the denoising steps of a block with a cache).
+    std::vector<int64_t> shape = {id_, tokens};
+    for (const Run& run : runs) {
+        const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;
+        shape.insert(shape.end(), {run.first_row, run.rows, run.feed_begin, run.keys, run.block_origin, cache,
+                                   run.cache != nullptr ? run.cache->length() : 0});
     }
+    backend_.run_replayable(shape, [&] { hidden_states(runs, tokens); });
 
     for (const Run& run : runs)
         if (run.cache != nullptr) run.cache->extend_written(run.feed_begin + run.rows);

@@ -65,8 +65,8 @@ private:
 
     struct RunState {
         DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
-        DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales, expert_input,
-            expert_output;
+        DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales,
+            expert_offsets, expert_input, expert_output;
         DeviceBuffer output_rows, gathered, logits;
     };
 
@@ -91,8 +91,7 @@ private:
     const Weight* final_norm_ = nullptr;
     const Weight* lm_head_ = nullptr;
     std::vector<LayerWeights> layers_;
-    int64_t id_;       // distinct among the process's forwards: part of every replay key
-    bool replayable_;  // no mixture-of-experts layer
+    int64_t id_;  // distinct among the process's forwards: part of every replay key
 };
 
 }  // namespace unmask

@@ -8,7 +8,8 @@ namespace unmask {
 
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
-           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_input + expert_output +
+           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_offsets + expert_input +
+           expert_output +
            output_rows + gathered + logits;
 }
 
@@ -41,8 +42,14 @@ int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits)
 }
 
 WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
-    return {limits.sequence_length, spec.embedding_rows, limits.tokens, largest_matmul_input(spec, limits),
-            spec.any_routed_layer() ? spec.experts : 0};
+    int64_t routed_layers = 0;
+    for (int64_t layer = 0; layer < spec.layers; ++layer) routed_layers += spec.routed(layer);
+    return {limits.sequence_length,
+            spec.embedding_rows,
+            limits.tokens,
+            largest_matmul_input(spec, limits),
+            routed_layers > 0 ? spec.experts : 0,
+            3 * routed_layers};  // Forward::moe's gate, up and down
 }
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {
@@ -69,6 +76,7 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
         const uint64_t slots = moe_slots(spec, t);
         s.slot_rows = s.token_slots = allocation_bytes(slots * i);
         s.token_scales = allocation_bytes(slots * f);
+        s.expert_offsets = allocation_bytes(static_cast<uint64_t>(spec.experts + 1) * i);
         s.expert_input = allocation_bytes(slots * d * f);
         s.expert_output = allocation_bytes(std::max(slots, t) * d * f);
         swiglu_floats = std::max(swiglu_floats, slots * static_cast<uint64_t>(spec.expert_intermediate_size));

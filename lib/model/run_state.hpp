@@ -32,7 +32,7 @@ struct RunStateSizes {
     uint64_t x = 0, normed = 0, q = 0, k = 0, v = 0, attended = 0, projected = 0;
     uint64_t gate = 0, up = 0;  // SwiGLU: dense MLP, shared expert or a chunk's routed experts, the widest
     uint64_t router_logits = 0, chosen_experts = 0, expert_weights = 0;
-    uint64_t slot_rows = 0, token_slots = 0, token_scales = 0, expert_input = 0, expert_output = 0;
+    uint64_t slot_rows = 0, token_slots = 0, token_scales = 0, expert_offsets = 0, expert_input = 0, expert_output = 0;
     uint64_t output_rows = 0, gathered = 0, logits = 0;
 
     uint64_t total() const noexcept;

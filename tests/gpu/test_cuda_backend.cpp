@@ -265,48 +265,57 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guida
 
 TEST_CASE("grouped matmuls of few and many rows per group match the CPU in every precision") {
     std::mt19937 rng(8);
-    // Groups of 0 to 40 rows: up to max_few_rows in one kernel, the others through cuBLASLt; widths
-    // with and without whole 16-byte runs, one and several column tiles, a partial last one. The
+    // Groups of 0 to 70 rows, two layouts: many slots per group (the offsets read on the host; up
+    // to max_few_rows rows in one kernel, the others through cuBLASLt) and few (every group in the
+    // kernel, offsets read on the device, a group of 20 rows in two passes). Widths with and
+    // without whole 16-byte runs, one and several column tiles, a partial last one. The
     // activations are multiples of 1/16 below 1, exact in bf16 and fp16, so rounding them loses
     // nothing and both backends add the same exact products: only the order of the sums differs.
-    const std::vector<int64_t> sizes = {3, 0, 1, 4, 5, 16, 17, 40, 2};
-    std::vector<int64_t> offsets = {0};
-    for (int64_t size : sizes) offsets.push_back(offsets.back() + size);
-    const int64_t groups = static_cast<int64_t>(sizes.size()), rows = offsets.back();
-    for (DType dtype : {DType::f32, DType::bf16, DType::f16})
-        for (auto [n, k] : {std::pair<int64_t, int64_t>{24, 64}, {37, 300}, {64, 7}, {200, 520}, {1024, 2048}}) {
-            CAPTURE(dtype_name(dtype));
-            CAPTURE(n);
-            CAPTURE(k);
-            std::vector<HostWeight> host;
-            for (int64_t g = 0; g < 2 * groups; ++g) host.push_back(random_weight({n, k}, dtype, rng, 0.1f));
-            std::vector<Weight> weights;
-            for (const HostWeight& w : host) weights.push_back(w.weight);
-            std::vector<const Weight*> first, second;
-            for (int64_t g = 0; g < groups; ++g) {
-                first.push_back(&weights[size_t(g)]);
-                second.push_back(&weights[size_t(groups + g)]);
+    for (const std::vector<int32_t>& sizes : {std::vector<int32_t>{3, 0, 1, 4, 5, 16, 17, 40, 2, 70, 60},
+                                              std::vector<int32_t>{3, 0, 1, 4, 5, 20, 2, 1, 0}}) {
+        std::vector<int32_t> offsets = {0};
+        for (int32_t size : sizes) offsets.push_back(offsets.back() + size);
+        const auto groups = static_cast<int64_t>(sizes.size());
+        const int64_t rows = offsets.back();
+        // The first layout takes the host's path, the second the device's.
+        REQUIRE(kernels::cuda::few_rows_on_average(rows, groups) == (sizes.back() == 0));
+        for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+            for (auto [n, k] : {std::pair<int64_t, int64_t>{24, 64}, {37, 300}, {64, 7}, {200, 520}, {1024, 2048}}) {
+                CAPTURE(rows);
+                CAPTURE(dtype_name(dtype));
+                CAPTURE(n);
+                CAPTURE(k);
+                std::vector<HostWeight> host;
+                for (int64_t g = 0; g < 2 * groups; ++g) host.push_back(random_weight({n, k}, dtype, rng, 0.1f));
+                std::vector<Weight> weights;
+                for (const HostWeight& w : host) weights.push_back(w.weight);
+                std::vector<const Weight*> first, second;
+                for (int64_t g = 0; g < groups; ++g) {
+                    first.push_back(&weights[size_t(g)]);
+                    second.push_back(&weights[size_t(groups + g)]);
+                }
+                Pair pair(weights);
+                std::vector<float> x(size_t(rows * k));
+                std::uniform_int_distribution<int> sixteenths(-15, 15);
+                for (float& v : x) v = float(sixteenths(rng)) / 16.0f;
+                std::vector<float> results[2][2];
+                for (int side = 0; side < 2; ++side) {
+                    Backend& b = side == 0 ? *pair.cpu : *pair.cuda;
+                    DeviceBuffer in = pair.put(b, x), at = pair.put(b, offsets),
+                                 one = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f)),
+                                 two = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f));
+                    const GroupedMatmulOutput outputs[] = {{first, one.floats()}, {second, two.floats()}};
+                    b.grouped_matmuls(in.floats(), rows, at.ints(), outputs);
+                    results[side][0] = pair.get(b, one, size_t(rows * n));
+                    results[side][1] = pair.get(b, two, size_t(rows * n));
+                }
+                // fp32 sums of up to 2048 terms in another order: far below bf16's 4e-3 per rounding.
+                for (int o = 0; o < 2; ++o) CHECK(relative_error(results[1][o], results[0][o]) <= 1e-4);
             }
-            Pair pair(weights);
-            std::vector<float> x(size_t(rows * k));
-            std::uniform_int_distribution<int> sixteenths(-15, 15);
-            for (float& v : x) v = float(sixteenths(rng)) / 16.0f;
-            std::vector<float> results[2][2];
-            for (int side = 0; side < 2; ++side) {
-                Backend& b = side == 0 ? *pair.cpu : *pair.cuda;
-                DeviceBuffer in = pair.put(b, x), one = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f)),
-                             two = pair.put(b, std::vector<float>(size_t(rows * n), 0.0f));
-                const GroupedMatmulOutput outputs[] = {{first, one.floats()}, {second, two.floats()}};
-                b.grouped_matmuls(in.floats(), offsets, outputs);
-                results[side][0] = pair.get(b, one, size_t(rows * n));
-                results[side][1] = pair.get(b, two, size_t(rows * n));
-            }
-            // fp32 sums of up to 2048 terms in another order: far below bf16's 4e-3 per rounding.
-            for (int o = 0; o < 2; ++o) CHECK(relative_error(results[1][o], results[0][o]) <= 1e-4);
-        }
+    }
 }
 
-TEST_CASE("the few-row grouped kernel computes every group of up to 16 rows and leaves the others") {
+TEST_CASE("the few-row grouped kernel computes every group of up to 16 rows, or every group, and leaves the others") {
     std::mt19937 rng(9);
     // Groups of 3, 0, 16, 17 and 1 rows; three column tiles, the last partial; whole 16-byte runs
     // over k = 264 (a partial last sweep of the warp).
@@ -326,27 +335,30 @@ TEST_CASE("the few-row grouped kernel computes every group of up to 16 rows and 
         pointers.push_back(weights.back().floats());
     }
     const float untouched = 12345.0f;
-    DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), groups_at = pair.put(cuda, offsets),
-                 out = pair.put(cuda, std::vector<float>(size_t(rows * n), untouched));
-    REQUIRE(kernels::cuda::few_row_grouped_matmul(in.floats(), reinterpret_cast<const void* const*>(table.floats()),
-                                                  groups_at.ints(), groups, kernels::ElementType::bf16, n, k, true,
-                                                  out.floats(), nullptr) == cudaSuccess);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    const std::vector<float> got = pair.get(cuda, out, size_t(rows * n));
-    for (int64_t g = 0; g < groups; ++g)
-        for (int64_t r = offsets[size_t(g)]; r < offsets[size_t(g) + 1]; ++r)
-            for (int64_t c = 0; c < n; ++c) {
-                const float value = got[size_t(r * n + c)];
-                if (offsets[size_t(g) + 1] - offsets[size_t(g)] > kernels::cuda::max_few_rows) {
-                    CHECK(value == untouched);  // left to cuBLASLt
-                    continue;
+    for (bool every_group : {false, true}) {
+        CAPTURE(every_group);
+        DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), groups_at = pair.put(cuda, offsets),
+                     out = pair.put(cuda, std::vector<float>(size_t(rows * n), untouched));
+        REQUIRE(kernels::cuda::few_row_grouped_matmul(
+                    in.floats(), reinterpret_cast<const void* const*>(table.floats()), groups_at.ints(), groups,
+                    kernels::ElementType::bf16, n, k, true, every_group, out.floats(), nullptr) == cudaSuccess);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const std::vector<float> got = pair.get(cuda, out, size_t(rows * n));
+        for (int64_t g = 0; g < groups; ++g)
+            for (int64_t r = offsets[size_t(g)]; r < offsets[size_t(g) + 1]; ++r)
+                for (int64_t c = 0; c < n; ++c) {
+                    const float value = got[size_t(r * n + c)];
+                    if (!every_group && offsets[size_t(g) + 1] - offsets[size_t(g)] > kernels::cuda::max_few_rows) {
+                        CHECK(value == untouched);  // left to cuBLASLt
+                        continue;
+                    }
+                    double expected = 0;
+                    for (int64_t i = 0; i < k; ++i)
+                        expected += double(bf16_to_float(host[size_t(g)].half[size_t(c * k + i)])) *
+                                    double(bf16_to_float(x[size_t(r * k + i)]));
+                    CHECK(std::abs(double(value) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
                 }
-                double expected = 0;
-                for (int64_t i = 0; i < k; ++i)
-                    expected += double(bf16_to_float(host[size_t(g)].half[size_t(c * k + i)])) *
-                                double(bf16_to_float(x[size_t(r * k + i)]));
-                CHECK(std::abs(double(value) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
-            }
+    }
 }
 
 TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-permute match the CPU") {
@@ -372,7 +384,7 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
     struct Result {
         std::vector<int32_t> chosen, slot_rows, token_slots;
         std::vector<float> weights, token_scales, x;
-        std::vector<int64_t> offsets;
+        std::vector<int32_t> offsets;
     };
     for (RouterScore score : {RouterScore::softmax, RouterScore::sigmoid})
         for (bool biased : {false, true}) {
@@ -388,26 +400,28 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
                              slot_rows = b.allocate(slots * 4), token_slots = b.allocate(slots * 4),
                              token_scales = b.allocate(slots * 4), gathered = b.allocate(slots * size_t(dim) * 4),
                              g = b.allocate(slots * size_t(width) * 4), u = b.allocate(slots * size_t(width) * 4),
-                             y = b.allocate(slots * size_t(dim) * 4);
+                             y = b.allocate(slots * size_t(dim) * 4), offsets = b.allocate(size_t(experts + 1) * 4);
                 b.route(in_logits.floats(), rows, params, chosen.ints(), chosen_weights.floats());
-                r.offsets.resize(size_t(experts + 1));
                 b.group_by_expert(chosen.ints(), chosen_weights.floats(), rows, k, experts, slot_rows.ints(),
-                                  token_slots.ints(), token_scales.floats(), r.offsets);
+                                  token_slots.ints(), token_scales.floats(), offsets.ints());
                 b.gather_rows(in_x.floats(), dim, slot_rows.ints(), int64_t(slots), gathered.floats());
+                // 270 slots over 40 experts: every group in the few-row kernel, offsets on the device.
+                REQUIRE(kernels::cuda::few_rows_on_average(int64_t(slots), experts));
                 const GroupedMatmulOutput gate_up[] = {{gate, g.floats()}, {up, u.floats()}};
-                b.grouped_matmuls(gathered.floats(), r.offsets, gate_up);
+                b.grouped_matmuls(gathered.floats(), int64_t(slots), offsets.ints(), gate_up);
                 b.swiglu(g.floats(), u.floats(), int64_t(slots) * width);
                 const GroupedMatmulOutput out[] = {{down, y.floats()}};
-                b.grouped_matmuls(g.floats(), r.offsets, out);
+                b.grouped_matmuls(g.floats(), int64_t(slots), offsets.ints(), out);
                 b.unpermute_add(in_x.floats(), rows, dim, k, token_slots.ints(), token_scales.floats(), y.floats());
-                auto ints = [&](const DeviceBuffer& buffer) {
-                    std::vector<int32_t> v(slots);
-                    b.copy_to_host(v.data(), buffer, slots * 4);
+                auto ints = [&](const DeviceBuffer& buffer, size_t n) {
+                    std::vector<int32_t> v(n);
+                    b.copy_to_host(v.data(), buffer, n * 4);
                     return v;
                 };
-                r.chosen = ints(chosen);
-                r.slot_rows = ints(slot_rows);
-                r.token_slots = ints(token_slots);
+                r.offsets = ints(offsets, size_t(experts + 1));
+                r.chosen = ints(chosen, slots);
+                r.slot_rows = ints(slot_rows, slots);
+                r.token_slots = ints(token_slots, slots);
                 r.weights = pair.get(b, chosen_weights, slots);
                 r.token_scales = pair.get(b, token_scales, slots);
                 r.x = pair.get(b, in_x, x.size());
@@ -423,7 +437,8 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
             CHECK(cpu.x != x);
         }
     // Routing tables route could not have made (an expert twice for a token, an expert out of
-    // range) are refused on both, before their slots are used.
+    // range) are INTERNAL on both: on the CPU from group_by_expert, on the GPU from the next
+    // synchronisation, once; the slots the GPU leaves name rows in range.
     for (Backend* b : {pair.cpu.get(), pair.cuda.get()})
         for (int32_t bad : {0, int32_t(experts)}) {
             CAPTURE(b->name());
@@ -431,17 +446,36 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
             std::vector<int32_t> table(slots);
             for (size_t i = 0; i < slots; ++i) table[i] = int32_t(i % size_t(k));
             table[1] = bad;
+            // The outputs hold garbage first: whatever the GPU leaves must be its own writing.
             DeviceBuffer chosen = pair.put(*b, table), scales = pair.put(*b, std::vector<float>(slots, 1.0f)),
-                         slot_rows = b->allocate(slots * 4), token_slots = b->allocate(slots * 4),
-                         token_scales = b->allocate(slots * 4);
-            std::vector<int64_t> offsets(size_t(experts + 1));
+                         slot_rows = pair.put(*b, std::vector<int32_t>(slots, INT32_MAX)),
+                         token_slots = pair.put(*b, std::vector<int32_t>(slots, -1)),
+                         token_scales = pair.put(*b, std::vector<float>(slots, std::nanf(""))),
+                         offsets = pair.put(*b, std::vector<int32_t>(size_t(experts + 1), -1));
+            std::vector<int32_t> rows_back(slots), slots_back(slots), offsets_back(size_t(experts + 1));
             try {
                 b->group_by_expert(chosen.ints(), scales.floats(), rows, k, experts, slot_rows.ints(),
-                                   token_slots.ints(), token_scales.floats(), offsets);
+                                   token_slots.ints(), token_scales.floats(), offsets.ints());
+                b->copy_to_host(rows_back.data(), slot_rows, slots * 4);
                 FAIL("a bad routing table was accepted");
             } catch (const Error& e) {
                 CHECK(e.status() == Status::internal);
             }
+            if (b != pair.cuda.get()) continue;
+            CHECK_NOTHROW(b->copy_to_host(rows_back.data(), slot_rows, slots * 4));  // reported once
+            b->copy_to_host(slots_back.data(), token_slots, slots * 4);
+            b->copy_to_host(offsets_back.data(), offsets, offsets_back.size() * 4);
+            const std::vector<float> scales_back = pair.get(*b, token_scales, slots);
+            for (size_t i = 0; i < slots; ++i) {
+                CHECK(rows_back[i] >= 0);
+                CHECK(rows_back[i] < rows);
+                CHECK(slots_back[i] >= 0);
+                CHECK(size_t(slots_back[i]) < slots);
+                CHECK(std::isfinite(scales_back[i]));
+            }
+            CHECK(offsets_back.front() == 0);
+            for (size_t e = 1; e < offsets_back.size(); ++e) CHECK(offsets_back[e - 1] <= offsets_back[e]);
+            CHECK(size_t(offsets_back.back()) <= slots);
         }
 }
 
@@ -627,7 +661,8 @@ TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at 
 }
 
 TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit for bit") {
-    for (const std::string name : {"llada", "llada-block", "dream"}) {
+    // llada-moe: its routing stays on the device (few slots per expert), so it is captured too.
+    for (const std::string name : {"llada", "llada-block", "dream", "llada-moe"}) {
         CAPTURE(name);
         const auto model = load(test_data_path("reference/" + name), Precision::bf16);
         const ModelSpec& spec = model->spec();

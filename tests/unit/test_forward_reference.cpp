@@ -195,20 +195,20 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
     std::vector<float> chosen_weights(slots), token_scales(slots);
     backend->route(router_logits.data(), rows, {experts, k, RouterScore::softmax, true, 1.0, nullptr}, chosen.data(),
                    chosen_weights.data());
-    std::vector<int64_t> offsets(size_t(experts + 1));
+    std::vector<int32_t> offsets(size_t(experts + 1));
     backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
-                             token_slots.data(), token_scales.data(), offsets);
+                             token_slots.data(), token_scales.data(), offsets.data());
     REQUIRE(offsets.front() == 0);
-    REQUIRE(offsets.back() == int64_t(slots));
+    REQUIRE(offsets.back() == int32_t(slots));
     auto expert_of_slot = [&](int32_t slot) {
-        return int64_t(std::upper_bound(offsets.begin(), offsets.end(), int64_t(slot)) - offsets.begin()) - 1;
+        return int64_t(std::upper_bound(offsets.begin(), offsets.end(), slot) - offsets.begin()) - 1;
     };
     for (int64_t e = 0; e < experts; ++e) {
         CAPTURE(e);
         REQUIRE(offsets[size_t(e)] <= offsets[size_t(e) + 1]);
         const auto routed = std::count(chosen.begin(), chosen.end(), int32_t(e));
         CHECK(offsets[size_t(e) + 1] - offsets[size_t(e)] == routed);
-        for (int64_t s = offsets[size_t(e)]; s < offsets[size_t(e) + 1]; ++s) {
+        for (int32_t s = offsets[size_t(e)]; s < offsets[size_t(e) + 1]; ++s) {
             const int32_t t = slot_rows[size_t(s)];
             if (s > offsets[size_t(e)]) CHECK(slot_rows[size_t(s) - 1] < t);  // row order
             const int32_t* picked = chosen.data() + t * k;
@@ -229,7 +229,7 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
     std::vector<float> gathered(slots * size_t(dim)), expert_out(slots * size_t(width));
     backend->gather_rows(x.data(), dim, slot_rows.data(), int64_t(slots), gathered.data());
     const GroupedMatmulOutput outputs[] = {{expert_weights, expert_out.data()}};
-    backend->grouped_matmuls(gathered.data(), offsets, outputs);
+    backend->grouped_matmuls(gathered.data(), int64_t(slots), offsets.data(), outputs);
     std::vector<float> sum(static_cast<size_t>(rows * width), 1.0f);
     backend->unpermute_add(sum.data(), rows, width, k, token_slots.data(), token_scales.data(), expert_out.data());
     for (int64_t t = 0; t < rows; ++t)
@@ -255,11 +255,11 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
     // Routing tables route could not have made are refused.
     chosen[1] = chosen[0];
     CHECK_THROWS_WITH(backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
-                                               token_slots.data(), token_scales.data(), offsets),
+                                               token_slots.data(), token_scales.data(), offsets.data()),
                       doctest::Contains("twice"));
     chosen[1] = int32_t(experts);
     CHECK_THROWS_WITH(backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
-                                               token_slots.data(), token_scales.data(), offsets),
+                                               token_slots.data(), token_scales.data(), offsets.data()),
                       doctest::Contains("expert 8 of 8"));
 }
 

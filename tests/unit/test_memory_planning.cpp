@@ -446,22 +446,28 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.rounded == uint64_t(workspace.matmul_input) * 2);  // bf16 copies of the activations
     CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
     CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
-    CHECK(w.routing == uint64_t(2 * spec.experts + 2) * 4);  // per-expert counts and offsets, a flag
-    CHECK(w.expert_tables == uint64_t(spec.experts) * 8 + uint64_t(spec.experts + 1) * 4);  // weights, offsets
+    CHECK(w.routing == uint64_t(spec.experts) * 4);  // per-expert counts
+    CHECK(w.routing_fault == 4);
+    // Gate, up and down of every layer (all of them route): a device pointer per expert each.
+    CHECK(workspace.expert_weight_lists == 3 * spec.layers);
+    CHECK(w.expert_tables == uint64_t(3 * spec.layers) * allocation_bytes(uint64_t(spec.experts) * 8));
+    CHECK(w.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
                               allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-                              allocation_bytes(w.routing) + allocation_bytes(w.expert_tables);
-    CHECK(w.graphs == 0);  // a MoE model runs call by call: no CUDA graphs' constants
+                              allocation_bytes(w.routing) + allocation_bytes(w.routing_fault) +
+                              allocation_bytes(w.expert_tables) + allocation_bytes(w.graphs);
     CHECK(cuda_workspace_bytes(workspace) == expected);
-    // A dense model's plan holds the graphs' constants and no routing.
+    // A dense model's plan holds no routing.
     WorkspaceLimits dense_limits = workspace;
     dense_limits.experts = 0;
+    dense_limits.expert_weight_lists = 0;
     const CudaWorkspace d = cuda_workspace(dense_limits);
-    CHECK(d.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);
+    CHECK(d.graphs == w.graphs);
     CHECK(d.routing == 0);
+    CHECK(d.routing_fault == 0);
     CHECK(d.expert_tables == 0);
-    CHECK(cuda_workspace_bytes(dense_limits) ==
-          expected - allocation_bytes(w.routing) - allocation_bytes(w.expert_tables) + allocation_bytes(d.graphs));
+    const uint64_t routing = allocation_bytes(w.routing) + allocation_bytes(w.routing_fault);
+    CHECK(cuda_workspace_bytes(dense_limits) == expected - routing - allocation_bytes(w.expert_tables));
     CHECK(scratch_bytes(spec, limits, BackendKind::cuda, 1) == run_state_sizes(spec, limits).total() + expected);
     // The routed experts run over a chunk's (token, expert) slots at once: k rows per token, for
     // at most moe_chunk_tokens tokens.

@@ -247,18 +247,15 @@ public:
 
     // A counting sort by expert: slots in row order within each expert.
     void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k, int64_t expert_count,
-                         int32_t* slot_rows, int32_t* token_slots, float* token_scales,
-                         std::span<int64_t> offsets) override {
-        if (int64_t(offsets.size()) != expert_count + 1)
-            fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
-        std::fill(offsets.begin(), offsets.end(), 0);
+                         int32_t* slot_rows, int32_t* token_slots, float* token_scales, int32_t* offsets) override {
+        std::vector<int64_t> next(static_cast<size_t>(expert_count) + 1, 0);
         for (int64_t i = 0; i < rows * k; ++i) {
             if (experts[i] < 0 || experts[i] >= expert_count)
                 fail(Status::internal, "token {} was routed to expert {} of {}", i / k, experts[i], expert_count);
-            ++offsets[size_t(experts[i]) + 1];
+            ++next[size_t(experts[i]) + 1];
         }
-        for (size_t e = 1; e < offsets.size(); ++e) offsets[e] += offsets[e - 1];
-        std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+        for (size_t e = 1; e < next.size(); ++e) next[e] += next[e - 1];
+        for (size_t e = 0; e < next.size(); ++e) offsets[e] = static_cast<int32_t>(next[e]);
         for (int64_t t = 0; t < rows; ++t)
             for (int64_t j = 0; j < k; ++j) {
                 const int32_t expert = experts[t * k + j];

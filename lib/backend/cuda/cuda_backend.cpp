@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -154,8 +155,13 @@ public:
         staging(attention_sequences_, w.attention);
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
-        staging(expert_tables_, w.expert_tables);
-        if (replays_.slots() > 0) staging(graph_constants_, w.graphs);  // 0 for MoE models: never captured
+        if (w.routing_fault > 0) routing_fault();
+        if (expert_tables_.bytes() < w.expert_tables) {  // the tables in the old region go with it
+            std::erase_if(expert_tables_by_first_, [](const auto& entry) { return entry.second.own.bytes() == 0; });
+            expert_tables_used_ = 0;
+            staging(expert_tables_, w.expert_tables);
+        }
+        if (replays_.slots() > 0) staging(graph_constants_, w.graphs);
     }
 
     // CUDA graphs: a key's work is captured the second time it comes (ReplayCache) and launched
@@ -206,7 +212,7 @@ public:
         not_while_capturing();
         select_device(device_);
         check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
-        check(cudaStreamSynchronize(stream_), "the device's work");
+        synchronize();
     }
 
     void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
@@ -230,41 +236,42 @@ public:
         MatmulInput input{x, rows, outputs.front().weight->shape.at(1)};
         run_matmuls(input, jobs);
     }
-    // The rows rounded once for every group; groups of up to max_few_rows rows (a decoding step's
-    // experts) in one kernel launch per output, the others a cuBLASLt matmul each.
-    void grouped_matmuls(const float* x, std::span<const int64_t> offsets,
+    // The rows rounded once for every group. A decoding step's few slots per group (32 tokens
+    // choosing 8 of 64 experts make 4 on average; up to max_few_rows): every group in one kernel
+    // launch per output, which reads the offsets on the device (no synchronisation: the step can
+    // be a CUDA graph). More slots: the offsets come to the host (once per grouping), groups of
+    // more than max_few_rows rows go to cuBLASLt, the others to the kernel.
+    void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                          std::span<const GroupedMatmulOutput> outputs) override {
-        check_grouped_matmuls(offsets, outputs);
-        if (outputs.empty() || offsets.size() < 2) return;
-        const auto groups = static_cast<int64_t>(offsets.size()) - 1;
-        MatmulInput input{x, offsets.back(), outputs.front().weights.front()->shape.at(1)};
-        // Per output for the kernel: each group's weight on the device (one shape and precision,
-        // else every group goes to cuBLASLt), then the offsets.
-        const size_t pointers_bytes = size_t(groups) * sizeof(void*);
-        std::vector<std::vector<char>> tables(outputs.size());
-        std::vector<DType> dtypes(outputs.size());
-        bool kernel = input.inner > 0 && groups <= 65535 && offsets.back() <= INT32_MAX;
-        bool aligned = true;
-        for (size_t o = 0; o < outputs.size() && kernel; ++o) {
-            const Weight& front = *outputs[o].weights.front();
-            const DType dtype = dtypes[o] = weights_->find(front).dtype;
-            kernel = kernel && front.shape.at(1) == input.inner;  // else cuBLASLt refuses it before any work
-            tables[o].resize(pointers_bytes + size_t(groups + 1) * sizeof(int32_t));
-            for (int64_t e = 0; e < groups; ++e) {
-                const Weight& w = *outputs[o].weights[size_t(e)];
-                const CudaWeights::Copy& copy = weights_->find(w);
-                kernel = kernel && w.shape == front.shape && copy.dtype == dtype;
-                const void* data = copy.buffer.floats();
-                aligned = aligned && reinterpret_cast<uintptr_t>(data) % 16 == 0;
-                std::memcpy(tables[o].data() + size_t(e) * sizeof(void*), &data, sizeof data);
-            }
-            auto* offsets32 = reinterpret_cast<int32_t*>(tables[o].data() + pointers_bytes);
-            for (int64_t e = 0; e <= groups; ++e) offsets32[e] = static_cast<int32_t>(offsets[size_t(e)]);
+        const int64_t groups = grouped_matmul_groups(outputs);
+        if (groups == 0 || slots == 0) return;
+        select_device(device_);
+        MatmulInput input{x, slots, outputs.front().weights.front()->shape.at(1)};
+        std::vector<const ExpertTable*> tables;
+        bool kernel = input.inner > 0 && groups <= 65535 && slots <= INT32_MAX;
+        for (const GroupedMatmulOutput& o : outputs) {
+            tables.push_back(&expert_table(o.weights));
+            kernel = kernel && tables.back()->uniform && o.weights.front()->shape.at(1) == input.inner;
         }
+        auto launch = [&](bool every_group) {
+            for (size_t o = 0; o < outputs.size(); ++o) {
+                const ExpertTable& t = *tables[o];
+                check(k::few_row_grouped_matmul(input_for(input, t.dtype), t.pointers, offsets, groups,
+                                                element_type(t.dtype), outputs[o].weights.front()->shape.at(0),
+                                                input.inner, t.aligned, every_group, outputs[o].out, stream_),
+                      "grouped matmul");
+            }
+        };
+        if (kernel && k::few_rows_on_average(slots, groups)) return launch(true);
+
+        not_while_capturing();
+        const std::vector<int32_t>& host = host_offsets(offsets, groups);
         std::vector<MatmulJob> jobs;
         bool few = false;
         for (int64_t e = 0; e < groups; ++e) {
-            const int64_t first = offsets[size_t(e)], rows = offsets[size_t(e) + 1] - first;
+            const int64_t first = host[size_t(e)], rows = host[size_t(e) + 1] - first;
+            if (first < 0 || rows < 0 || first + rows > slots)
+                fail(Status::internal, "group {} of rows {}..{} in {} rows", e, first, first + rows, slots);
             if (rows == 0) continue;
             if (kernel && rows <= k::max_few_rows) {
                 few = true;
@@ -276,16 +283,7 @@ public:
             }
         }
         run_matmuls(input, jobs);
-        if (!few) return;
-        for (size_t o = 0; o < outputs.size(); ++o) {
-            const auto* table =
-                static_cast<const char*>(upload_parameters(expert_tables_, tables[o].data(), tables[o].size()));
-            check(k::few_row_grouped_matmul(input_for(input, dtypes[o]), reinterpret_cast<const void* const*>(table),
-                                            reinterpret_cast<const int32_t*>(table + pointers_bytes), groups,
-                                            element_type(dtypes[o]), outputs[o].weights.front()->shape.at(0),
-                                            input.inner, aligned, outputs[o].out, stream_),
-                  "grouped matmul");
-        }
+        if (few) launch(false);
     }
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
@@ -349,31 +347,18 @@ public:
                                params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{}};
         check(k::route(router_logits, rows, p, experts, weights, stream_), "route");
     }
-    // The only synchronisation of a mixture-of-experts layer: the group sizes, which the grouped
-    // matmuls' shapes need on the host. A routing table route could not have made (an expert out
-    // of range, or twice for a token) is refused as on the CPU, before its slots are used.
+    // Nothing comes to the host: a routing table route could not have made (an expert out of
+    // range, or twice for a token) sets the device's flag, which the next synchronisation reports.
     void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t per_token,
                          int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
-                         std::span<int64_t> offsets) override {
-        not_while_capturing();
+                         int32_t* offsets) override {
         select_device(device_);
-        if (int64_t(offsets.size()) != expert_count + 1)
-            fail(Status::internal, "{} expert offsets for {} experts", offsets.size(), expert_count);
-        // counts, then offsets and the flag of a repeated expert
-        auto* counts = static_cast<int32_t*>(staging(routing_, size_t(2 * expert_count + 2) * sizeof(int32_t)));
-        int32_t* tail = counts + expert_count;
-        check(k::group_by_expert(experts, weights, rows, per_token, expert_count, counts, tail, tail + expert_count + 1,
-                                 slot_rows, token_slots, token_scales, stream_),
+        int32_t* fault = routing_fault();
+        ++groupings_;
+        auto* counts = static_cast<int32_t*>(staging(routing_, size_t(expert_count) * sizeof(int32_t)));
+        check(k::group_by_expert(experts, weights, rows, per_token, expert_count, counts, offsets, fault, slot_rows,
+                                 token_slots, token_scales, stream_),
               "group_by_expert");
-        std::vector<int32_t> host(offsets.size() + 1);
-        check(cudaMemcpyAsync(host.data(), tail, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
-              "copy of the expert offsets");
-        check(cudaStreamSynchronize(stream_), "the device's work");
-        if (host[offsets.size() - 1] != rows * per_token)
-            fail(Status::internal, "{} of {} routed slots name an expert of the {}", host[offsets.size() - 1],
-                 rows * per_token, expert_count);
-        if (host.back() != 0) fail(Status::internal, "a token was routed to one expert twice");
-        std::copy(host.begin(), host.end() - 1, offsets.begin());
     }
     void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t per_token, const int32_t* token_slots,
                        const float* token_scales, const float* y) override {
@@ -414,7 +399,7 @@ public:
                             reinterpret_cast<const int32_t*>(staged + params_bytes), gumbel, device_out, stream_),
               "candidates");
         check(cudaMemcpyAsync(out, device_out, out_bytes, cudaMemcpyDeviceToHost, stream_), "copy of candidates");
-        check(cudaStreamSynchronize(stream_), "the device's work");
+        synchronize();
     }
 
 private:
@@ -478,6 +463,88 @@ private:
     k::WeightView view(const Weight& w) const {
         const CudaWeights::Copy& copy = weights_->find(w);
         return {copy.buffer.floats(), element_type(copy.dtype)};
+    }
+
+    // The device's table of a list of expert weights (grouped_matmuls' kernel reads a group's
+    // weight from it), made the first time the list comes and kept: in the planned region while
+    // it has room, else in a buffer of its own.
+    struct ExpertTable {
+        std::vector<const Weight*> weights;
+        const void* const* pointers = nullptr;  // on the device, one per weight
+        DeviceBuffer own;                       // when the planned region was full
+        DType dtype = DType::f32;
+        bool uniform = true;  // one shape and precision: the kernel can take every group
+        bool aligned = true;  // every weight starts on 16 bytes
+    };
+    const ExpertTable& expert_table(std::span<const Weight* const> weights) {
+        const auto [begin, end] = expert_tables_by_first_.equal_range(weights.front());
+        for (auto it = begin; it != end; ++it)
+            if (std::ranges::equal(it->second.weights, weights)) return it->second;
+        if (capture_) throw CaptureRefused{.retry = true};  // made as the work runs, then captured
+        ExpertTable table;
+        table.weights.assign(weights.begin(), weights.end());
+        table.dtype = weights_->find(*weights.front()).dtype;
+        std::vector<const void*> pointers;
+        for (const Weight* w : weights) {
+            const CudaWeights::Copy& copy = weights_->find(*w);
+            table.uniform = table.uniform && w->shape == weights.front()->shape && copy.dtype == table.dtype;
+            table.aligned = table.aligned && reinterpret_cast<uintptr_t>(copy.buffer.floats()) % 16 == 0;
+            pointers.push_back(copy.buffer.floats());
+        }
+        const size_t bytes = pointers.size() * sizeof(void*);
+        char* at = nullptr;
+        if (expert_tables_used_ + allocation_bytes(bytes) <= expert_tables_.bytes()) {
+            at = reinterpret_cast<char*>(expert_tables_.floats()) + expert_tables_used_;
+            expert_tables_used_ += allocation_bytes(bytes);
+        } else {
+            table.own = allocate(bytes);
+            at = reinterpret_cast<char*>(table.own.floats());
+        }
+        uploads_->copy(at, pointers.data(), bytes, stream_);
+        table.pointers = reinterpret_cast<const void* const*>(at);
+        return expert_tables_by_first_.emplace(weights.front(), std::move(table))->second;
+    }
+
+    // The offsets group_by_expert wrote at `offsets`, on the host: copied (a synchronisation) once
+    // per grouping, for its first grouped_matmuls call; the calls after it (down after gate and up)
+    // reuse the copy.
+    const std::vector<int32_t>& host_offsets(const int32_t* offsets, int64_t groups) {
+        HostOffsets& h = host_offsets_;
+        if (h.device != offsets || h.grouping != groupings_ || int64_t(h.values.size()) != groups + 1) {
+            h.values.resize(static_cast<size_t>(groups) + 1);
+            h.device = nullptr;  // until the copy below has arrived
+            check(cudaMemcpyAsync(h.values.data(), offsets, h.values.size() * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, stream_),
+                  "copy of the expert offsets");
+            synchronize();
+            h.device = offsets;
+            h.grouping = groupings_;
+        }
+        return h.values;
+    }
+
+    // group_by_expert's flag of a bad routing table, kept until a synchronisation reports it.
+    int32_t* routing_fault() {
+        if (routing_fault_.bytes() == 0) {
+            if (capture_) throw CaptureRefused{.retry = true};  // made as the work runs, then captured
+            routing_fault_ = allocate(sizeof(int32_t));
+            check(cudaMemsetAsync(routing_fault_.ints(), 0, sizeof(int32_t), stream_), "cudaMemset");
+        }
+        return routing_fault_.ints();
+    }
+
+    // Waits for the stream's work; a bad routing table it met is then Error(INTERNAL) (and the
+    // flag is cleared for the work after).
+    void synchronize() {
+        int32_t fault = 0;
+        if (routing_fault_.bytes() > 0)
+            check(cudaMemcpyAsync(&fault, routing_fault_.ints(), sizeof fault, cudaMemcpyDeviceToHost, stream_),
+                  "copy of the routing flag");
+        check(cudaStreamSynchronize(stream_), "the device's work");
+        if (fault != 0) {
+            check(cudaMemsetAsync(routing_fault_.ints(), 0, sizeof(int32_t), stream_), "cudaMemset");
+            fail(Status::internal, "a routing table named an expert out of range, or one expert twice for a token");
+        }
     }
 
     // A device buffer of at least `bytes` (charged to the backend's ledger): reserve_workspace
@@ -566,7 +633,16 @@ private:
     DeviceBuffer matmul_workspace_;
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
-    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_, expert_tables_;
+    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_, routing_fault_;
+    DeviceBuffer expert_tables_;  // the planned region of expert tables, filled from the front
+    size_t expert_tables_used_ = 0;
+    std::unordered_multimap<const Weight*, ExpertTable> expert_tables_by_first_;
+    int64_t groupings_ = 0;  // group_by_expert calls so far
+    struct HostOffsets {
+        const int32_t* device = nullptr;
+        int64_t grouping = -1;
+        std::vector<int32_t> values;
+    } host_offsets_;
     ReplayCache replays_;
     std::array<cudaGraphExec_t, CudaWorkspace::graph_slots> graphs_{};
     DeviceBuffer graph_constants_;  // graph_constant_bytes per slot

@@ -50,11 +50,11 @@ struct CudaWorkspace {
     static constexpr uint64_t candidate_row_bytes = 64;           // kernels::cuda::CandidateRow
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;
-    uint64_t routing = 0;  // group_by_expert's per-expert counts and offsets, and a flag
-    uint64_t expert_tables = 0;  // grouped_matmuls: each expert's weight pointer and the offsets
+    uint64_t routing = 0;        // group_by_expert's per-expert counts
+    uint64_t routing_fault = 0;  // its flag of a bad routing table
+    uint64_t expert_tables = 0;  // grouped_matmuls: each list of expert weights' device pointers
     // CUDA graphs (Backend::run_replayable): this many kept, each with this many bytes of its
-    // kernels' parameters (attention descriptors) of its own; none for a model with MoE layers,
-    // which runs call by call.
+    // kernels' parameters (attention descriptors) of its own.
     static constexpr uint64_t graph_slots = 8;
     static constexpr uint64_t graph_constant_bytes = uint64_t(64) << 10;
     static constexpr uint64_t graph_bytes = graph_slots * graph_constant_bytes;
@@ -71,8 +71,8 @@ struct CudaGraphStats {
 CudaGraphStats cuda_graph_stats(const Backend& backend);
 
 struct CudaBackendOptions {
-    // Record replayable work (the embedding and layer stack of a dense model's forward) as a CUDA
-    // graph the second time its shape comes, and launch the graph from then on.
+    // Record replayable work (the embedding and layer stack of a forward) as a CUDA graph the
+    // second time its shape comes, and launch the graph from then on.
     bool graphs = true;
 };
 

@@ -15,10 +15,13 @@ CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
     w.attention = tokens * CudaWorkspace::attention_sequence_bytes;
     w.candidates = rows * (CudaWorkspace::candidate_row_bytes + CudaWorkspace::banned_per_row * sizeof(int32_t) +
                            sizeof(Candidate));
-    w.routing = limits.experts > 0 ? uint64_t(2 * limits.experts + 2) * sizeof(int32_t) : 0;
     const auto experts = static_cast<uint64_t>(limits.experts);
-    w.expert_tables = experts > 0 ? experts * sizeof(void*) + (experts + 1) * sizeof(int32_t) : 0;
-    w.graphs = experts > 0 ? 0 : CudaWorkspace::graph_bytes;
+    if (experts > 0) {
+        w.routing = experts * sizeof(int32_t);
+        w.routing_fault = sizeof(int32_t);
+        w.expert_tables = static_cast<uint64_t>(limits.expert_weight_lists) * allocation_bytes(experts * sizeof(void*));
+    }
+    w.graphs = CudaWorkspace::graph_bytes;
     return w;
 }
 
@@ -26,8 +29,10 @@ uint64_t cuda_workspace_bytes(const WorkspaceLimits& limits) {
     const CudaWorkspace w = cuda_workspace(limits);
     return allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
            allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-           (w.routing > 0 ? allocation_bytes(w.routing) + allocation_bytes(w.expert_tables) : 0) +
-           (w.graphs > 0 ? allocation_bytes(w.graphs) : 0);
+           (w.routing > 0 ? allocation_bytes(w.routing) + allocation_bytes(w.routing_fault) +
+                                allocation_bytes(w.expert_tables)
+                          : 0) +
+           allocation_bytes(w.graphs);
 }
 
 }  // namespace unmask
