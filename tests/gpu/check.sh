@@ -37,10 +37,24 @@ data=$PWD/build-gpu/test-data
 python3 tests/fixtures/make_model_fixtures.py "$data/fixtures" > "$out/data.log" 2>&1
 python3 tests/reference/make_reference_fixtures.py "$data/reference" >> "$out/data.log" 2>&1
 
+# Each case in a process of its own: a device fault (sticky for the process's CUDA context) in one
+# case cannot fail the cases after it, so one run tells every kernel's state.
 log "conformance against the CPU backend"
 status=0
-UNMASK_TEST_DATA=$data build-gpu/tests/unmask_cuda_tests --duration=true 2>&1 | tee "$out/conformance.txt" ||
-  status=1
+suite=build-gpu/tests/unmask_cuda_tests
+cases=$(UNMASK_TEST_DATA=$data $suite --count --no-colors=true |
+          sed -n 's/.*passing the current filters: *\([0-9]*\).*/\1/p' || true)
+[ "${cases:-0}" -gt 0 ] || { echo "no test cases found" | tee -a "$out/summary.txt"; status=1; }
+failed=0
+for i in $(seq 1 "${cases:-0}"); do
+  if ! UNMASK_TEST_DATA=$data $suite --first="$i" --last="$i" --duration=true --no-colors=true \
+      >> "$out/conformance.txt" 2>&1; then
+    status=1
+    failed=$((failed + 1))
+    echo "test case $i of $cases FAILED (see conformance.txt)" | tee -a "$out/summary.txt"
+  fi
+done
+echo "$((${cases:-0} - failed)) of ${cases:-0} test cases passed" | tee -a "$out/summary.txt"
 
 log "benchmarks"
 build-gpu/bench/unmask-bench --benchmark_filter='BM_cuda|BM_forward/tokens:256/threads:2/bf16:1' \
