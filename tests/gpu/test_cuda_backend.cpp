@@ -23,6 +23,7 @@
 #include "cuda/attention.hpp"
 #include "cuda/grouped_matmul.hpp"
 #include "decode/generate.hpp"
+#include "memory/memory_plan.hpp"
 #include "model/forward.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
@@ -601,8 +602,8 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
             CAPTURE(name);
             CAPTURE(static_cast<int>(precision));
             const auto model = load(test_data_path("reference/" + name), precision);
-            MemoryLedger ledger("cuda weights", UINT64_MAX);
-            auto cuda = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+            MemoryLedger ledger("cuda weights", UINT64_MAX), scratch("cuda scratch", UINT64_MAX);
+            auto cuda = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger), scratch);
             auto cpu = make_cpu_backend(2);
             const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4, 5, 6, 7}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}};
             const ForwardLimits limits{20, 13};
@@ -621,6 +622,9 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
                 const Candidate &c = cpu_candidates.candidates[i], &g = cuda_candidates.candidates[i];
                 if (c.top1_probability - c.top2_probability > 0.05f) CHECK(g.top1_token == c.top1_token);
             }
+            // The forward and its backend hold on the device exactly what the memory plan says
+            // (the experts' weight tables, made by the first forward, included).
+            CHECK(scratch.in_use() == scratch_bytes(model->spec(), limits, BackendKind::cuda, 1));
         }
 }
 
