@@ -12,6 +12,9 @@
 //   moe=1: the same step on 4 of the 16 layers of LLaDA-MoE-7B-A1B's shape (64 experts, 8 per
 //   token: 32 tokens touch nearly every expert, so the bound still counts every weight), where the
 //   routing stays on the device and the step is one graph too.
+// - BM_cuda_attention: one layer's attention of LLaDA-8B's shape (32 heads of 128) over `tokens`
+//   positions, bidirectional, on CUDA cores in fp32 (tensor_cores=0) or on tensor cores in bf16
+//   (tensor_cores=1, what bf16 models take); FLOP/s of q·kᵀ and p·v.
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
 //   against the H200's 4.3 TB/s.
 // - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
@@ -149,6 +152,40 @@ void BM_cuda_generation_step(benchmark::State& state) {
     state.counters["graph_launches"] = double(cuda_graph_stats(backend).replayed - replayed);  // iterations with graphs
 }
 
+// args: tokens, tensor_cores
+void BM_cuda_attention(benchmark::State& state) {
+    if (!have_device(state)) return;
+    const int64_t tokens = state.range(0), heads = 32, head_dim = 128, width = heads * head_dim;
+    MemoryLedger ledger("cuda", UINT64_MAX);
+    auto backend = make_cuda_backend(CudaWeights::upload(std::span<const Weight>{}, 0, &ledger));
+    std::mt19937 rng(8);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(size_t(tokens * width));
+    auto upload = [&] {
+        for (float& v : values) v = normal(rng);
+        DeviceBuffer buffer = backend->allocate(values.size() * sizeof(float));
+        backend->copy_to_device(buffer, values.data(), values.size() * sizeof(float));
+        return buffer;
+    };
+    const DeviceBuffer q = upload(), k = upload(), v = upload(), out = backend->allocate(values.size() * sizeof(float));
+    backend->reserve_workspace({tokens, 1, tokens, 1, 0, 0});
+    const SequenceRows sequence{0, tokens, nullptr, nullptr, 0, 0, 0};
+    const AttentionParams params{heads, heads, head_dim, 0, state.range(1) != 0};
+    auto run = [&] {
+        backend->attention(q.floats(), k.floats(), v.floats(), std::span(&sequence, 1), params, out.floats());
+        float last = 0;
+        backend->copy_to_host(&last, out, sizeof last);  // waits for the device
+    };
+    run();  // warm-up: the shared-memory opt-in
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) run();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                           double(state.iterations());
+    const double flops = 4.0 * double(tokens) * double(tokens) * double(width);  // q·kᵀ and p·v
+    state.counters["attention_ms"] = seconds * 1e3;
+    state.counters["TFLOP/s"] = flops / seconds / 1e12;
+}
+
 // args: rows
 void BM_cuda_candidates(benchmark::State& state) {
     if (!have_device(state)) return;
@@ -267,6 +304,12 @@ BENCHMARK(BM_cuda_generation_step)
     ->Args({4, 512, 32, 1, 1})
     ->Args({4, 512, 32, 0, 1})
     ->ArgNames({"layers", "canvas", "block", "graphs", "moe"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_cuda_attention)
+    ->Args({512, 0})
+    ->Args({512, 1})
+    ->ArgNames({"tokens", "tensor_cores"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "cuda/attention_tiles.cuh"
 #include "cuda/device_math.cuh"
 
 namespace unmask::kernels::cuda {
@@ -32,31 +33,13 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// How many of the keys the query at `index` within `seq` sees (block-causal masks: up to the end
-// of its block; kernels/cpu/attention.hpp block_end).
-__device__ __forceinline__ int64_t visible_keys(const AttentionSequence& seq, int64_t index, int64_t block_size,
-                                                int64_t key_count) {
-    if (block_size <= 0) return key_count;
-    const int64_t position = seq.query_position + index;
-    const int64_t end = position < seq.block_origin
-                            ? seq.block_origin
-                            : seq.block_origin + ((position - seq.block_origin) / block_size + 1) * block_size;
-    return end < key_count ? end : key_count;
-}
-
 template <int PerLane>  // head_dim <= 32 * PerLane
 __global__ void __launch_bounds__(warps * 32)
     attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                      int64_t sequence_count, AttentionDims dims, float* out) {
     extern __shared__ float4 shared_memory[];
     const int64_t tile = blockIdx.x, head = blockIdx.y;
-    int64_t lo = 0, hi = sequence_count - 1;  // the sequence holding the tile: the last starting at or before it
-    while (lo < hi) {
-        const int64_t mid = (lo + hi + 1) / 2;
-        if (sequences[mid].first_tile <= tile) lo = mid;
-        else hi = mid - 1;
-    }
-    const AttentionSequence seq = sequences[lo];
+    const AttentionSequence seq = sequence_of_tile(sequences, sequence_count, tile);
     const int64_t first_query = (tile - seq.first_tile) * query_tile;
     const int64_t remaining = seq.rows - first_query;
     if (remaining <= 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
@@ -164,30 +147,14 @@ __global__ void __launch_bounds__(warps * 32)
     }
 }
 
-// Lets attention_kernel<PerLane> take its largest shared memory on the current device (beyond
-// 48 KiB needs the opt-in), once per device.
-template <int PerLane>
-cudaError_t allow_shared_memory() {
-    static std::atomic<uint64_t> devices_done{0};
-    int device = 0;
-    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-    if (bit != 0 && (devices_done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
-    const cudaError_t e = cudaFuncSetAttribute(attention_kernel<PerLane>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(shared_bytes(32 * PerLane)));
-    if (e != cudaSuccess) {
-        cudaGetLastError();  // reported here: do not leave it to the next launch's check
-        return e;
-    }
-    devices_done.fetch_or(bit, std::memory_order_acq_rel);
-    return cudaSuccess;
-}
-
 template <int PerLane>
 cudaError_t launch(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                    cudaStream_t stream) {
-    if (const cudaError_t e = allow_shared_memory<PerLane>(); e != cudaSuccess) return e;
+    static std::atomic<uint64_t> devices_done{0};  // its largest shared memory allowed, per device
+    if (const cudaError_t e = allow_shared_memory(attention_kernel<PerLane>, shared_bytes(32 * PerLane), devices_done);
+        e != cudaSuccess)
+        return e;
     const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
     attention_kernel<PerLane><<<grid, warps * 32, shared_bytes(dims.head_dim), stream>>>(q, k, v, sequences,
                                                                                          sequence_count, dims, out);

@@ -43,4 +43,13 @@ cudaError_t attention(const float* q, const float* k, const float* v, const Atte
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                       cudaStream_t stream);
 
+// Whether attention_tensor_cores takes heads of `head_dim` dimensions (64 or 128).
+bool attention_on_tensor_cores(int64_t head_dim) noexcept;
+// The same as attention with q·kᵀ and p·v on tensor cores: q (scaled), k, v and the softmax
+// weights rounded to bf16, fp32 accumulation, so within bf16 rounding of attention's results.
+// q, k, v and every cache view 16-byte aligned (rows of head_dim floats).
+cudaError_t attention_tensor_cores(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
+                                   int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
+                                   cudaStream_t stream);
+
 }  // namespace unmask::kernels::cuda

@@ -82,6 +82,9 @@ struct AttentionParams {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
                              // from each sequence's block_origin (the positions before it: one block)
+    // q·kᵀ and p·v may round their inputs to bf16 (tensor cores): for models whose matmuls round
+    // activations so anyway (bf16/fp16 weights). The CPU computes in fp32 regardless.
+    bool bf16_products = false;
 };
 
 struct RopeSpec {

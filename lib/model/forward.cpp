@@ -126,7 +126,9 @@ void Forward::hidden_states(std::span<const Run> runs, int64_t tokens) {
                        &projected = s.projected;
     const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
                         spec_.rope_style == RopeStyle::interleaved};
-    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size};
+    // Models stored in bf16/fp16 round their matmuls' activations: their attention products may too.
+    const bool reduced_precision = layers_.front().q->dtype != DType::f32;
+    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size, reduced_precision};
     backend_.embedding(*embedding_, s.token_ids.ints(), tokens, x.floats());
     std::vector<SequenceRows> sequences(runs.size());
     bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)

@@ -304,9 +304,12 @@ public:
                  k::max_attention_head_dim, params.head_dim);
         std::vector<k::AttentionSequence> rows;
         int64_t tokens = 0;
+        auto on_16_bytes = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+        bool aligned = on_16_bytes(q) && on_16_bytes(kv_k) && on_16_bytes(v);  // the tensor-core kernel's loads
         for (const SequenceRows& seq : sequences) {
             if (seq.rows == 0) continue;  // no queries: nothing to write
             if (seq.first_row < tokens) fail(Status::internal, "attention sequences overlap or are out of row order");
+            aligned = aligned && on_16_bytes(seq.cached_keys) && on_16_bytes(seq.cached_values);
             rows.push_back({seq.first_row, seq.rows, seq.cached_keys, seq.cached_values, seq.key_count,
                             seq.query_position, seq.block_origin, 0});
             tokens = seq.first_row + seq.rows;
@@ -316,9 +319,13 @@ public:
         const void* device_rows =
             upload_parameters(attention_sequences_, rows.data(), rows.size() * sizeof(k::AttentionSequence));
         const k::AttentionDims dims{params.heads, params.kv_heads, params.head_dim, params.block_size};
-        check(k::attention(q, kv_k, v, static_cast<const k::AttentionSequence*>(device_rows),
-                           static_cast<int64_t>(rows.size()), tiles, dims, out, stream_),
-              "attention");
+        const auto* described = static_cast<const k::AttentionSequence*>(device_rows);
+        const auto count = static_cast<int64_t>(rows.size());
+        if (params.bf16_products && k::attention_on_tensor_cores(params.head_dim) && aligned) {
+            check(k::attention_tensor_cores(q, kv_k, v, described, count, tiles, dims, out, stream_), "attention");
+            return;
+        }
+        check(k::attention(q, kv_k, v, described, count, tiles, dims, out, stream_), "attention");
     }
     void swiglu(float* gate, const float* up, int64_t n) override {
         select_device(device_);
