@@ -1,6 +1,7 @@
 #include "backend/replay_cache.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace unmask {
 
@@ -35,22 +36,25 @@ ReplayCache::Decision ReplayCache::decide(std::span<const int64_t> key) {
         return {Action::run, 0};
     }
     const auto oldest = std::ranges::min_element(slots_, {}, [](const Slot& s) { return s.last_use; });
-    *oldest = Slot{std::vector<int64_t>(key.begin(), key.end()), clock_, false};
+    displaced_ = std::exchange(*oldest, Slot{std::vector<int64_t>(key.begin(), key.end()), clock_, false});
     return {Action::record, static_cast<size_t>(oldest - slots_.begin())};
 }
 
-void ReplayCache::recorded(size_t slot) { slots_.at(slot).filled = true; }
-
-void ReplayCache::refuse(size_t slot) {
-    Slot& s = slots_.at(slot);
-    remember(refused_, s.key);
-    s = Slot{};
+void ReplayCache::recorded(size_t slot) {
+    slots_.at(slot).filled = true;
+    displaced_ = Slot{};
 }
 
-void ReplayCache::abandon(size_t slot) { slots_.at(slot) = Slot{}; }
+void ReplayCache::refuse(size_t slot) {
+    remember(refused_, slots_.at(slot).key);
+    abandon(slot);
+}
+
+void ReplayCache::abandon(size_t slot) { slots_.at(slot) = std::exchange(displaced_, Slot{}); }
 
 void ReplayCache::clear() {
     for (Slot& s : slots_) s = Slot{};
+    displaced_ = Slot{};
 }
 
 size_t ReplayCache::recordings() const noexcept {

@@ -24,17 +24,20 @@ public:
     enum class Action { run, record, replay };
     struct Decision {
         Action action = Action::run;
-        size_t slot = 0;  // record: the slot to record into (its old recording, if any, is to go); replay: the slot
+        // record: the slot to record into (its old recording, if any, stays until recorded() says
+        // the new one is made, and is the slot's again if it is not); replay: the slot
+        size_t slot = 0;
     };
     // What to do with work of `key` now.
     Decision decide(std::span<const int64_t> key);
-    // The recording `decide` asked for into `slot` was made: the key replays from now on.
+    // The recording `decide` asked for into `slot` was made: the key replays from now on (the
+    // slot's old recording is to go).
     void recorded(size_t slot);
     // The recording `decide` asked for into `slot` could not be made: the key runs as it comes
-    // from now on (while remembered).
+    // from now on (while remembered); the slot's old recording stays.
     void refuse(size_t slot);
     // The recording `decide` asked for into `slot` was not made this time (it may be next time:
-    // the key is recorded again when it comes).
+    // the key is recorded again when it comes); the slot's old recording stays.
     void abandon(size_t slot);
     // Forgets every recording (what they read has moved).
     void clear();
@@ -52,6 +55,7 @@ private:
     void remember(std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key);
 
     std::vector<Slot> slots_;
+    Slot displaced_;  // what the recording being made is to replace
     std::deque<std::vector<int64_t>> seen_, refused_;
     size_t remembered_;
     uint64_t clock_ = 0;

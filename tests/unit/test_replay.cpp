@@ -45,8 +45,8 @@ public:
         if (decision.action == Action::run) return work();
         std::vector<std::function<void()>>& tape = tapes_[decision.slot];
         if (decision.action == Action::record) {
-            tape.clear();
-            recording_ = &tape;
+            std::vector<std::function<void()>> made;  // the slot's old tape stays until this one is made
+            recording_ = &made;
             try {
                 work();
             } catch (...) {
@@ -55,6 +55,7 @@ public:
                 throw;
             }
             recording_ = nullptr;
+            tape = std::move(made);
             replays_.recorded(decision.slot);
             ++recordings;
         } else {
@@ -230,6 +231,25 @@ TEST_CASE("a key is recorded the second time it comes and replayed from then on"
         else failing.abandon(failed.slot);
         CHECK(failing.recordings() == 0);
         for (int i = 0; i < 3; ++i) CHECK(failing.decide(a).action == (refused ? Action::run : Action::record));
+    }
+    // A recording that fails gives its slot back to the recording it was to replace.
+    for (const bool refused : {true, false}) {
+        ReplayCache one(1);
+        one.decide(a);
+        one.recorded(one.decide(a).slot);
+        one.decide(b);
+        const ReplayCache::Decision failed = one.decide(b);
+        REQUIRE(failed.action == Action::record);
+        if (refused) one.refuse(failed.slot);
+        else one.abandon(failed.slot);
+        CHECK(one.recordings() == 1);
+        CHECK(one.decide(a).action == Action::replay);
+        // and one that is made replaces it
+        const ReplayCache::Decision again = one.decide(c);
+        CHECK(again.action == Action::run);
+        one.recorded(one.decide(c).slot);
+        CHECK(one.decide(c).action == Action::replay);
+        CHECK(one.decide(a).action == Action::record);  // seen before: recorded again at once
     }
 
     // clear() forgets the recordings; the keys stay seen.

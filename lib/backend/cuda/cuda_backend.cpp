@@ -178,21 +178,24 @@ public:
         select_device(device_);
         cudaGraphExec_t& graph = graphs_.at(decision.slot);
         if (decision.action == ReplayCache::Action::record) {
-            if (graph != nullptr) cudaGraphExecDestroy(graph);  // one still running is freed when it ends
-            graph = nullptr;  // until the capture succeeds: the slot holds nothing
+            // The slot's old graph stays until the new one is made (its constants are rewritten
+            // only then, after its launches on the stream).
             bool retry = false;
+            cudaGraphExec_t made = nullptr;
             try {
-                graph = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work, retry);
+                made = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work, retry);
             } catch (...) {
                 replays_.abandon(decision.slot);
                 throw;
             }
-            if (graph == nullptr) {
+            if (made == nullptr) {
                 if (retry) replays_.abandon(decision.slot);
                 else replays_.refuse(decision.slot);
                 ++graph_stats_.refused;
                 return work();
             }
+            if (graph != nullptr) cudaGraphExecDestroy(graph);  // one still running is freed when it ends
+            graph = made;
             replays_.recorded(decision.slot);
             ++graph_stats_.recorded;
         } else {
