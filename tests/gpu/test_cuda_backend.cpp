@@ -741,6 +741,35 @@ TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit 
     }
 }
 
+TEST_CASE("graphs are dropped when a staging buffer grows, then captured again") {
+    // A graph reads the staging buffers it was captured with: when they grow (a forward with
+    // larger limits reserves its workspace), every graph must go and be captured anew.
+    const auto model = load(test_data_path("reference/llada"), Precision::bf16);
+    MemoryLedger ledger("cuda weights", UINT64_MAX);
+    const auto weights = CudaWeights::upload(*model, 0, &ledger);
+    auto graphs = make_cuda_backend(weights), eager = make_cuda_backend(weights, {.graphs = false});
+    const std::vector<int32_t> outputs = {3, 7};
+    auto logits = [&](Backend& backend) {
+        Forward small(*model, backend, {16, 16});
+        std::vector<std::vector<float>> out;
+        std::vector<int32_t> canvas = {5, 9, 14, 3, 22, 7, 41, 2, 8, 8, 8, 8};
+        auto run = [&](int round) {
+            canvas[3] = static_cast<int32_t>(10 + round);  // a new token each time
+            out.push_back(small.run(std::vector{ForwardSequence{canvas, outputs, nullptr, {}, 0.0}}, true).logits);
+        };
+        for (int round = 0; round < 3; ++round) run(round);  // seen, captured, replayed
+        { Forward large(*model, backend, {64, 64}); }        // grows the staging buffers
+        for (int round = 3; round < 6; ++round) run(round);  // captured again, replayed twice
+        return out;
+    };
+    const auto expected = logits(*eager);
+    CHECK(logits(*graphs) == expected);
+    const CudaGraphStats stats = cuda_graph_stats(*graphs);
+    CHECK(stats.recorded == 2);
+    CHECK(stats.replayed == 3);
+    CHECK(stats.refused == 0);
+}
+
 TEST_CASE("a refused device allocation is OUT_OF_BUDGET, not a crash") {
     Pair pair({});
     MemoryLedger small("small", 1 << 20);
