@@ -26,9 +26,9 @@
 
 #include <chrono>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.hpp"

@@ -28,7 +28,8 @@ std::filesystem::path synthetic_model(const std::string& name, const nlohmann::j
     for (const unmask::ExpectedTensor& tensor : tensors) {
         uint64_t elements = 1;
         for (int64_t d : tensor.shape) elements *= static_cast<uint64_t>(d);
-        header[tensor.name] = {{"dtype", "BF16"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + 2 * elements}}};
+        header[tensor.name] = {
+            {"dtype", "BF16"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + 2 * elements}}};
         offset += 2 * elements;
     }
     std::string text = header.dump();

@@ -85,7 +85,8 @@ __global__ void __launch_bounds__(warps * 32)
     for (int i = threadIdx.x; i < query_tile * D / 4; i += blockDim.x) {
         const int r = i / (D / 4), c = i % (D / 4) * 4;
         float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (r < queries) x = *reinterpret_cast<const float4*>(q + (seq.first_row + first_query + r) * q_stride + head * D + c);
+        if (r < queries)
+            x = *reinterpret_cast<const float4*>(q + (seq.first_row + first_query + r) * q_stride + head * D + c);
         store_bf16x4(q_tile + r * L::input_stride + c, make_float4(x.x * scale, x.y * scale, x.z * scale, x.w * scale));
     }
     for (int i = threadIdx.x; i < query_tile * L::output_stride; i += blockDim.x) outputs[i] = 0.0f;

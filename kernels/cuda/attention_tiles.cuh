@@ -1,5 +1,5 @@
-// What the attention kernels share: which sequence a block's query tile belongs to, and how many
-// keys a query sees under the mask.
+// What the attention kernels share: which sequence a block's query tile belongs to, how many keys
+// a query sees under the mask, and the opt-in to more than 48 KiB of shared memory.
 #pragma once
 
 #include <atomic>

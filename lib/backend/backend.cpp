@@ -26,15 +26,19 @@ int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs) {
     return static_cast<int64_t>(groups);
 }
 
+void check_group_rows(int64_t group, int64_t first, int64_t rows, int64_t slots) {
+    if (first < 0 || rows < 0 || first + rows > slots)
+        fail(Status::internal, "group {} of rows {}..{} in {} rows", group, first, first + rows, slots);
+}
+
 void Backend::grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                               std::span<const GroupedMatmulOutput> outputs) {
     const int64_t groups = grouped_matmul_groups(outputs);
     std::vector<MatmulOutput> group(outputs.size());
     for (int64_t e = 0; e < groups; ++e) {
         const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+        check_group_rows(e, first, rows, slots);
         if (rows == 0) continue;
-        if (first < 0 || rows < 0 || first + rows > slots)
-            fail(Status::internal, "group {} of rows {}..{} in {} rows", e, first, first + rows, slots);
         for (size_t o = 0; o < outputs.size(); ++o) {
             const Weight& w = *outputs[o].weights[size_t(e)];
             group[o] = {&w, nullptr, outputs[o].out + first * w.shape.at(0)};

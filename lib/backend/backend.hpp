@@ -82,8 +82,8 @@ struct AttentionParams {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
                              // from each sequence's block_origin (the positions before it: one block)
-    // q·kᵀ and p·v may round their inputs to bf16 (tensor cores): for models whose matmuls round
-    // activations so anyway (bf16/fp16 weights). The CPU computes in fp32 regardless.
+    // q·kᵀ and p·v may round their inputs to bf16 (tensor cores): for bf16 models, whose matmuls
+    // round activations so anyway. The CPU computes in fp32 regardless.
     bool bf16_products = false;
 };
 
@@ -121,7 +121,8 @@ public:
     // device memory: no call reads host memory after that call returns, no result comes to the
     // host, and the same key always makes the same calls with the same arguments. A backend may
     // record it and replay the recording for the same key instead of calling `work` again (the
-    // CUDA backend: CUDA graphs). The default calls it.
+    // CUDA backend: CUDA graphs), and runs it as it comes when one of its own calls needs the host
+    // for the key's shapes (the CUDA grouped matmuls of many slots). The default calls it.
     virtual void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) {
         (void)key;
         work();
@@ -166,8 +167,8 @@ public:
     // ascending expert order and their weights: what unpermute_add sums, in that order. Nothing
     // comes to the host, so the MoE steps can be replayed (run_replayable). A table route could not
     // have made (an expert out of range, or twice for a token) is INTERNAL, thrown by this call or,
-    // where the device checks it, by the backend's next call that waits for the device (whatever
-    // work that call belongs to); the buffers it leaves are safe for the steps after it to read.
+    // where the device checks it, by the backend's next copy to the host (whatever work that copy
+    // belongs to); the buffers it leaves are safe for the steps after it to read.
     virtual void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
                                  int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                                  int32_t* offsets) = 0;
@@ -175,7 +176,8 @@ public:
     // = the same rows of x · weights[e]ᵀ, as matmul computes them. `offsets` (device memory, one
     // more than the groups) are group_by_expert's, within the `slots` rows of x. Every output has a
     // weight per group. The default reads the offsets on the host (device memory that is host
-    // memory: the CPU backend).
+    // memory: the CPU backend); the CUDA backend reads them on the device for a few slots per
+    // group, and copies them to the host for more.
     virtual void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                                  std::span<const GroupedMatmulOutput> outputs);
     // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0, 1, .. k - 1 in turn,
@@ -194,6 +196,8 @@ public:
 // The groups of a grouped_matmuls call (its outputs' weights each); throws Error(INTERNAL) unless
 // every output has the same number of weights.
 int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs);
+// Throws Error(INTERNAL) unless group `group`'s rows first..first + rows lie within `slots` rows.
+void check_group_rows(int64_t group, int64_t first, int64_t rows, int64_t slots);
 
 // How the kernels read a weight stored as `dtype`; throws Error(INTERNAL) for a non-weight type.
 kernels::ElementType element_type(DType dtype);

@@ -4,8 +4,10 @@
 //
 // A key is recorded the second time it comes: a shape seen once (the one-off forwards of a
 // generation, say) is not worth a recording. Recordings go into a fixed number of slots,
-// the least recently used given up for a new one; a key whose recording failed is run as it
-// comes while it is among the last `remembered` such keys.
+// the least recently used given up for a new one once that one is made; a key whose recording
+// failed is run as it comes while it is among the last `remembered` such keys. One recording is
+// made at a time: each `decide` that answers record is followed by recorded, refuse or abandon
+// before the next `decide`.
 #pragma once
 
 #include <cstddef>

@@ -126,9 +126,9 @@ void Forward::hidden_states(std::span<const Run> runs, int64_t tokens) {
                        &projected = s.projected;
     const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
                         spec_.rope_style == RopeStyle::interleaved};
-    // Models stored in bf16/fp16 round their matmuls' activations: their attention products may too.
-    const bool reduced_precision = layers_.front().q->dtype != DType::f32;
-    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size, reduced_precision};
+    // bf16 models round their matmuls' activations to bf16: their attention products may too.
+    const bool bf16_model = layers_.front().q->dtype == DType::bf16;
+    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size, bf16_model};
     backend_.embedding(*embedding_, s.token_ids.ints(), tokens, x.floats());
     std::vector<SequenceRows> sequences(runs.size());
     bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
@@ -275,8 +275,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
 
     const DeviceBuffer& x = state_.x;
     // The hidden states depend on nothing but the batch's shape and device memory (the routing of
-    // mixture-of-experts layers stays on the device too): a backend may record their work once and
-    // replay it for every forward of that shape (the denoising steps of a block with a cache).
+    // mixture-of-experts layers too): a backend may record their work once and replay it for every
+    // forward of that shape (the denoising steps of a block with a cache), or run it as it comes
+    // where it reads something on the host (CUDA: a MoE step of many slots per expert).
     std::vector<int64_t> shape = {id_, tokens};
     for (const Run& run : runs) {
         const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;

@@ -9,8 +9,7 @@ namespace unmask {
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
            chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_offsets + expert_input +
-           expert_output +
-           output_rows + gathered + logits;
+           expert_output + output_rows + gathered + logits;
 }
 
 namespace {
@@ -44,12 +43,14 @@ int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits)
 WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
     int64_t routed_layers = 0;
     for (int64_t layer = 0; layer < spec.layers; ++layer) routed_layers += spec.routed(layer);
-    return {limits.sequence_length,
-            spec.embedding_rows,
-            limits.tokens,
-            largest_matmul_input(spec, limits),
-            routed_layers > 0 ? spec.experts : 0,
-            3 * routed_layers};  // Forward::moe's gate, up and down
+    WorkspaceLimits w;
+    w.sequence_length = limits.sequence_length;
+    w.vocab = spec.embedding_rows;
+    w.tokens = limits.tokens;
+    w.matmul_input = largest_matmul_input(spec, limits);
+    w.experts = routed_layers > 0 ? spec.experts : 0;
+    w.expert_weight_lists = 3 * routed_layers;  // Forward::moe's gate, up and down of each
+    return w;
 }
 
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {

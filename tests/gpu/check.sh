@@ -48,12 +48,15 @@ cases=$(UNMASK_TEST_DATA=$data $suite --count --no-colors=true |
 failed=0
 for i in $(seq 1 "${cases:-0}"); do
   if ! UNMASK_TEST_DATA=$data $suite --first="$i" --last="$i" --duration=true --no-colors=true \
-      >> "$out/conformance.txt" 2>&1; then
+      > "$out/case.txt" 2>&1; then
     status=1
     failed=$((failed + 1))
-    echo "test case $i of $cases FAILED (see conformance.txt)" | tee -a "$out/summary.txt"
+    name=$(grep -m1 "TEST CASE:" "$out/case.txt" | sed 's/.*TEST CASE: *//' || true)
+    echo "test case $i of $cases FAILED: ${name:-see conformance.txt}" | tee -a "$out/summary.txt"
   fi
+  cat "$out/case.txt" >> "$out/conformance.txt"
 done
+rm -f "$out/case.txt"
 echo "$((${cases:-0} - failed)) of ${cases:-0} test cases passed" | tee -a "$out/summary.txt"
 
 log "benchmarks"

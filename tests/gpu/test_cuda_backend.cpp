@@ -316,7 +316,7 @@ TEST_CASE("grouped matmuls of few and many rows per group match the CPU in every
     }
 }
 
-TEST_CASE("the few-row grouped kernel computes every group of up to 16 rows, or every group, and leaves the others") {
+TEST_CASE("the few-row grouped kernel computes groups of up to 16 rows and leaves larger ones, or takes all") {
     std::mt19937 rng(9);
     // Groups of 3, 0, 16, 17 and 1 rows; three column tiles, the last partial; whole 16-byte runs
     // over k = 264 (a partial last sweep of the warp).
@@ -624,7 +624,8 @@ void check_forward(const Model& model, double tolerance) {
     MemoryLedger ledger("cuda weights", UINT64_MAX), scratch("cuda scratch", UINT64_MAX);
     auto cuda = make_cuda_backend(CudaWeights::upload(model, 0, &ledger), scratch);
     auto cpu = make_cpu_backend(2);
-    const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4, 5, 6, 7}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}};
+    const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4, 5, 6, 7},
+                                                         {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}};
     const ForwardLimits limits{20, 13};
     std::vector<ForwardSequence> batch;
     const CandidateParams greedy;

@@ -273,8 +273,7 @@ public:
         bool few = false;
         for (int64_t e = 0; e < groups; ++e) {
             const int64_t first = host[size_t(e)], rows = host[size_t(e) + 1] - first;
-            if (first < 0 || rows < 0 || first + rows > slots)
-                fail(Status::internal, "group {} of rows {}..{} in {} rows", e, first, first + rows, slots);
+            check_group_rows(e, first, rows, slots);
             if (rows == 0) continue;
             if (kernel && rows <= k::max_few_rows) {
                 few = true;
