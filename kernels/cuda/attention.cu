@@ -38,22 +38,9 @@ __global__ void __launch_bounds__(warps * 32)
     attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                      int64_t sequence_count, AttentionDims dims, float* out) {
     extern __shared__ float4 shared_memory[];
-    const int64_t tile = blockIdx.x, head = blockIdx.y;
-    const AttentionSequence seq = sequence_of_tile(sequences, sequence_count, tile);
-    const int64_t first_query = (tile - seq.first_tile) * query_tile;
-    const int64_t remaining = seq.rows - first_query;
-    if (remaining <= 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
-    const int queries = remaining < query_tile ? static_cast<int>(remaining) : query_tile;
-
+    const QueryTile t = query_tile_of(k, v, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
+    if (t.queries == 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
     const int64_t d = dims.head_dim, padded = (d + 3) / 4 * 4, stride = row_stride(d);
-    const int64_t q_stride = dims.heads * d, kv_stride = dims.kv_heads * d;
-    const int64_t kv_head = head / (dims.heads / dims.kv_heads);
-    const bool cached = seq.keys != nullptr;
-    const float* keys = (cached ? seq.keys : k + seq.first_row * kv_stride) + kv_head * d;
-    const float* values = (cached ? seq.values : v + seq.first_row * kv_stride) + kv_head * d;
-    const int64_t key_count = cached ? seq.key_count : seq.rows;
-    // Visibility grows with the position, so the tile's last query sees the most keys.
-    const int64_t tile_keys = visible_keys(seq, first_query + queries - 1, dims.block_size, key_count);
 
     float* q_tile = reinterpret_cast<float*>(shared_memory);  // [query_tile][stride], scaled, zero padded
     float* k_tile = q_tile + query_tile * stride;              // [key_tile][stride]
@@ -61,8 +48,7 @@ __global__ void __launch_bounds__(warps * 32)
     const float scale = static_cast<float>(1.0 / sqrt(double(d)));
     for (int64_t i = threadIdx.x; i < query_tile * padded; i += blockDim.x) {
         const int64_t r = i / padded, c = i % padded;
-        q_tile[r * stride + c] =
-            r < queries && c < d ? q[(seq.first_row + first_query + r) * q_stride + head * d + c] * scale : 0.0f;
+        q_tile[r * stride + c] = r < t.queries && c < d ? q[t.query_offset + r * t.q_stride + c] * scale : 0.0f;
     }
 
     const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
@@ -71,21 +57,22 @@ __global__ void __launch_bounds__(warps * 32)
     float running_max[rows_per_warp], total[rows_per_warp], weight[rows_per_warp], acc[rows_per_warp][PerLane];
 #pragma unroll
     for (int r = 0; r < rows_per_warp; ++r) {
-        visible[r] = first_row + r < queries ? visible_keys(seq, first_query + first_row + r, dims.block_size, key_count)
-                                             : 0;
+        visible[r] = first_row + r < t.queries
+                         ? visible_keys(t.seq, t.first_query + first_row + r, dims.block_size, t.key_count)
+                         : 0;
         running_max[r] = -INFINITY;
         total[r] = 0.0f;
 #pragma unroll
         for (int j = 0; j < PerLane; ++j) acc[r][j] = 0.0f;
     }
 
-    for (int64_t key0 = 0; key0 < tile_keys; key0 += key_tile) {
+    for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
         __syncthreads();  // the previous tile is read (and, the first time, the queries written)
         for (int64_t i = threadIdx.x; i < key_tile * padded; i += blockDim.x) {
             const int64_t j = i / padded, c = i % padded, key = key0 + j;
-            const bool inside = key < tile_keys && c < d;
-            k_tile[j * stride + c] = inside ? keys[key * kv_stride + c] : 0.0f;
-            v_tile[j * stride + c] = inside ? values[key * kv_stride + c] : 0.0f;
+            const bool inside = key < t.tile_keys && c < d;
+            k_tile[j * stride + c] = inside ? t.keys[key * t.kv_stride + c] : 0.0f;
+            v_tile[j * stride + c] = inside ? t.values[key * t.kv_stride + c] : 0.0f;
         }
         __syncthreads();
 
@@ -136,8 +123,8 @@ __global__ void __launch_bounds__(warps * 32)
 
 #pragma unroll
     for (int r = 0; r < rows_per_warp; ++r) {
-        if (first_row + r >= queries) break;
-        float* out_row = out + (seq.first_row + first_query + first_row + r) * q_stride + head * d;
+        if (first_row + r >= t.queries) break;
+        float* out_row = out + t.query_offset + (first_row + r) * t.q_stride;
         const float inverse = total[r] > 0.0f ? 1.0f / total[r] : 0.0f;
 #pragma unroll
         for (int c = 0; c < PerLane; ++c) {

@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
+#include "cuda/alignment.hpp"
 #include "cuda/attention_tiles.cuh"
 
 namespace unmask::kernels::cuda {
@@ -64,29 +65,15 @@ __global__ void __launch_bounds__(warps * 32)
     auto* weights = reinterpret_cast<bf16*>(shared + L::q_bytes + 2 * L::kv_bytes + L::score_bytes);
     auto* outputs = reinterpret_cast<float*>(shared + L::q_bytes + 2 * L::kv_bytes + L::score_bytes + L::weight_bytes);
 
-    const int64_t tile = blockIdx.x, head = blockIdx.y;
-    const AttentionSequence seq = sequence_of_tile(sequences, sequence_count, tile);
-    const int64_t first_query = (tile - seq.first_tile) * query_tile;
-    const int64_t remaining = seq.rows - first_query;
-    if (remaining <= 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
-    const int queries = remaining < query_tile ? static_cast<int>(remaining) : query_tile;
-
-    const int64_t q_stride = dims.heads * D, kv_stride = dims.kv_heads * D;
-    const int64_t kv_head = head / (dims.heads / dims.kv_heads);
-    const bool cached = seq.keys != nullptr;
-    const float* keys = (cached ? seq.keys : k + seq.first_row * kv_stride) + kv_head * D;
-    const float* values = (cached ? seq.values : v + seq.first_row * kv_stride) + kv_head * D;
-    const int64_t key_count = cached ? seq.key_count : seq.rows;
-    // Visibility grows with the position, so the tile's last query sees the most keys.
-    const int64_t tile_keys = visible_keys(seq, first_query + queries - 1, dims.block_size, key_count);
+    const QueryTile t = query_tile_of(k, v, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
+    if (t.queries == 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
 
     // The queries, scaled and rounded (rows past the tile's: 0), and the outputs at 0.
     const float scale = static_cast<float>(1.0 / sqrt(double(D)));
     for (int i = threadIdx.x; i < query_tile * D / 4; i += blockDim.x) {
         const int r = i / (D / 4), c = i % (D / 4) * 4;
         float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (r < queries)
-            x = *reinterpret_cast<const float4*>(q + (seq.first_row + first_query + r) * q_stride + head * D + c);
+        if (r < t.queries) x = *reinterpret_cast<const float4*>(q + t.query_offset + r * t.q_stride + c);
         store_bf16x4(q_tile + r * L::input_stride + c, make_float4(x.x * scale, x.y * scale, x.z * scale, x.w * scale));
     }
     for (int i = threadIdx.x; i < query_tile * L::output_stride; i += blockDim.x) outputs[i] = 0.0f;
@@ -96,7 +83,7 @@ __global__ void __launch_bounds__(warps * 32)
     const int row = lane >> 1, half = lane & 1;  // lanes 2r and 2r + 1 keep row r's softmax
     const int tile_row = warp * warp_rows + row;
     const int64_t visible =
-        tile_row < queries ? visible_keys(seq, first_query + tile_row, dims.block_size, key_count) : 0;
+        tile_row < t.queries ? visible_keys(t.seq, t.first_query + tile_row, dims.block_size, t.key_count) : 0;
     const bf16* warp_q = q_tile + warp * warp_rows * L::input_stride;
     float* warp_scores = scores + warp * warp_rows * L::score_stride;
     bf16* warp_weights = weights + warp * warp_rows * L::weight_stride;
@@ -107,15 +94,15 @@ __global__ void __launch_bounds__(warps * 32)
 #pragma unroll
     for (int kd = 0; kd < D / 16; ++kd) wmma::load_matrix_sync(queries_of_warp[kd], warp_q + kd * 16, L::input_stride);
 
-    for (int64_t key0 = 0; key0 < tile_keys; key0 += key_tile) {
+    for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
         __syncthreads();  // the previous pass's keys and values are read
         for (int i = threadIdx.x; i < key_tile * D / 4; i += blockDim.x) {
             const int j = i / (D / 4), c = i % (D / 4) * 4;
             const int64_t key = key0 + j;
             float4 kk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kk;
-            if (key < tile_keys) {
-                kk = *reinterpret_cast<const float4*>(keys + key * kv_stride + c);
-                vv = *reinterpret_cast<const float4*>(values + key * kv_stride + c);
+            if (key < t.tile_keys) {
+                kk = *reinterpret_cast<const float4*>(t.keys + key * t.kv_stride + c);
+                vv = *reinterpret_cast<const float4*>(t.values + key * t.kv_stride + c);
             }
             store_bf16x4(k_tile + j * L::input_stride + c, kk);
             store_bf16x4(v_tile + j * L::input_stride + c, vv);
@@ -188,8 +175,8 @@ __global__ void __launch_bounds__(warps * 32)
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
     for (int r = 0; r < warp_rows; ++r) {
         const float factor = __shfl_sync(0xFFFFFFFFu, inverse, 2 * r);
-        if (warp * warp_rows + r >= queries) break;  // the whole warp
-        float* out_row = out + (seq.first_row + first_query + warp * warp_rows + r) * q_stride + head * D;
+        if (warp * warp_rows + r >= t.queries) break;  // the whole warp
+        float* out_row = out + t.query_offset + (warp * warp_rows + r) * t.q_stride;
 #pragma unroll
         for (int c = lane; c < D; c += 32) out_row[c] = warp_outputs[r * L::output_stride + c] * factor;
     }
@@ -217,10 +204,9 @@ cudaError_t attention_tensor_cores(const float* q, const float* k, const float* 
                                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                                    cudaStream_t stream) {
     if (tile_count == 0 || sequence_count == 0 || dims.heads == 0) return cudaSuccess;
-    const auto unaligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
     if (!attention_on_tensor_cores(dims.head_dim) || dims.kv_heads <= 0 || dims.heads % dims.kv_heads != 0 ||
-        dims.heads > 65535 || sequence_count < 0 || tile_count < 0 || tile_count > INT32_MAX || unaligned(q) ||
-        unaligned(k) || unaligned(v))
+        dims.heads > 65535 || sequence_count < 0 || tile_count < 0 || tile_count > INT32_MAX || !on_16_bytes(q) ||
+        !on_16_bytes(k) || !on_16_bytes(v))
         return cudaErrorInvalidValue;
     if (dims.head_dim == 64) return launch<64>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
     return launch<128>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);

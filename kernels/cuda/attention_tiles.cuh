@@ -1,5 +1,5 @@
-// What the attention kernels share: which sequence a block's query tile belongs to, how many keys
-// a query sees under the mask, and the opt-in to more than 48 KiB of shared memory.
+// What the attention kernels share: the query tile a block takes (its sequence, rows and keys),
+// how many keys a query sees under the mask, and the opt-in to more than 48 KiB of shared memory.
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,44 @@ __device__ __forceinline__ int64_t visible_keys(const AttentionSequence& seq, in
                             ? seq.block_origin
                             : seq.block_origin + ((position - seq.block_origin) / block_size + 1) * block_size;
     return end < key_count ? end : key_count;
+}
+
+// The tile of query rows a block takes, for one head: the rows of its sequence it covers and where
+// that head's keys and values are (its own rows of k and v, or the sequence's cache view).
+struct QueryTile {
+    AttentionSequence seq;
+    int64_t first_query = 0;   // within the sequence
+    int queries = 0;           // rows of the tile (0: the tile is past its sequence's rows)
+    int64_t q_stride = 0;      // floats between query (and output) rows
+    int64_t query_offset = 0;  // of the tile's first query's head in q (and its output in out)
+    int64_t kv_stride = 0;     // floats between key (and value) rows
+    const float* keys = nullptr;    // the head's first key
+    const float* values = nullptr;  // the head's first value
+    int64_t key_count = 0;          // keys of the sequence
+    int64_t tile_keys = 0;          // keys the tile's last query sees: every query sees a prefix of them
+};
+
+__device__ __forceinline__ QueryTile query_tile_of(const float* k, const float* v, const AttentionSequence* sequences,
+                                                   int64_t sequence_count, const AttentionDims& dims, int64_t tile,
+                                                   int64_t head) {
+    QueryTile t;
+    t.seq = sequence_of_tile(sequences, sequence_count, tile);
+    t.first_query = (tile - t.seq.first_tile) * attention_query_tile;
+    const int64_t remaining = t.seq.rows - t.first_query;
+    if (remaining <= 0) return t;
+    t.queries = static_cast<int>(remaining < attention_query_tile ? remaining : attention_query_tile);
+    const int64_t d = dims.head_dim;
+    t.q_stride = dims.heads * d;
+    t.kv_stride = dims.kv_heads * d;
+    t.query_offset = (t.seq.first_row + t.first_query) * t.q_stride + head * d;
+    const int64_t kv_head = head / (dims.heads / dims.kv_heads);
+    const bool cached = t.seq.keys != nullptr;
+    t.keys = (cached ? t.seq.keys : k + t.seq.first_row * t.kv_stride) + kv_head * d;
+    t.values = (cached ? t.seq.values : v + t.seq.first_row * t.kv_stride) + kv_head * d;
+    t.key_count = cached ? t.seq.key_count : t.seq.rows;
+    // Visibility grows with the position, so the tile's last query sees the most keys.
+    t.tile_keys = visible_keys(t.seq, t.first_query + t.queries - 1, dims.block_size, t.key_count);
+    return t;
 }
 
 // Lets `kernel` take `bytes` of dynamic shared memory on the current device (beyond 48 KiB needs

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "cuda/alignment.hpp"
 #include "cuda/device_math.cuh"
 
 namespace unmask::kernels::cuda {
@@ -147,7 +148,7 @@ cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, co
     const int64_t tiles = (n + warps * columns_per_warp - 1) / (warps * columns_per_warp);
     if (tiles > INT32_MAX) return cudaErrorInvalidValue;
     // Whole 16-byte runs: k a multiple of 8 and every row's start aligned.
-    const bool aligned = weights_aligned && k % run == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool aligned = weights_aligned && k % run == 0 && on_16_bytes(x);
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
     switch (type) {
         case ElementType::bf16:

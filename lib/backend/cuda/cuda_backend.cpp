@@ -14,6 +14,7 @@
 #include "backend/replay_cache.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
+#include "cuda/alignment.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/candidates.hpp"
 #include "cuda/grouped_matmul.hpp"
@@ -306,7 +307,7 @@ public:
                  k::max_attention_head_dim, params.head_dim);
         std::vector<k::AttentionSequence> rows;
         int64_t tokens = 0;
-        auto on_16_bytes = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+        using k::on_16_bytes;
         bool aligned = on_16_bytes(q) && on_16_bytes(kv_k) && on_16_bytes(v);  // the tensor-core kernel's loads
         for (const SequenceRows& seq : sequences) {
             if (seq.rows == 0) continue;  // no queries: nothing to write
@@ -497,7 +498,7 @@ private:
         for (const Weight* w : weights) {
             const CudaWeights::Copy& copy = weights_->find(*w);
             table.uniform = table.uniform && w->shape == weights.front()->shape && copy.dtype == table.dtype;
-            table.aligned = table.aligned && reinterpret_cast<uintptr_t>(copy.buffer.floats()) % 16 == 0;
+            table.aligned = table.aligned && k::on_16_bytes(copy.buffer.floats());
             pointers.push_back(copy.buffer.floats());
         }
         const size_t bytes = pointers.size() * sizeof(void*);
