@@ -6,9 +6,19 @@
 # network: the Debian libraries come from tests/gpu/carry_deps.sh's .debs/gpu/root when the
 # machine lacks them, the test models are written by the repository's scripts (python3 with
 # PyTorch makes the reference models).
-# usage: tests/gpu/check.sh        (device tool: carry .debs/gpu/root, timeout ~480 s)
+#
+# With --sanitize it runs every case under compute-sanitizer instead (memcheck; racecheck and
+# synccheck too for the cases of the kernels that share memory between threads), and no
+# benchmarks: the second call when the first found a failing case (the build is kept on a warm
+# machine). compute-sanitizer needs a machine that lets it read the device (not gVisor).
+# usage: tests/gpu/check.sh [--sanitize]   (device tool: carry .debs/gpu/root, timeout ~480 s)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+mode=${1:-}
+case "$mode" in
+  ""|--sanitize) ;;
+  *) echo "usage: tests/gpu/check.sh [--sanitize]" >&2; exit 2 ;;
+esac
 out=${OUT:-build-gpu/check}
 mkdir -p "$out"
 jobs=$(nproc)
@@ -34,25 +44,50 @@ cmake --build build-gpu -j "$jobs" --target unmask_cuda_tests unmask-bench >> "$
 
 log "test models"
 data=$PWD/build-gpu/test-data
-python3 tests/fixtures/make_model_fixtures.py "$data/fixtures" > "$out/data.log" 2>&1
-python3 tests/reference/make_reference_fixtures.py "$data/reference" >> "$out/data.log" 2>&1
+if [ "$mode" != --sanitize ] || [ ! -d "$data/reference" ]; then  # a warm machine keeps the first call's
+  python3 tests/fixtures/make_model_fixtures.py "$data/fixtures" > "$out/data.log" 2>&1
+  python3 tests/reference/make_reference_fixtures.py "$data/reference" >> "$out/data.log" 2>&1
+fi
 
 # Each case in a process of its own: a device fault (sticky for the process's CUDA context) in one
 # case cannot fail the cases after it, so one run tells every kernel's state.
-log "conformance against the CPU backend"
-status=0
 suite=build-gpu/tests/unmask_cuda_tests
-cases=$(UNMASK_TEST_DATA=$data $suite --count --no-colors=true |
-          sed -n 's/.*passing the current filters: *\([0-9]*\).*/\1/p' || true)
+export UNMASK_TEST_DATA=$data
+case_name() {  # the name doctest lists between its two rules
+  $suite --list-test-cases --first="$1" --last="$1" --no-colors=true | awk '/^====/ { n++; next } n == 1 { print; exit }'
+}
+cases=$($suite --count --no-colors=true | sed -n 's/.*passing the current filters: *\([0-9]*\).*/\1/p' || true)
+status=0
 [ "${cases:-0}" -gt 0 ] || { echo "no test cases found" | tee -a "$out/summary.txt"; status=1; }
+
+if [ "$mode" = --sanitize ]; then
+  log "every case under compute-sanitizer"
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for i in $(seq 1 "${cases:-0}"); do
+    name=$(case_name "$i")
+    tools=memcheck
+    case "$name" in host:*) continue ;; *attention*|*grouped*|*routing*|*candidates*) tools="memcheck racecheck synccheck" ;; esac
+    for tool in $tools; do
+      if timeout 120 "$sanitizer" --tool "$tool" --error-exitcode 1 --print-limit 20 \
+          $suite --first="$i" --last="$i" --no-colors=true >> "$out/sanitizer.txt" 2>&1; then
+        echo "$tool: case $i passed: $name" | tee -a "$out/summary.txt"
+      else
+        status=1
+        echo "$tool: case $i FAILED (or timed out): $name" | tee -a "$out/summary.txt"
+      fi
+    done
+  done
+  log "done: $([ $status = 0 ] && echo passed || echo FAILED)"
+  exit $status
+fi
+
+log "conformance against the CPU backend"
 failed=0
 for i in $(seq 1 "${cases:-0}"); do
-  if ! UNMASK_TEST_DATA=$data $suite --first="$i" --last="$i" --duration=true --no-colors=true \
-      > "$out/case.txt" 2>&1; then
+  if ! $suite --first="$i" --last="$i" --duration=true --no-colors=true > "$out/case.txt" 2>&1; then
     status=1
     failed=$((failed + 1))
-    name=$(grep -m1 "TEST CASE:" "$out/case.txt" | sed 's/.*TEST CASE: *//' || true)
-    echo "test case $i of $cases FAILED: ${name:-see conformance.txt}" | tee -a "$out/summary.txt"
+    echo "test case $i of $cases FAILED: $(case_name "$i")" | tee -a "$out/summary.txt"
   fi
   cat "$out/case.txt" >> "$out/conformance.txt"
 done
