@@ -13,9 +13,8 @@ namespace {
 
 constexpr float negative_infinity = -std::numeric_limits<float>::infinity();
 
-// The extreme Gumbel values a 53-bit uniform in (0, 1) can give: -log(-log u).
-const double gumbel_max = -std::log(-std::log1p(-0x1.0p-54));
-const double gumbel_min = -std::log(-std::log(0x1.0p-54));
+const double gumbel_max = gumbel_noise_max();
+const double gumbel_min = gumbel_noise_min();
 
 // The smallest scaled logit that survives top-p (the nucleus: the fewest tokens whose probability
 // reaches top_p; the first token always stays) and top-k (ties with the k-th stay), as Dream applies them.
@@ -61,10 +60,15 @@ UNMASK_VECTOR_CLONES Moments softmax_moments(const float* z, int64_t n,
 
 }  // namespace
 
+double gumbel_noise_min() noexcept { return -std::log(-std::log(0x1.0p-54)); }
+double gumbel_noise_max() noexcept { return -std::log(-std::log1p(-0x1.0p-54)); }
+
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
                               CandidateScratch& scratch) {
     std::vector<float>& z = scratch.scaled;
     z.assign(logits, logits + vocab);
+    for (float& v : z)
+        if (std::isnan(v)) v = negative_infinity;  // never chosen; the sort below needs a total order
     for (int32_t banned : params.banned_tokens)
         if (banned >= 0 && banned < vocab) z[static_cast<size_t>(banned)] = negative_infinity;
     if (params.distribution_temperature != 1.0)

@@ -36,6 +36,14 @@ struct CandidateScratch {
     std::vector<float> sorted;
 };
 
+// Bounds of the Gumbel noise -log(-log u) over the draws of uniform_open01 (u from 2^-54 to
+// 1 - 2^-53; the upper bound takes 1 - 2^-54, a margin for the last bit of log): a token whose
+// logit is more than noise_temperature times their difference below the maximum cannot win, so
+// its noise need not be drawn.
+double gumbel_noise_min() noexcept;
+double gumbel_noise_max() noexcept;
+
+// One row of logits -> its candidate. A NaN logit counts as -inf.
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
                               CandidateScratch& scratch);
 

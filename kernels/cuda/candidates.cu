@@ -114,14 +114,16 @@ __global__ void candidates_kernel(const float* all_logits, int64_t vocab, const 
     // Gumbel-max over the kept tokens within reach of the maximum (the others cannot win).
     int64_t token = top.index;
     if (p.noise_temperature > 0) {
-        const double reach = max - p.noise_temperature * (gumbel.max - gumbel.min);
+        // Products and sums rounded one at a time, as the CPU's compiler does (nvcc would fuse
+        // them); the device's log may still differ from glibc's in the last bit.
+        const double reach = __dsub_rn(max, __dmul_rn(p.noise_temperature, gumbel.max - gumbel.min));
         Best sample{-INFINITY, INT64_MAX};
         for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
             const double v = kept(i);
             if (v < reach) continue;
             const double u = uniform_open01(p.seed, static_cast<uint32_t>(i), p.position, p.step,
                                             RandomStream::token_noise);
-            sample = better(sample, Best{v + p.noise_temperature * -log(-log(u)), i});
+            sample = better(sample, Best{__dadd_rn(v, __dmul_rn(p.noise_temperature, -log(-log(u)))), i});
         }
         sample = block_best(sample);
         if (sample.index != INT64_MAX) token = sample.index;

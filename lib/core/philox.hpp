@@ -31,13 +31,20 @@ UNMASK_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t
     return counter;
 }
 
+// 53 random bits (the low 53 of `bits`) as a double in the open interval (0, 1): the midpoint of
+// their 2^-53 interval, rounded. The highest midpoint rounds to 1.0 and is kept just below it
+// instead (a Gumbel draw of -log(-log u) would be infinite).
+UNMASK_HOST_DEVICE inline double open01_of_bits(uint64_t bits) noexcept {
+    const double u = (static_cast<double>(bits & ((uint64_t(1) << 53) - 1)) + 0.5) * 0x1.0p-53;
+    return u < 1.0 ? u : 0x1.fffffffffffffp-1;
+}
+
 // A uniform double in the open interval (0, 1) with 53 random bits, for the draw at
 // (index, position, step) of `stream`.
 UNMASK_HOST_DEVICE inline double uniform_open01(uint64_t seed, uint32_t index, uint32_t position, uint32_t step,
                              RandomStream stream) noexcept {
     const auto words = philox4x32({index, position, step, static_cast<uint32_t>(stream)}, seed);
-    const uint64_t bits = ((uint64_t(words[0]) << 32) | words[1]) >> 11;
-    return (static_cast<double>(bits) + 0.5) * 0x1.0p-53;
+    return open01_of_bits(((uint64_t(words[0]) << 32) | words[1]) >> 11);
 }
 
 }  // namespace unmask

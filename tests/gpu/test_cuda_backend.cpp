@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -561,11 +562,16 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
     }
 }
 
-TEST_CASE("candidates match the CPU for greedy, sampled, filtered and banned rows") {
+TEST_CASE("candidates match the CPU for greedy, sampled, filtered, banned and NaN rows") {
     std::mt19937 rng(4);
     Pair pair({});
     const int64_t rows = 48, vocab = 5003;
-    const auto logits = random_floats(size_t(rows * vocab), rng, 3.0f);
+    auto logits = random_floats(size_t(rows * vocab), rng, 3.0f);
+    // NaN logits (count as -inf on both): one row's first, a few scattered, one row all NaN.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    logits[size_t(5 * vocab)] = nan;
+    for (int64_t r = 0; r < rows; r += 7) logits[size_t(r * vocab + (r * 131) % vocab)] = nan;
+    std::fill_n(logits.begin() + 13 * vocab, vocab, nan);
     const std::vector<int32_t> banned = {7, 11};
     std::vector<CandidateParams> variants(6);
     variants[1].noise_temperature = 0.8;

@@ -30,7 +30,7 @@ def philox4x32(counter, seed):
 
 def position_uniform(seed, position, step, stream):
     w = philox4x32((0, position, step, stream), seed)
-    return ((((w[0] << 32) | w[1]) >> 11) + 0.5) * 2.0 ** -53
+    return min(((((w[0] << 32) | w[1]) >> 11) + 0.5) * 2.0 ** -53, 1.0 - 2.0 ** -53)  # never 1.0
 
 
 class Gaps:

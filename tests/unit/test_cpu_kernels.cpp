@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -132,6 +133,14 @@ TEST_CASE("Philox4x32-10 reproduces the Random123 known answers") {
         REQUIRE(u > 0.0);
         REQUIRE(u < 1.0);
     }
+    // The extreme bits: the lowest midpoint, and the highest, which would round to 1.0.
+    const uint64_t all_ones = (uint64_t(1) << 53) - 1;
+    CHECK(open01_of_bits(0) == 0x1.0p-54);
+    CHECK(open01_of_bits(all_ones) == std::nextafter(1.0, 0.0));
+    CHECK(open01_of_bits(all_ones - 1) < 1.0);
+    CHECK(std::isfinite(-std::log(-std::log(open01_of_bits(all_ones)))));
+    CHECK(-std::log(-std::log(open01_of_bits(all_ones))) <= gumbel_noise_max());
+    CHECK(-std::log(-std::log(open01_of_bits(0))) >= gumbel_noise_min());
 }
 
 TEST_CASE("sampled tokens follow the intended distribution (chi-square, 20000 draws)") {
@@ -195,6 +204,36 @@ TEST_CASE("a banned token is never chosen and all-banned logits do not crash") {
     params.banned_tokens = all_banned;
     const Candidate none = logits_to_candidate(logits.data(), 3, 0, params, scratch);
     CHECK(none.probability == 0.0f);
+}
+
+TEST_CASE("a NaN logit counts as -inf, and a row of NaNs is a row of -inf") {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> with_nan = {nan, 1.0f, 0.5f, nan, 3.0f, 2.5f}, with_inf = {-inf, 1.0f, 0.5f, -inf, 3.0f, 2.5f};
+    std::vector<CandidateParams> variants(4);
+    variants[1].noise_temperature = 1.0;
+    variants[1].seed = 7;
+    variants[2].top_p = 0.9;
+    variants[2].noise_temperature = 0.5;
+    variants[3].top_k = 2;
+    variants[3].distribution_temperature = 0.7;
+    CandidateScratch scratch;
+    const auto same = [](const Candidate& a, const Candidate& b) {
+        CHECK(a.token == b.token);
+        CHECK(a.top1_token == b.top1_token);
+        CHECK(a.probability == b.probability);
+        CHECK(a.top1_probability == b.top1_probability);
+        CHECK(a.top2_probability == b.top2_probability);
+        CHECK(a.negative_entropy == b.negative_entropy);
+    };
+    for (const CandidateParams& params : variants) {
+        for (uint32_t position = 0; position < 20; ++position) {
+            const Candidate nan_row = logits_to_candidate(with_nan.data(), 6, position, params, scratch);
+            same(nan_row, logits_to_candidate(with_inf.data(), 6, position, params, scratch));
+            CHECK((nan_row.token != 0 && nan_row.token != 3));
+        }
+        const std::vector<float> nans(6, nan), infs(6, -inf);
+        same(logits_to_candidate(nans.data(), 6, 0, params, scratch), logits_to_candidate(infs.data(), 6, 0, params, scratch));
+    }
 }
 
 TEST_CASE("fast_exp is within 3e-7 relative error of exp over the range softmax uses") {

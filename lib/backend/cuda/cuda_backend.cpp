@@ -404,7 +404,7 @@ public:
         uploads_->copy(staged, flat.data(), params_bytes, stream_);
         uploads_->copy(staged + params_bytes, banned.data(), banned_bytes, stream_);
         auto* device_out = reinterpret_cast<Candidate*>(staged + params_bytes + banned_bytes);
-        static const k::GumbelRange gumbel{-std::log(-std::log1p(-0x1.0p-54)), -std::log(-std::log(0x1.0p-54))};
+        static const k::GumbelRange gumbel{kernels::cpu::gumbel_noise_max(), kernels::cpu::gumbel_noise_min()};
         check(k::candidates(logits, rows, vocab, reinterpret_cast<const k::CandidateRow*>(staged),
                             reinterpret_cast<const int32_t*>(staged + params_bytes), gumbel, device_out, stream_),
               "candidates");
