@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(warps * 32)
         __syncwarp();
 
         // The online softmax of row `row` over the pass's keys 2c + half (c < 32: the two lanes
-        // interleaved, off each other's banks); masked keys weigh 0, and a row that sees no key yet
-        // keeps its maximum at -inf and its weights at 0.
+        // interleaved; rows r and r + 8 share banks, a 2-way conflict); masked keys weigh 0, and a
+        // row that sees no key yet keeps its maximum at -inf and its weights at 0.
         const float* my_scores = warp_scores + row * L::score_stride + half;
         float pass_max = -INFINITY;
         for (int c = 0; c < 32; ++c)
