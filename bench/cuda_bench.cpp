@@ -2,7 +2,8 @@
 // - BM_cuda_forward: one forward over `tokens` positions of a model of LLaDA-8B's shape (hidden
 //   4096, 32 heads, MLP 12288, vocab 126464, all 32 layers; the generation step's model, so no
 //   second upload), random bf16 weights, candidates at every position; model FLOPs per second
-//   against the H200's 790 TFLOP/s (dense bf16).
+//   against the H200's 790 TFLOP/s (dense bf16). BM_cuda_forward_profile: the same forward
+//   through the profiling backend, each kind of backend call's share of the time.
 // - BM_cuda_generation_step: one denoising step with the dual cache at batch 1 on the whole
 //   LLaDA-8B shape (32 layers, random bf16): the current block of 32 positions fed, every other
 //   position read from the K/V cache, candidates for the block; its time against the
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/profiled_backend.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
 #include "core/float_convert.hpp"
@@ -40,6 +42,7 @@
 #include "model/forward.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
+#include "profile_counters.hpp"
 #include "synthetic_model.hpp"
 
 using namespace unmask;
@@ -109,6 +112,22 @@ void BM_cuda_forward(benchmark::State& state) {
     state.counters["tokens/s"] = t * iterations / seconds;
     state.counters["model_TFLOP/s"] = flops * iterations / seconds / 1e12;
     state.counters["peak_fraction"] = flops * iterations / seconds / h200_bf16_flops;
+}
+
+// The same forward through the profiling backend: each kind of call's share of the time.
+// args: tokens, layers
+void BM_cuda_forward_profile(benchmark::State& state) {
+    if (!have_device(state)) return;
+    const int64_t tokens = state.range(0);
+    const DeviceModel& device = device_model(false, state.range(1), tokens);
+    ProfiledBackend profiled(*device.backend);
+    Forward forward(*device.model, profiled, {tokens, tokens});
+    const CandidateParams greedy;
+    const std::vector<ForwardSequence> batch = {{device.ids, {}, &greedy, {}, 0.0}};
+    forward.run(batch, false);  // warm-up: cuBLASLt plans, staging
+    profiled.reset();
+    for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));
+    unmask_bench::report_profile(state, profiled);
 }
 
 // args: layers, canvas, block, graphs, moe
@@ -299,6 +318,11 @@ void BM_cuda_moe_experts(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_cuda_forward)
+    ->Args({512, 32})
+    ->ArgNames({"tokens", "layers"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_cuda_forward_profile)
     ->Args({512, 32})
     ->ArgNames({"tokens", "layers"})
     ->Unit(benchmark::kMillisecond)

@@ -1,18 +1,22 @@
 // One full forward pass of the ~110M-parameter LLaDA-shaped model (random bf16 weights, loaded
 // as bf16 or converted to fp32) over one sequence, with candidates at every position (the worst
 // case of a diffusion step: every position masked). tokens/s, and the model FLOPs as a fraction
-// of the FMA peak measured in the same run.
+// of the FMA peak measured in the same run; BM_forward_profile, each kind of backend call's share
+// of the time.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/profiled_backend.hpp"
 #include "cpu/matmul.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
 #include "peak.hpp"
+#include "profile_counters.hpp"
 #include "synthetic_model.hpp"
 
 using namespace unmask;
@@ -26,19 +30,28 @@ double forward_flops(const ModelSpec& spec, int64_t tokens) {
     return double(spec.layers) * per_layer + 2.0 * t * d * double(spec.embedding_rows);
 }
 
+std::unique_ptr<Model> load_bench_model(const benchmark::State& state) {
+    LoadOptions options;
+    options.precision = state.range(2) ? Precision::bf16 : Precision::fp32;
+    options.checksum_mode = ChecksumMode::skip;
+    return load_model(unmask_bench::synthetic_llada({}), options);
+}
+
+std::vector<int32_t> random_ids(const Model& model, int64_t tokens) {
+    std::mt19937 rng(5);
+    std::vector<int32_t> ids(static_cast<size_t>(tokens));
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model.spec().vocab_size));
+    return ids;
+}
+
 // args: tokens, threads, bf16 (1) or fp32 (0)
 void BM_forward(benchmark::State& state) {
     const int64_t tokens = state.range(0);
     const int threads = static_cast<int>(state.range(1));
-    LoadOptions options;
-    options.precision = state.range(2) ? Precision::bf16 : Precision::fp32;
-    options.checksum_mode = ChecksumMode::skip;
-    const auto model = load_model(unmask_bench::synthetic_llada({}), options);
+    const auto model = load_bench_model(state);
     auto backend = make_cpu_backend(threads);
     Forward forward(*model, *backend, {tokens, tokens});
-    std::mt19937 rng(5);
-    std::vector<int32_t> ids(static_cast<size_t>(tokens));
-    for (auto& id : ids) id = static_cast<int32_t>(rng() % uint32_t(model->spec().vocab_size));
+    const std::vector<int32_t> ids = random_ids(*model, tokens);
     const CandidateParams greedy;
     const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
 
@@ -52,7 +65,26 @@ void BM_forward(benchmark::State& state) {
     state.SetLabel(kernels::cpu::matmul_isa());
 }
 
+// The same forward through the profiling backend: each kind of call's share of the time.
+// args: tokens, threads, bf16 (1) or fp32 (0)
+void BM_forward_profile(benchmark::State& state) {
+    const int64_t tokens = state.range(0);
+    const auto model = load_bench_model(state);
+    auto backend = make_cpu_backend(static_cast<int>(state.range(1)));
+    ProfiledBackend profiled(*backend);
+    Forward forward(*model, profiled, {tokens, tokens});
+    const std::vector<int32_t> ids = random_ids(*model, tokens);
+    const CandidateParams greedy;
+    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
+    forward.run(batch, false);  // warm-up: the workspace's first use
+    profiled.reset();
+    for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));
+    unmask_bench::report_profile(state, profiled);
+}
+
 }  // namespace
 
 BENCHMARK(BM_forward)->ArgsProduct({{256, 1024}, {1, 2}, {1, 0}})->ArgNames({"tokens", "threads", "bf16"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_forward_profile)->Args({256, 2, 1})->ArgNames({"tokens", "threads", "bf16"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();

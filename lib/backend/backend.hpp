@@ -116,6 +116,9 @@ public:
     virtual void reserve_workspace(const WorkspaceLimits& limits) = 0;
     virtual void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) = 0;
     virtual void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) = 0;
+    // Waits until the device has done the work issued so far (the CPU backend's calls return
+    // done). A fault the device found in that work is thrown here, as by copy_to_host.
+    virtual void synchronize() {}
 
     // Work (a sequence of this backend's calls) whose device work depends only on `key` and on
     // device memory: no call reads host memory after that call returns, no result comes to the

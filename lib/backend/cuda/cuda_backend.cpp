@@ -218,6 +218,21 @@ public:
         check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
         synchronize();
     }
+    // Waits for the stream's work; a bad routing table it met is then Error(INTERNAL) (and the
+    // flag is cleared for the work after).
+    void synchronize() override {
+        not_while_capturing();
+        select_device(device_);
+        int32_t fault = 0;
+        if (routing_fault_.bytes() > 0)
+            check(cudaMemcpyAsync(&fault, routing_fault_.ints(), sizeof fault, cudaMemcpyDeviceToHost, stream_),
+                  "copy of the routing flag");
+        check(cudaStreamSynchronize(stream_), "the device's work");
+        if (fault != 0) {
+            check(cudaMemsetAsync(routing_fault_.ints(), 0, sizeof(int32_t), stream_), "cudaMemset");
+            fail(Status::internal, "a routing table named an expert out of range, or one expert twice for a token");
+        }
+    }
 
     void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
         select_device(device_);
@@ -541,20 +556,6 @@ private:
             check(cudaMemsetAsync(routing_fault_.ints(), 0, sizeof(int32_t), stream_), "cudaMemset");
         }
         return routing_fault_.ints();
-    }
-
-    // Waits for the stream's work; a bad routing table it met is then Error(INTERNAL) (and the
-    // flag is cleared for the work after).
-    void synchronize() {
-        int32_t fault = 0;
-        if (routing_fault_.bytes() > 0)
-            check(cudaMemcpyAsync(&fault, routing_fault_.ints(), sizeof fault, cudaMemcpyDeviceToHost, stream_),
-                  "copy of the routing flag");
-        check(cudaStreamSynchronize(stream_), "the device's work");
-        if (fault != 0) {
-            check(cudaMemsetAsync(routing_fault_.ints(), 0, sizeof(int32_t), stream_), "cudaMemset");
-            fail(Status::internal, "a routing table named an expert out of range, or one expert twice for a token");
-        }
     }
 
     // A device buffer of at least `bytes` (charged to the backend's ledger): reserve_workspace
