@@ -18,7 +18,10 @@
 //   positions, bidirectional, on CUDA cores in fp32 (tensor_cores=0) or on tensor cores in bf16
 //   (tensor_cores=1, what bf16 models take); FLOP/s of q·kᵀ and p·v.
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
-//   against the H200's 4.3 TB/s.
+//   against the H200's 4.3 TB/s. sampled=0: greedy, one pass over each row (the target's case);
+//   sampled=1: LLaDA's sampler at T = 1, whose Gumbel noise costs a Philox draw and two float64
+//   logs for every token within reach of the maximum (all of them on these logits): a compute
+//   figure, not a bandwidth one.
 // - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
 //   2048, 64 experts of width 1024, 8 per token; random bf16 weights and router logits) over
 //   `tokens` tokens: route, group by expert, gather, the grouped SwiGLU and the weighted
@@ -206,7 +209,7 @@ void BM_cuda_attention(benchmark::State& state) {
     state.counters["TFLOP/s"] = flops / seconds / 1e12;
 }
 
-// args: rows
+// args: rows, sampled
 void BM_cuda_candidates(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t rows = state.range(0), vocab = 126464;
@@ -218,8 +221,8 @@ void BM_cuda_candidates(benchmark::State& state) {
     for (float& v : logits) v = normal(rng);
     DeviceBuffer device_logits = backend->allocate(logits.size() * sizeof(float));
     backend->copy_to_device(device_logits, logits.data(), logits.size() * sizeof(float));
-    CandidateParams sampling;
-    sampling.noise_temperature = 1.0;
+    CandidateParams sampling;  // greedy, or LLaDA's sampler at T = 1
+    sampling.noise_temperature = state.range(1) != 0 ? 1.0 : 0.0;
     std::vector<uint32_t> positions(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) positions[size_t(r)] = uint32_t(r);
     const std::vector<const CandidateParams*> params(size_t(rows), &sampling);
@@ -341,5 +344,10 @@ BENCHMARK(BM_cuda_attention)
     ->ArgNames({"tokens", "tensor_cores"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_cuda_candidates)->Arg(512)->ArgNames({"rows"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_cuda_candidates)
+    ->Args({512, 0})
+    ->Args({512, 1})
+    ->ArgNames({"rows", "sampled"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_cuda_moe_experts)->Arg(32)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();

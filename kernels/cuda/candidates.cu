@@ -2,6 +2,7 @@
 
 #include "core/philox.hpp"
 #include "cuda/device_math.cuh"
+#include "online_softmax.hpp"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -38,26 +39,12 @@ __device__ uint32_t smallest_key(Holds holds) {
     return lo;
 }
 
-__global__ void candidates_kernel(const float* all_logits, int64_t vocab, const CandidateRow* params,
-                                  const int32_t* banned, GumbelRange gumbel, Candidate* out) {
-    const CandidateRow p = params[blockIdx.x];
-    const float* logits = all_logits + blockIdx.x * vocab;
-    auto z = [&](int64_t i) { return scaled_logit(logits, i, p, banned); };
-
-    // The maximum (top-1: the first of equal maxima).
-    Best top{-INFINITY, INT64_MAX};
-    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) top = better(top, Best{z(i), i});
-    top = block_best(top);
-    Candidate result{};
-    if (!isfinite(top.value)) {  // every token banned or -inf: report token 0, as the CPU does (the same
-                                 // broadcast value in every thread, so the whole block returns)
-        if (threadIdx.x == 0) out[blockIdx.x] = result;
-        return;
-    }
-    const double max = top.value;
-
-    // Top-p, then top-k, over the unfiltered distribution, as thresholds on the scaled logits:
-    // the nucleus keeps the values v with mass(z > v) <= top_p, top-k the k largest (and ties).
+// The smallest value Dream's top-p then top-k keep (as the CPU's filter_threshold) among the
+// scaled logits z(0..vocab), whose maximum is `max`: thresholds found by bisection over the
+// ordered keys, the nucleus keeping the values v with mass(z > v) <= top_p, top-k the k largest
+// (and ties). Every thread of the block must call it; each gets the same threshold.
+template <typename Logit>
+__device__ float filter_threshold(Logit z, int64_t vocab, const CandidateRow& p, double max) {
     float threshold = -INFINITY;
     auto smallest_value_from = [&](uint32_t key) {
         Best lowest{-INFINITY, INT64_MAX};  // the largest -v, i.e. the smallest v with key >= `key`
@@ -89,30 +76,61 @@ __global__ void candidates_kernel(const float* all_logits, int64_t vocab, const 
         });
         threshold = fmaxf(threshold, smallest_value_from(key));
     }
+    return threshold;
+}
+
+__global__ void candidates_kernel(const float* all_logits, int64_t vocab, const CandidateRow* params,
+                                  const int32_t* banned, GumbelRange gumbel, Candidate* out) {
+    const CandidateRow p = params[blockIdx.x];
+    const float* logits = all_logits + blockIdx.x * vocab;
+    auto z = [&](int64_t i) { return scaled_logit(logits, i, p, banned); };
+
+    // Top-p, then top-k, over the unfiltered distribution: thresholds relative to the maximum,
+    // found first.
+    float threshold = -INFINITY;
+    if (p.top_p < 1.0 || (p.top_k > 0 && p.top_k < vocab)) {
+        Best peak{-INFINITY, INT64_MAX};
+        for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) peak = better(peak, Best{z(i), i});
+        peak = block_best(peak);
+        if (isfinite(peak.value)) threshold = filter_threshold(z, vocab, p, peak.value);  // the same in every thread
+    }
     auto kept = [&](int64_t i) {
         const float v = z(i);
         return v < threshold ? -INFINITY : v;
     };
 
-    // The runner-up, the softmax normaliser and the negative entropy, in float64.
-    Best second{-INFINITY, INT64_MAX};
-    double total = 0, weighted = 0;
+    // One pass over the kept logits: each thread's top-1 (the first of equal maxima) and runner-up,
+    // and its softmax statistics, online; then the block's.
+    Best top{-INFINITY, INT64_MAX}, runner{-INFINITY, INT64_MAX};
+    OnlineSoftmax stats;
     for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
         const float v = kept(i);
-        if (i != top.index) second = better(second, Best{v, i});
-        const double shifted = double(v) - max;
-        const double e = exp(shifted);
-        total += e;
-        if (e > 0) weighted += e * shifted;
+        const Best b{v, i};
+        if (better(top, b).index == i) {
+            runner = better(runner, top);
+            top = b;
+        } else {
+            runner = better(runner, b);
+        }
+        stats.add(v);
     }
-    second = block_best(second);
-    total = block_sum(total);
-    weighted = block_sum(weighted);
+    const Best first = block_best(top);
+    Candidate result{};
+    if (!isfinite(first.value)) {  // every token banned or -inf: report token 0, as the CPU does (the same
+                                   // broadcast value in every thread, so the whole block returns)
+        if (threadIdx.x == 0) out[blockIdx.x] = result;
+        return;
+    }
+    // The runner-up: the best of every thread's best but the winner's, and the winner's runner-up.
+    const Best second = block_best(top.index == first.index ? runner : top);
+    const double max = first.value;
+    stats.rescale(max);
+    const double total = block_sum(stats.total), weighted = block_sum(stats.weighted);
     const double log_total = log(total);
     auto probability = [&](double v) { return static_cast<float>(exp(v - max - log_total)); };
 
     // Gumbel-max over the kept tokens within reach of the maximum (the others cannot win).
-    int64_t token = top.index;
+    int64_t token = first.index;
     if (p.noise_temperature > 0) {
         // Products and sums rounded one at a time, as the CPU's compiler does (nvcc would fuse
         // them); the device's log may still differ from glibc's in the last bit.
@@ -129,7 +147,7 @@ __global__ void candidates_kernel(const float* all_logits, int64_t vocab, const 
         if (sample.index != INT64_MAX) token = sample.index;
     }
     if (threadIdx.x != 0) return;
-    result.top1_token = static_cast<int32_t>(top.index);
+    result.top1_token = static_cast<int32_t>(first.index);
     result.top1_probability = probability(max);
     result.top2_probability = isfinite(second.value) ? probability(second.value) : 0.0f;
     result.negative_entropy = static_cast<float>(weighted / total - log_total);

@@ -572,6 +572,8 @@ TEST_CASE("candidates match the CPU for greedy, sampled, filtered, banned and Na
     logits[size_t(5 * vocab)] = nan;
     for (int64_t r = 0; r < rows; r += 7) logits[size_t(r * vocab + (r * 131) % vocab)] = nan;
     std::fill_n(logits.begin() + 13 * vocab, vocab, nan);
+    // Tied maxima in a greedy, a sampled and a filtered row: the first is top-1, the other the runner-up.
+    for (const int64_t r : {18, 19, 20}) logits[size_t(r * vocab + 30)] = logits[size_t(r * vocab + 4000)] = 50.0f;
     const std::vector<int32_t> banned = {7, 11};
     std::vector<CandidateParams> variants(6);
     variants[1].noise_temperature = 0.8;

@@ -3,7 +3,9 @@
 // distributions (chi-square); fast_exp accuracy; the thread pool's coverage.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -20,6 +22,7 @@
 #include "cpu/matmul.hpp"
 #include "cpu/matmul_isa.hpp"
 #include "cpu/vector_math.hpp"
+#include "online_softmax.hpp"
 
 using namespace unmask;
 using namespace unmask::kernels::cpu;
@@ -234,6 +237,56 @@ TEST_CASE("a NaN logit counts as -inf, and a row of NaNs is a row of -inf") {
         const std::vector<float> nans(6, nan), infs(6, -inf);
         same(logits_to_candidate(nans.data(), 6, 0, params, scratch), logits_to_candidate(infs.data(), 6, 0, params, scratch));
     }
+}
+
+TEST_CASE("online softmax statistics match two float64 passes, in any order and split any way") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> logits(5003);
+    for (float& v : logits) v = normal(rng);
+    for (size_t i = 0; i < logits.size(); i += 97) logits[i] = -std::numeric_limits<float>::infinity();
+    const double max = *std::max_element(logits.begin(), logits.end());
+    double total = 0, weighted = 0, entropy_terms = 0;
+    for (float v : logits) total += std::exp(double(v) - max);
+    for (float v : logits) {
+        if (std::isinf(v)) continue;
+        weighted += std::exp(double(v) - max) * (double(v) - max);
+        const double p = std::exp(double(v) - max) / total;
+        entropy_terms += p * std::log(p);
+    }
+    const auto check = [&](kernels::OnlineSoftmax stats) {
+        stats.rescale(max);
+        CHECK(stats.max == max);
+        CHECK(stats.total == doctest::Approx(total).epsilon(1e-6));
+        CHECK(stats.weighted == doctest::Approx(weighted).epsilon(1e-6));
+        CHECK(stats.weighted / stats.total - std::log(stats.total) == doctest::Approx(entropy_terms).epsilon(1e-6));
+    };
+    std::vector<float> ascending = logits, descending = logits;
+    std::sort(ascending.begin(), ascending.end());  // a new maximum, and a rescale, at every value
+    std::sort(descending.begin(), descending.end(), std::greater<float>());
+    for (const std::vector<float>* order : {&logits, &ascending, &descending}) {
+        kernels::OnlineSoftmax stats;
+        for (float v : *order) stats.add(v);
+        check(stats);
+    }
+    // Seven strided shares (as a block's threads take a row), each rescaled to the row's maximum.
+    kernels::OnlineSoftmax shares[7], combined;
+    for (size_t i = 0; i < logits.size(); ++i) shares[i % 7].add(logits[i]);
+    combined.max = max;
+    for (kernels::OnlineSoftmax& share : shares) {
+        share.rescale(max);
+        combined.total += share.total;
+        combined.weighted += share.weighted;
+    }
+    check(combined);
+    // Nothing but -inf (and NaN): no terms; rescaled, still none.
+    kernels::OnlineSoftmax none;
+    none.add(-std::numeric_limits<float>::infinity());
+    none.add(std::numeric_limits<float>::quiet_NaN());
+    CHECK(none.max == -std::numeric_limits<double>::infinity());
+    none.rescale(2.0);
+    CHECK(none.total == 0);
+    CHECK(none.weighted == 0);
 }
 
 TEST_CASE("fast_exp is within 3e-7 relative error of exp over the range softmax uses") {
