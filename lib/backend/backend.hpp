@@ -196,6 +196,8 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
 };
 
+// Throws Error(INTERNAL) when a copy of `bytes` would run past `buffer`.
+void check_copy_bytes(size_t bytes, const DeviceBuffer& buffer);
 // The groups of a grouped_matmuls call (its outputs' weights each); throws Error(INTERNAL) unless
 // every output has the same number of weights.
 int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs);

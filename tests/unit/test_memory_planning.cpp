@@ -82,6 +82,23 @@ TEST_CASE("the ledger refuses what does not fit, names it, and returns every byt
     }
 }
 
+TEST_CASE("a copy past the end of a device buffer is INTERNAL, not a write past it") {
+    auto backend = make_cpu_backend(1);
+    DeviceBuffer buffer = backend->allocate(16);
+    std::vector<char> host(17, 'x');
+    backend->copy_to_device(buffer, host.data(), 16);
+    backend->copy_to_host(host.data(), buffer, 16);
+    for (auto copy : {+[](Backend& b, DeviceBuffer& d, char* h) { b.copy_to_device(d, h, 17); },
+                      +[](Backend& b, DeviceBuffer& d, char* h) { b.copy_to_host(h, d, 17); }}) {
+        try {
+            copy(*backend, buffer, host.data());
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.status() == Status::internal);
+        }
+    }
+}
+
 TEST_CASE("a 35B sparse-expert model is planned from config.json alone: weights are parameters x 2") {
     // The guide's shape: 56 layers of 128 experts (6 active), bf16, two 80 GB devices, 4096 positions.
     const uint64_t h = 2048, layers = 56, experts = 128, width = 768, vocab = 151936, q = 32 * 128, kv = 4 * 128;

@@ -132,9 +132,11 @@ public:
         }
     }
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
+        check_copy_bytes(bytes, destination);
         std::memcpy(destination.floats(), source, bytes);
     }
     void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
+        check_copy_bytes(bytes, source);
         std::memcpy(destination, source.floats(), bytes);
     }
 

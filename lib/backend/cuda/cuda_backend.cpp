@@ -31,7 +31,9 @@ static_assert(sizeof(k::AttentionSequence) == CudaWorkspace::attention_sequence_
 static_assert(sizeof(k::CandidateRow) == CudaWorkspace::candidate_row_bytes);
 
 void check(cudaError_t error, const char* what) {
-    if (error != cudaSuccess) fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
+    if (error == cudaSuccess) return;
+    cudaGetLastError();  // clear a non-sticky error, or the next launch's check would report it again
+    fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
 }
 
 // Makes `device` the calling thread's current device (cudaSetDevice only when it is not: every
@@ -49,9 +51,23 @@ struct CaptureRefused {
     bool retry = false;
 };
 
-// `bytes` of device memory charged to `ledger` (if any) while the buffer lives.
+// Frees device memory of `device` from any thread: on that device (a thread that never chose
+// one would otherwise free it from device 0's context, making that context if it has none), the
+// thread's own device restored after.
+void free_on(int device, void* memory) {
+    int current = -1;
+    const bool switched = cudaGetDevice(&current) != cudaSuccess || current != device;
+    if (switched) cudaSetDevice(device);
+    cudaFree(memory);
+    if (switched && current >= 0) cudaSetDevice(current);
+}
+
+// `bytes` of device memory on the current device, charged to `ledger` (if any) while the buffer
+// lives.
 DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr<MemoryLedger> keep = nullptr) {
     const uint64_t size = allocation_bytes(bytes);
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
     if (ledger != nullptr) ledger->charge(size, "device memory");
     void* memory = nullptr;
     if (const cudaError_t e = cudaMalloc(&memory, size); e != cudaSuccess) {
@@ -60,8 +76,8 @@ DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr
         if (e == cudaErrorMemoryAllocation) fail(Status::out_of_budget, "the GPU refused {} bytes", size);
         fail(Status::device, "CUDA cudaMalloc of {} bytes failed: {}", size, cudaGetErrorString(e));
     }
-    return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, keep, size](void* p) {
-                            cudaFree(p);
+    return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, keep, size, device](void* p) {
+                            free_on(device, p);
                             if (ledger != nullptr) ledger->discharge(size);
                         }),
                         bytes);
@@ -73,15 +89,15 @@ DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr
 class UploadRing {
 public:
     UploadRing() {
-        for (Slot& slot : slots_) check(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), "cudaEventCreate");
-    }
-    ~UploadRing() {
-        for (Slot& slot : slots_) {
-            cudaEventSynchronize(slot.done);
-            if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
-            cudaEventDestroy(slot.done);
+        try {
+            for (Slot& slot : slots_)
+                check(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), "cudaEventCreate");
+        } catch (...) {
+            release();
+            throw;
         }
     }
+    ~UploadRing() { release(); }
     UploadRing(const UploadRing&) = delete;
     UploadRing& operator=(const UploadRing&) = delete;
 
@@ -107,6 +123,14 @@ private:
         size_t bytes = 0;
         cudaEvent_t done = nullptr;
     };
+    void release() noexcept {
+        for (Slot& slot : slots_) {
+            if (slot.done == nullptr) continue;
+            cudaEventSynchronize(slot.done);
+            if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
+            cudaEventDestroy(slot.done);
+        }
+    }
     std::array<Slot, 8> slots_;
     size_t next_ = 0;
 };
@@ -208,11 +232,13 @@ public:
     CudaGraphStats graph_stats() const noexcept { return graph_stats_; }
 
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
+        check_copy_bytes(bytes, destination);
         not_while_capturing();
         select_device(device_);
         uploads_->copy(destination.floats(), source, bytes, stream_);
     }
     void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
+        check_copy_bytes(bytes, source);
         not_while_capturing();
         select_device(device_);
         check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
@@ -602,6 +628,10 @@ private:
             retry = refused.retry;
         } catch (...) {  // a real error comes again when the work is run
             captured = false;
+            // A launch that failed because another thread broke the capture may succeed next time.
+            cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+            retry = cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
+                    status == cudaStreamCaptureStatusInvalidated;
         }
         const std::vector<char> host = std::move(capture_->host);
         capture_.reset();
