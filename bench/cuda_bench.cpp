@@ -26,7 +26,8 @@
 //   2048, 64 experts of width 1024, 8 per token; random bf16 weights and router logits) over
 //   `tokens` tokens: route, group by expert, gather, the grouped SwiGLU and the weighted
 //   un-permute; the bytes of the experts the tokens chose over the time, against 4.3 TB/s. At 32
-//   tokens the experts get ~4 rows each (the few-row grouped kernel), at 512 ~64 (cuBLASLt each).
+//   tokens the experts get ~4 rows each (the few-row grouped kernel), at 512 ~64 (the tensor-core
+//   grouped kernel; both read the offsets on the device).
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -125,7 +125,8 @@ public:
     // host, and the same key always makes the same calls with the same arguments. A backend may
     // record it and replay the recording for the same key instead of calling `work` again (the
     // CUDA backend: CUDA graphs), and runs it as it comes when one of its own calls needs the host
-    // for the key's shapes (the CUDA grouped matmuls of many slots). The default calls it.
+    // for the key's shapes (the CUDA grouped matmuls of many slots over fp32 experts). The default
+    // calls it.
     virtual void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) {
         (void)key;
         work();
@@ -179,8 +180,8 @@ public:
     // = the same rows of x · weights[e]ᵀ, as matmul computes them. `offsets` (device memory, one
     // more than the groups) are group_by_expert's, within the `slots` rows of x. Every output has a
     // weight per group. The default reads the offsets on the host (device memory that is host
-    // memory: the CPU backend); the CUDA backend reads them on the device for a few slots per
-    // group, and copies them to the host for more.
+    // memory: the CPU backend); the CUDA backend reads them on the device, except for many slots
+    // per group over fp32 (or odd-width) weights, where it copies them to the host.
     virtual void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                                  std::span<const GroupedMatmulOutput> outputs);
     // x[t] += token_scales[t * k + i] * y[token_slots[t * k + i]] for i = 0, 1, .. k - 1 in turn,

@@ -277,7 +277,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     // The hidden states depend on nothing but the batch's shape and device memory (the routing of
     // mixture-of-experts layers too): a backend may record their work once and replay it for every
     // forward of that shape (the denoising steps of a block with a cache), or run it as it comes
-    // where it reads something on the host (CUDA: a MoE step of many slots per expert).
+    // where it reads something on the host (CUDA: a MoE step of many slots per fp32 expert).
     std::vector<int64_t> shape = {id_, tokens};
     for (const Run& run : runs) {
         const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;

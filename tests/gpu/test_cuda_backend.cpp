@@ -267,9 +267,11 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guida
 
 TEST_CASE("grouped matmuls of few and many rows per group match the CPU in every precision") {
     std::mt19937 rng(8);
-    // Groups of 0 to 70 rows, two layouts: many slots per group (the offsets read on the host; up
-    // to max_few_rows rows in one kernel, the others through cuBLASLt) and few (every group in the
-    // kernel, offsets read on the device, a group of 20 rows in two passes). Widths with and
+    // Groups of 0 to 70 rows, two layouts: many slots per group (bf16/fp16 weights over k a
+    // multiple of 8: every group on tensor cores, offsets read on the device; the others: offsets
+    // read on the host, up to max_few_rows rows in the few-row kernel, the rest through cuBLASLt)
+    // and few (every group in the few-row kernel, offsets read on the device, a group of 20 rows in
+    // two passes). Widths with and
     // without whole 16-byte runs, one and several column tiles, a partial last one. The
     // activations are multiples of 1/16 below 1, exact in bf16 and fp16, so rounding them loses
     // nothing and both backends add the same exact products: only the order of the sums differs.
@@ -361,6 +363,63 @@ TEST_CASE("the few-row grouped kernel computes groups of up to 16 rows and leave
                     CHECK(std::abs(double(value) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
                 }
     }
+}
+
+TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes nothing else") {
+    std::mt19937 rng(12);
+    // Groups of 0, 1, 63, 64, 65, 130, 5 and 0 rows (partial and whole tiles of 64, two of one
+    // group); two column tiles, the last partial; k = 264, a partial last step of 32.
+    const std::vector<int32_t> sizes = {0, 1, 63, 64, 65, 130, 5, 0};
+    std::vector<int32_t> offsets = {0};
+    for (int32_t size : sizes) offsets.push_back(offsets.back() + size);
+    const auto groups = static_cast<int64_t>(sizes.size());
+    const int64_t rows = offsets.back(), n = 70, k = 264, spare = 3;  // rows past the slots must stay
+    Pair pair({});
+    Backend& cuda = *pair.cuda;
+    const float untouched = 12345.0f;
+    std::uniform_int_distribution<int> sixteenths(-15, 15);
+    for (DType dtype : {DType::bf16, DType::f16}) {
+        CAPTURE(dtype_name(dtype));
+        const auto type = dtype == DType::bf16 ? kernels::ElementType::bf16 : kernels::ElementType::f16;
+        auto to_float = [&](uint16_t h) { return dtype == DType::bf16 ? bf16_to_float(h) : fp16_to_float(h); };
+        std::vector<HostWeight> host;
+        std::vector<DeviceBuffer> weights;
+        std::vector<const void*> pointers;
+        for (int64_t g = 0; g < groups; ++g) {
+            host.push_back(random_weight({n, k}, dtype, rng, 0.1f));
+            weights.push_back(pair.put(cuda, host.back().half));
+            pointers.push_back(weights.back().floats());
+        }
+        std::vector<uint16_t> x(size_t(rows * k));
+        for (uint16_t& v : x) {  // exact in both types
+            const float value = float(sixteenths(rng)) / 16.0f;
+            v = dtype == DType::bf16 ? float_to_bf16(value) : float_to_fp16(value);
+        }
+        DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), at = pair.put(cuda, offsets),
+                     out = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
+        REQUIRE(kernels::cuda::grouped_matmul_on_tensor_cores(type, k));
+        REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
+                                                           reinterpret_cast<const void* const*>(table.floats()),
+                                                           at.ints(), groups, type, n, k, out.floats(),
+                                                           nullptr) == cudaSuccess);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const std::vector<float> got = pair.get(cuda, out, size_t((rows + spare) * n));
+        for (int64_t g = 0; g < groups; ++g)
+            for (int64_t r = offsets[size_t(g)]; r < offsets[size_t(g) + 1]; ++r)
+                for (int64_t c = 0; c < n; ++c) {
+                    double expected = 0;
+                    for (int64_t i = 0; i < k; ++i)
+                        expected += double(to_float(host[size_t(g)].half[size_t(c * k + i)])) *
+                                    double(to_float(x[size_t(r * k + i)]));
+                    CHECK(std::abs(double(got[size_t(r * n + c)]) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
+                }
+        for (size_t i = size_t(rows * n); i < got.size(); ++i) CHECK(got[i] == untouched);
+    }
+    // What it does not take: fp32 weights, k not a multiple of 8.
+    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::f32, 264));
+    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::bf16, 300));
+    CHECK(kernels::cuda::grouped_matmul_tensor_cores(nullptr, 10, nullptr, nullptr, 2, kernels::ElementType::bf16, 8,
+                                                     300, nullptr, nullptr) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-permute match the CPU") {

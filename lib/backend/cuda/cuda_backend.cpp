@@ -281,11 +281,12 @@ public:
         MatmulInput input{x, rows, outputs.front().weight->shape.at(1)};
         run_matmuls(input, jobs);
     }
-    // The rows rounded once for every group. A decoding step's few slots per group (32 tokens
-    // choosing 8 of 64 experts make 4 on average; up to max_few_rows): every group in one kernel
-    // launch per output, which reads the offsets on the device (no synchronisation: the step can
-    // be a CUDA graph). More slots: the offsets come to the host (once per grouping), groups of
-    // more than max_few_rows rows go to cuBLASLt, the others to the kernel.
+    // The rows rounded once for every group, and one launch per output that reads the offsets on
+    // the device (no synchronisation: the step can be a CUDA graph): for a decoding step's few
+    // slots per group (32 tokens choosing 8 of 64 experts make 4 on average; up to max_few_rows),
+    // the few-row kernel; for more, the tensor-core kernel (bf16/fp16 weights, k a multiple of 8).
+    // Other weights with more slots: the offsets come to the host (once per grouping), groups of
+    // more than max_few_rows rows go to cuBLASLt, the others to the few-row kernel.
     void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
                          std::span<const GroupedMatmulOutput> outputs) override {
         const int64_t groups = grouped_matmul_groups(outputs);
@@ -308,6 +309,19 @@ public:
             }
         };
         if (kernel && k::few_rows_on_average(slots, groups)) return launch(true);
+        if (kernel && slots / 64 + groups <= 65535 &&
+            std::ranges::all_of(tables, [&](const ExpertTable* t) {
+                return t->aligned && k::grouped_matmul_on_tensor_cores(element_type(t->dtype), input.inner);
+            })) {
+            for (size_t o = 0; o < outputs.size(); ++o) {
+                const ExpertTable& t = *tables[o];
+                check(k::grouped_matmul_tensor_cores(input_for(input, t.dtype), slots, t.pointers, offsets, groups,
+                                                     element_type(t.dtype), outputs[o].weights.front()->shape.at(0),
+                                                     input.inner, outputs[o].out, stream_),
+                      "grouped matmul on tensor cores");
+            }
+            return;
+        }
 
         not_while_capturing();
         const std::vector<int32_t>& host = host_offsets(offsets, groups);
