@@ -4,20 +4,15 @@
 
 #include <cmath>
 
-#ifndef UNMASK_HOST_DEVICE
-#if defined(__CUDACC__)
-#define UNMASK_HOST_DEVICE __host__ __device__
-#else
-#define UNMASK_HOST_DEVICE
-#endif
-#endif
+#include "host_device.hpp"
 
 namespace unmask::kernels {
 
 // Over the logits added so far: their maximum m, total = sum e^(v - m) and
 // weighted = sum e^(v - m) (v - m), so that log sum e^v = m + log total and the negative entropy
-// sum p log p = weighted / total - log total. Each term is a float exp (as the CPU's candidates
-// compute it), the sums float64. A larger logit rescales what came before; -inf adds nothing.
+// sum p log p = weighted / total - log total. Each term is a float exp, the sums float64 (the
+// CPU's candidates add float terms in float: the two agree to about 1e-6). A larger logit
+// rescales what came before; -inf adds nothing.
 // Partial statistics of disjoint shares of a row combine exactly (up to rounding): rescale each
 // to the row's maximum, then add their totals and their weighted sums.
 struct OnlineSoftmax {

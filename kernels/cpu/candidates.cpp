@@ -79,7 +79,7 @@ Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t posit
             if (v < threshold) v = negative_infinity;
     }
 
-    // Softmax statistics in float64: max, normaliser, top-2, negative entropy.
+    // Softmax statistics: max, top-2, normaliser and negative entropy (float terms, float sums).
     int32_t top1 = 0;
     for (int64_t i = 1; i < vocab; ++i)
         if (z[static_cast<size_t>(i)] > z[static_cast<size_t>(top1)]) top1 = static_cast<int32_t>(i);

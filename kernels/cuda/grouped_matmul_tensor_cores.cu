@@ -32,9 +32,15 @@ struct RowTile {
     int64_t rows;   // 1..tile_rows
 };
 
-__device__ __forceinline__ int64_t group_rows(const int32_t* offsets, int64_t g) {
-    const int64_t rows = int64_t(offsets[g + 1]) - offsets[g];
-    return rows > 0 ? rows : 0;
+// Group g's first row and row count, kept within the slots whatever the offsets say (rising
+// offsets within the slots, as group_by_expert leaves them, are taken as they are).
+struct GroupRows {
+    int64_t first, rows;
+};
+__device__ __forceinline__ GroupRows group_rows(const int32_t* offsets, int64_t g, int64_t slots) {
+    const int64_t first = min(max(int64_t(offsets[g]), int64_t(0)), slots);
+    const int64_t end = min(max(int64_t(offsets[g + 1]), first), slots);
+    return {first, end - first};
 }
 
 __device__ __forceinline__ int64_t tiles_of(int64_t rows) { return (rows + tile_rows - 1) / tile_rows; }
@@ -43,14 +49,14 @@ __device__ __forceinline__ int64_t tiles_of(int64_t rows) { return (rows + tile_
 // thread counts the tiles of a contiguous share of the groups, a block-wide scan of the counts
 // places the shares, and the thread whose share holds the tile names it. Every thread of the
 // block must call it; all get the same answer.
-__device__ RowTile find_row_tile(const int32_t* offsets, int64_t groups, int64_t tile) {
+__device__ RowTile find_row_tile(const int32_t* offsets, int64_t groups, int64_t slots, int64_t tile) {
     __shared__ int64_t warp_totals[warps];
     __shared__ RowTile found;
     const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
-    const int64_t share = (groups + blockDim.x - 1) / blockDim.x;
+    const int64_t share = (groups + warps * 32 - 1) / (warps * 32);
     const int64_t begin = min(groups, int64_t(threadIdx.x) * share), end = min(groups, begin + share);
     int64_t mine = 0;
-    for (int64_t g = begin; g < end; ++g) mine += tiles_of(group_rows(offsets, g));
+    for (int64_t g = begin; g < end; ++g) mine += tiles_of(group_rows(offsets, g, slots).rows);
     int64_t inclusive = mine;  // the warp's inclusive scan
     for (int offset = 1; offset < 32; offset <<= 1) {
         const auto below = static_cast<int64_t>(__shfl_up_sync(0xFFFFFFFFu, static_cast<long long>(inclusive), offset));
@@ -64,9 +70,10 @@ __device__ RowTile find_row_tile(const int32_t* offsets, int64_t groups, int64_t
     if (tile >= before && tile < before + mine) {
         int64_t t = tile - before;
         for (int64_t g = begin; g < end; ++g) {
-            const int64_t rows = group_rows(offsets, g), tiles = tiles_of(rows);
+            const GroupRows group = group_rows(offsets, g, slots);
+            const int64_t tiles = tiles_of(group.rows);
             if (t < tiles) {
-                found = RowTile{g, offsets[g] + t * tile_rows, min(int64_t(tile_rows), rows - t * tile_rows)};
+                found = RowTile{g, group.first + t * tile_rows, min(int64_t(tile_rows), group.rows - t * tile_rows)};
                 break;
             }
             t -= tiles;
@@ -79,11 +86,11 @@ __device__ RowTile find_row_tile(const int32_t* offsets, int64_t groups, int64_t
 template <typename Element>
 __global__ void __launch_bounds__(warps * 32)
     grouped_matmul_tensor_cores_kernel(const Element* x, const void* const* weights, const int32_t* offsets,
-                                       int64_t groups, int64_t n, int64_t k, float* out) {
+                                       int64_t groups, int64_t slots, int64_t n, int64_t k, float* out) {
     __shared__ __align__(128) Element x_tile[tile_rows * input_stride];
     __shared__ __align__(128) Element w_tile[tile_columns * input_stride];
     __shared__ __align__(128) float results[tile_rows * output_stride];
-    const RowTile tile = find_row_tile(offsets, groups, blockIdx.y);
+    const RowTile tile = find_row_tile(offsets, groups, slots, blockIdx.y);
     if (tile.group < 0) return;  // the whole block: more tiles were launched than the groups have
     const auto* w = static_cast<const Element*>(weights[tile.group]);
     const int64_t column0 = int64_t(blockIdx.x) * tile_columns;
@@ -154,11 +161,11 @@ cudaError_t grouped_matmul_tensor_cores(const void* x, int64_t slots, const void
         return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles));
     if (type == ElementType::bf16)
-        grouped_matmul_tensor_cores_kernel<__nv_bfloat16><<<grid, warps * 32, 0, stream>>>(
-            static_cast<const __nv_bfloat16*>(x), weights, offsets, groups, n, k, out);
+        grouped_matmul_tensor_cores_kernel<<<grid, warps * 32, 0, stream>>>(
+            static_cast<const __nv_bfloat16*>(x), weights, offsets, groups, slots, n, k, out);
     else
-        grouped_matmul_tensor_cores_kernel<__half>
-            <<<grid, warps * 32, 0, stream>>>(static_cast<const __half*>(x), weights, offsets, groups, n, k, out);
+        grouped_matmul_tensor_cores_kernel<<<grid, warps * 32, 0, stream>>>(static_cast<const __half*>(x), weights,
+                                                                            offsets, groups, slots, n, k, out);
     return cudaGetLastError();
 }
 

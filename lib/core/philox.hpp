@@ -8,13 +8,7 @@
 #include <cstdint>
 
 // The same functions serve the CUDA kernels (compiled with --expt-relaxed-constexpr for std::array).
-#ifndef UNMASK_HOST_DEVICE
-#if defined(__CUDACC__)
-#define UNMASK_HOST_DEVICE __host__ __device__
-#else
-#define UNMASK_HOST_DEVICE
-#endif
-#endif
+#include "host_device.hpp"
 
 namespace unmask {
 

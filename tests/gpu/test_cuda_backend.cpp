@@ -414,6 +414,19 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
                     CHECK(std::abs(double(got[size_t(r * n + c)]) - expected) <= 1e-5 * (1.0 + std::abs(expected)));
                 }
         for (size_t i = size_t(rows * n); i < got.size(); ++i) CHECK(got[i] == untouched);
+
+        // Offsets past the slots (a broken caller's) are clamped to them: nothing beyond is touched.
+        std::vector<int32_t> past = offsets;
+        past.back() = int32_t(rows + 50);
+        DeviceBuffer past_at = pair.put(cuda, past),
+                     poisoned = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
+        REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
+                                                           reinterpret_cast<const void* const*>(table.floats()),
+                                                           past_at.ints(), groups, type, n, k, poisoned.floats(),
+                                                           nullptr) == cudaSuccess);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const std::vector<float> clamped = pair.get(cuda, poisoned, size_t((rows + spare) * n));
+        for (size_t i = size_t(rows * n); i < clamped.size(); ++i) CHECK(clamped[i] == untouched);
     }
     // What it does not take: fp32 weights, k not a multiple of 8.
     CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::f32, 264));
