@@ -29,16 +29,16 @@ cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, co
                                    ElementType type, int64_t n, int64_t k, bool weights_aligned, bool every_group,
                                    float* out, cudaStream_t stream);
 
-// Whether grouped_matmul_tensor_cores takes weights of `type` over an inner dimension of k: bf16
-// or fp16, k a multiple of 8.
-bool grouped_matmul_on_tensor_cores(ElementType type, int64_t k) noexcept;
+// Whether grouped_matmul_tensor_cores takes `slots` rows in `groups` groups over weights of `type`
+// with an inner dimension of k: bf16 or fp16, k a multiple of 8, and its grid's rows of tiles
+// (slots / 64 + groups) at most 65535.
+bool grouped_matmul_on_tensor_cores(ElementType type, int64_t slots, int64_t groups, int64_t k) noexcept;
 
 // The same product for every group with rows, whatever their sizes, on tensor cores (WMMA, fp32
 // accumulation; kernels/cuda/grouped_matmul_tensor_cores.cu): rows offsets[g]..offsets[g+1] of
 // out = the same rows of x ([slots, k]) · weights[g]ᵀ, the offsets read on the device (rising,
 // within the slots; others are clamped to the slots, so nothing is read or written past them,
-// but groups may go uncomputed). x and every weight 16-byte aligned; slots / 64 + groups at most
-// 65535.
+// but groups may go uncomputed). x and every weight 16-byte aligned.
 cudaError_t grouped_matmul_tensor_cores(const void* x, int64_t slots, const void* const* weights,
                                         const int32_t* offsets, int64_t groups, ElementType type, int64_t n,
                                         int64_t k, float* out, cudaStream_t stream);

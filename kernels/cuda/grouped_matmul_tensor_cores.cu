@@ -144,22 +144,24 @@ __global__ void __launch_bounds__(warps * 32)
     }
 }
 
+// Every group's last tile may be partial: at most slots / tile_rows + groups tiles of rows.
+int64_t row_tiles(int64_t slots, int64_t groups) noexcept { return slots / tile_rows + groups; }
+
 }  // namespace
 
-bool grouped_matmul_on_tensor_cores(ElementType type, int64_t k) noexcept {
-    return (type == ElementType::bf16 || type == ElementType::f16) && k > 0 && k % run == 0;
+bool grouped_matmul_on_tensor_cores(ElementType type, int64_t slots, int64_t groups, int64_t k) noexcept {
+    return (type == ElementType::bf16 || type == ElementType::f16) && k > 0 && k % run == 0 && slots >= 0 &&
+           groups >= 0 && row_tiles(slots, groups) <= 65535;
 }
 
 cudaError_t grouped_matmul_tensor_cores(const void* x, int64_t slots, const void* const* weights,
                                         const int32_t* offsets, int64_t groups, ElementType type, int64_t n,
                                         int64_t k, float* out, cudaStream_t stream) {
     if (slots == 0 || groups == 0 || n == 0) return cudaSuccess;
-    // Every group's last tile may be partial: at most slots / tile_rows + groups tiles.
-    const int64_t row_tiles = slots / tile_rows + groups, column_tiles = (n + tile_columns - 1) / tile_columns;
-    if (!grouped_matmul_on_tensor_cores(type, k) || slots < 0 || groups < 0 || n < 0 || row_tiles > 65535 ||
-        column_tiles > INT32_MAX || !on_16_bytes(x))
+    const int64_t column_tiles = (n + tile_columns - 1) / tile_columns;
+    if (!grouped_matmul_on_tensor_cores(type, slots, groups, k) || n < 0 || column_tiles > INT32_MAX || !on_16_bytes(x))
         return cudaErrorInvalidValue;
-    const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles));
+    const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles(slots, groups)));
     if (type == ElementType::bf16)
         grouped_matmul_tensor_cores_kernel<<<grid, warps * 32, 0, stream>>>(
             static_cast<const __nv_bfloat16*>(x), weights, offsets, groups, slots, n, k, out);

@@ -397,7 +397,7 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
         }
         DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), at = pair.put(cuda, offsets),
                      out = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
-        REQUIRE(kernels::cuda::grouped_matmul_on_tensor_cores(type, k));
+        REQUIRE(kernels::cuda::grouped_matmul_on_tensor_cores(type, rows, groups, k));
         REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
                                                            reinterpret_cast<const void* const*>(table.floats()),
                                                            at.ints(), groups, type, n, k, out.floats(),
@@ -428,9 +428,11 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
         const std::vector<float> clamped = pair.get(cuda, poisoned, size_t((rows + spare) * n));
         for (size_t i = size_t(rows * n); i < clamped.size(); ++i) CHECK(clamped[i] == untouched);
     }
-    // What it does not take: fp32 weights, k not a multiple of 8.
-    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::f32, 264));
-    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::bf16, 300));
+    // What it does not take: fp32 weights, k not a multiple of 8, more than 65535 rows of tiles.
+    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::f32, 100, 4, 264));
+    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::bf16, 100, 4, 300));
+    CHECK_FALSE(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::bf16, 64 * 65535, 1, 264));
+    CHECK(kernels::cuda::grouped_matmul_on_tensor_cores(kernels::ElementType::f16, 64 * 65534, 1, 264));
     CHECK(kernels::cuda::grouped_matmul_tensor_cores(nullptr, 10, nullptr, nullptr, 2, kernels::ElementType::bf16, 8,
                                                      300, nullptr, nullptr) == cudaErrorInvalidValue);
 }

@@ -309,10 +309,10 @@ public:
             }
         };
         if (kernel && k::few_rows_on_average(slots, groups)) return launch(true);
-        if (kernel && slots / 64 + groups <= 65535 &&
-            std::ranges::all_of(tables, [&](const ExpertTable* t) {
-                return t->aligned && k::grouped_matmul_on_tensor_cores(element_type(t->dtype), input.inner);
-            })) {
+        const auto on_tensor_cores = [&](const ExpertTable* t) {
+            return t->aligned && k::grouped_matmul_on_tensor_cores(element_type(t->dtype), slots, groups, input.inner);
+        };
+        if (kernel && std::ranges::all_of(tables, on_tensor_cores)) {
             for (size_t o = 0; o < outputs.size(); ++o) {
                 const ExpertTable& t = *tables[o];
                 check(k::grouped_matmul_tensor_cores(input_for(input, t.dtype), slots, t.pointers, offsets, groups,
