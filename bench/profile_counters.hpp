@@ -12,7 +12,8 @@ namespace unmask_bench {
 
 inline void report_profile(benchmark::State& state, const unmask::ProfiledBackend& profiled) {
     const double total = profiled.total_seconds();
-    for (const auto& [kind, time] : profiled.times()) state.counters[kind + "_share"] = total > 0 ? time.seconds / total : 0;
+    for (const auto& [kind, time] : profiled.times())
+        state.counters[kind + "_share"] = total > 0 ? time.seconds / total : 0;
     state.counters["profiled_ms"] = state.iterations() > 0 ? total * 1e3 / double(state.iterations()) : 0;
 }
 

@@ -13,9 +13,6 @@ namespace {
 
 constexpr float negative_infinity = -std::numeric_limits<float>::infinity();
 
-const double gumbel_max = gumbel_noise_max();
-const double gumbel_min = gumbel_noise_min();
-
 // The smallest scaled logit that survives top-p (the nucleus: the fewest tokens whose probability
 // reaches top_p; the first token always stays) and top-k (ties with the k-th stay), as Dream applies them.
 float filter_threshold(const std::vector<float>& z, int64_t top_k, double top_p, std::vector<float>& sorted) {
@@ -104,9 +101,10 @@ Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t posit
 
     out.token = top1;
     if (params.noise_temperature > 0) {
-        // Gumbel-max: a token can win only if its logit is within noise_temperature * (gumbel_max -
-        // gumbel_min) of the maximum, so the noise of the others need not be drawn.
-        const double reach = max - params.noise_temperature * (gumbel_max - gumbel_min);
+        // Gumbel-max: a token can win only if its logit is within noise_temperature times the
+        // noise's range of the maximum, so the noise of the others need not be drawn.
+        static const double noise_range = gumbel_noise_max() - gumbel_noise_min();
+        const double reach = max - params.noise_temperature * noise_range;
         double best = -std::numeric_limits<double>::infinity();
         for (int64_t i = 0; i < vocab; ++i) {
             const double v = z[static_cast<size_t>(i)];

@@ -27,7 +27,8 @@ int64_t grouped_matmul_groups(std::span<const GroupedMatmulOutput> outputs) {
 }
 
 void check_copy_bytes(size_t bytes, const DeviceBuffer& buffer) {
-    if (bytes > buffer.bytes()) fail(Status::internal, "a copy of {} bytes into or out of a buffer of {}", bytes, buffer.bytes());
+    if (bytes > buffer.bytes())
+        fail(Status::internal, "a copy of {} bytes into or out of a buffer of {}", bytes, buffer.bytes());
 }
 
 void check_group_rows(int64_t group, int64_t first, int64_t rows, int64_t slots) {

@@ -395,15 +395,20 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
             const float value = float(sixteenths(rng)) / 16.0f;
             v = dtype == DType::bf16 ? float_to_bf16(value) : float_to_fp16(value);
         }
-        DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), at = pair.put(cuda, offsets),
-                     out = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
+        const DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers);
+        // The kernel over `group_offsets` into outputs poisoned with `untouched`, `spare` rows past the slots.
+        auto run = [&](const std::vector<int32_t>& group_offsets) {
+            DeviceBuffer at = pair.put(cuda, group_offsets),
+                         out = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
+            REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
+                                                               reinterpret_cast<const void* const*>(table.floats()),
+                                                               at.ints(), groups, type, n, k, out.floats(),
+                                                               nullptr) == cudaSuccess);
+            REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            return pair.get(cuda, out, size_t((rows + spare) * n));
+        };
         REQUIRE(kernels::cuda::grouped_matmul_on_tensor_cores(type, rows, groups, k));
-        REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
-                                                           reinterpret_cast<const void* const*>(table.floats()),
-                                                           at.ints(), groups, type, n, k, out.floats(),
-                                                           nullptr) == cudaSuccess);
-        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const std::vector<float> got = pair.get(cuda, out, size_t((rows + spare) * n));
+        const std::vector<float> got = run(offsets);
         for (int64_t g = 0; g < groups; ++g)
             for (int64_t r = offsets[size_t(g)]; r < offsets[size_t(g) + 1]; ++r)
                 for (int64_t c = 0; c < n; ++c) {
@@ -418,14 +423,7 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
         // Offsets past the slots (a broken caller's) are clamped to them: nothing beyond is touched.
         std::vector<int32_t> past = offsets;
         past.back() = int32_t(rows + 50);
-        DeviceBuffer past_at = pair.put(cuda, past),
-                     poisoned = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
-        REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
-                                                           reinterpret_cast<const void* const*>(table.floats()),
-                                                           past_at.ints(), groups, type, n, k, poisoned.floats(),
-                                                           nullptr) == cudaSuccess);
-        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const std::vector<float> clamped = pair.get(cuda, poisoned, size_t((rows + spare) * n));
+        const std::vector<float> clamped = run(past);
         for (size_t i = size_t(rows * n); i < clamped.size(); ++i) CHECK(clamped[i] == untouched);
     }
     // What it does not take: fp32 weights, k not a multiple of 8, more than 65535 rows of tiles.
