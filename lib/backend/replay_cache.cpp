@@ -11,7 +11,8 @@ bool same(std::span<const int64_t> a, std::span<const int64_t> b) { return std::
 
 }  // namespace
 
-ReplayCache::ReplayCache(size_t slots, size_t remembered) : slots_(slots), remembered_(remembered) {}
+ReplayCache::ReplayCache(size_t slots, size_t remembered, size_t attempts)
+    : slots_(slots), remembered_(remembered), attempts_(attempts) {}
 
 bool ReplayCache::contains(const std::deque<std::vector<int64_t>>& keys, std::span<const int64_t> key) {
     return std::ranges::any_of(keys, [&](const std::vector<int64_t>& k) { return same(k, key); });
@@ -41,16 +42,27 @@ ReplayCache::Decision ReplayCache::decide(std::span<const int64_t> key) {
 }
 
 void ReplayCache::recorded(size_t slot) {
-    slots_.at(slot).filled = true;
+    Slot& s = slots_.at(slot);
+    s.filled = true;
+    std::erase_if(abandoned_, [&](const std::vector<int64_t>& k) { return same(k, s.key); });
     displaced_ = Slot{};
 }
 
 void ReplayCache::refuse(size_t slot) {
-    remember(refused_, slots_.at(slot).key);
-    abandon(slot);
+    const std::vector<int64_t>& key = slots_.at(slot).key;
+    std::erase_if(abandoned_, [&](const std::vector<int64_t>& k) { return same(k, key); });
+    remember(refused_, key);
+    slots_[slot] = std::exchange(displaced_, Slot{});
 }
 
-void ReplayCache::abandon(size_t slot) { slots_.at(slot) = std::exchange(displaced_, Slot{}); }
+void ReplayCache::abandon(size_t slot) {
+    const std::vector<int64_t>& key = slots_.at(slot).key;
+    const auto attempts = static_cast<size_t>(
+        std::ranges::count_if(abandoned_, [&](const std::vector<int64_t>& k) { return same(k, key); }));
+    if (attempts + 1 >= attempts_) return refuse(slot);
+    remember(abandoned_, key);
+    slots_[slot] = std::exchange(displaced_, Slot{});
+}
 
 void ReplayCache::clear() {
     for (Slot& s : slots_) s = Slot{};

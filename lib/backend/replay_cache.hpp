@@ -5,9 +5,10 @@
 // A key is recorded the second time it comes: a shape seen once (the one-off forwards of a
 // generation, say) is not worth a recording. Recordings go into a fixed number of slots,
 // the least recently used given up for a new one once that one is made; a key whose recording
-// failed is run as it comes while it is among the last `remembered` such keys. One recording is
-// made at a time: each `decide` that answers record is followed by recorded, refuse or abandon
-// before the next `decide`.
+// failed is run as it comes while it is among the last `remembered` such keys, and so is a key
+// whose recording was abandoned `attempts` times in a row (something that was to pass kept
+// breaking it). One recording is made at a time: each `decide` that answers record is followed by
+// recorded, refuse or abandon before the next `decide`.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,9 @@ namespace unmask {
 
 class ReplayCache {
 public:
-    // `remembered`: how many keys seen once (and keys refused) are remembered.
-    explicit ReplayCache(size_t slots, size_t remembered = 64);
+    // `remembered`: how many keys seen once (and keys refused, and abandoned recordings) are
+    // remembered.
+    explicit ReplayCache(size_t slots, size_t remembered = 64, size_t attempts = 3);
 
     enum class Action { run, record, replay };
     struct Decision {
@@ -39,7 +41,8 @@ public:
     // from now on (while remembered); the slot's old recording stays.
     void refuse(size_t slot);
     // The recording `decide` asked for into `slot` was not made this time (it may be next time:
-    // the key is recorded again when it comes); the slot's old recording stays.
+    // the key is recorded again when it comes, unless this was its `attempts`th abandoned
+    // recording in a row, which refuses it); the slot's old recording stays.
     void abandon(size_t slot);
     // Forgets every recording (what they read has moved).
     void clear();
@@ -58,8 +61,8 @@ private:
 
     std::vector<Slot> slots_;
     Slot displaced_;  // what the recording being made is to replace
-    std::deque<std::vector<int64_t>> seen_, refused_;
-    size_t remembered_;
+    std::deque<std::vector<int64_t>> seen_, refused_, abandoned_;  // abandoned_: a key per attempt
+    size_t remembered_, attempts_;
     uint64_t clock_ = 0;
 };
 

@@ -221,7 +221,7 @@ TEST_CASE("a key is recorded the second time it comes and replayed from then on"
     CHECK(cache.decide(b).action == Action::record);  // seen before: recorded again at once
 
     // A key whose recording failed runs as it comes from then on; one abandoned (not refused)
-    // is recorded the next time it comes.
+    // is recorded the next time it comes, up to `attempts` abandoned recordings in a row.
     for (const bool refused : {true, false}) {
         ReplayCache failing(1);
         failing.decide(a);
@@ -230,7 +230,31 @@ TEST_CASE("a key is recorded the second time it comes and replayed from then on"
         if (refused) failing.refuse(failed.slot);
         else failing.abandon(failed.slot);
         CHECK(failing.recordings() == 0);
-        for (int i = 0; i < 3; ++i) CHECK(failing.decide(a).action == (refused ? Action::run : Action::record));
+        CHECK(failing.decide(a).action == (refused ? Action::run : Action::record));
+    }
+    {
+        ReplayCache failing(1, 64, 3);
+        failing.decide(a);
+        for (int attempt = 1; attempt <= 3; ++attempt) {
+            const ReplayCache::Decision failed = failing.decide(a);
+            REQUIRE(failed.action == Action::record);
+            failing.abandon(failed.slot);
+        }
+        for (int i = 0; i < 3; ++i) CHECK(failing.decide(a).action == Action::run);
+        // a recording made between abandoned ones starts the count again
+        failing.decide(b);
+        for (int round = 0; round < 2; ++round) {
+            for (int attempt = 1; attempt <= 2; ++attempt) {
+                const ReplayCache::Decision failed = failing.decide(b);
+                REQUIRE(failed.action == Action::record);
+                failing.abandon(failed.slot);
+            }
+            const ReplayCache::Decision made = failing.decide(b);
+            REQUIRE(made.action == Action::record);
+            failing.recorded(made.slot);
+            failing.clear();
+        }
+        CHECK(failing.decide(b).action == Action::record);
     }
     // A recording that fails gives its slot back to the recording it was to replace.
     for (const bool refused : {true, false}) {
