@@ -851,6 +851,39 @@ TEST_CASE("graphs are dropped when a staging buffer grows, then captured again")
     CHECK(stats.refused == 0);
 }
 
+TEST_CASE("a graph whose attention descriptors outgrow their share is captured again with a larger one") {
+    // 600 sequences over 2 layers: 1,200 descriptors of 64 bytes, past the planned 64 KiB a graph.
+    const auto model = load(test_data_path("reference/llada"), Precision::bf16);
+    MemoryLedger ledger("cuda weights", UINT64_MAX);
+    const auto weights = CudaWeights::upload(*model, 0, &ledger);
+    auto graphs = make_cuda_backend(weights), eager = make_cuda_backend(weights, {.graphs = false});
+    constexpr int64_t count = 600, length = 3;
+    REQUIRE(model->spec().layers * count * CudaWorkspace::attention_sequence_bytes >
+            CudaWorkspace::graph_constant_bytes);
+    const std::vector<int32_t> outputs = {1};
+    auto logits = [&](Backend& backend) {
+        Forward forward(*model, backend, {count * length, length});
+        std::vector<std::vector<float>> out;
+        for (int round = 0; round < 4; ++round) {
+            std::vector<std::vector<int32_t>> canvases;
+            std::vector<ForwardSequence> sequences;
+            for (int64_t s = 0; s < count; ++s)
+                canvases.push_back({static_cast<int32_t>(1 + (s * 7 + round) % 60), static_cast<int32_t>(2 + s % 50), 8});
+            for (const auto& canvas : canvases) sequences.push_back(ForwardSequence{canvas, outputs, nullptr, {}, 0.0});
+            out.push_back(forward.run(sequences, true).logits);
+        }
+        return out;
+    };
+    const auto expected = logits(*eager);
+    CHECK(logits(*graphs) == expected);
+    // Seen; captured past the share (abandoned, run as it came); captured with the grown share;
+    // replayed.
+    const CudaGraphStats stats = cuda_graph_stats(*graphs);
+    CHECK(stats.refused == 1);
+    CHECK(stats.recorded == 1);
+    CHECK(stats.replayed == 1);
+}
+
 TEST_CASE("a refused device allocation is OUT_OF_BUDGET, not a crash") {
     Pair pair({});
     MemoryLedger small("small", 1 << 20);

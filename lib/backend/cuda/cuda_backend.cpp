@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -34,6 +35,14 @@ void check(cudaError_t error, const char* what) {
     if (error == cudaSuccess) return;
     cudaGetLastError();  // clear a non-sticky error, or the next launch's check would report it again
     fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
+}
+
+// An allocation's error: OUT_OF_BUDGET when the memory was refused, else DEVICE.
+void check_allocation(cudaError_t error, const char* what, uint64_t bytes) {
+    if (error == cudaSuccess) return;
+    cudaGetLastError();  // not sticky: clear it
+    if (error == cudaErrorMemoryAllocation) fail(Status::out_of_budget, "{} of {} bytes was refused", what, bytes);
+    fail(Status::device, "CUDA {} of {} bytes failed: {}", what, bytes, cudaGetErrorString(error));
 }
 
 // Makes `device` the calling thread's current device (cudaSetDevice only when it is not: every
@@ -70,12 +79,9 @@ DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr
     check(cudaGetDevice(&device), "cudaGetDevice");
     if (ledger != nullptr) ledger->charge(size, "device memory");
     void* memory = nullptr;
-    if (const cudaError_t e = cudaMalloc(&memory, size); e != cudaSuccess) {
-        cudaGetLastError();  // not sticky: clear it
-        if (ledger != nullptr) ledger->discharge(size);
-        if (e == cudaErrorMemoryAllocation) fail(Status::out_of_budget, "the GPU refused {} bytes", size);
-        fail(Status::device, "CUDA cudaMalloc of {} bytes failed: {}", size, cudaGetErrorString(e));
-    }
+    const cudaError_t e = cudaMalloc(&memory, size);
+    if (e != cudaSuccess && ledger != nullptr) ledger->discharge(size);
+    check_allocation(e, "cudaMalloc", size);
     return DeviceBuffer(std::shared_ptr<void>(memory, [ledger, keep, size, device](void* p) {
                             free_on(device, p);
                             if (ledger != nullptr) ledger->discharge(size);
@@ -109,7 +115,7 @@ public:
             if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
             slot.buffer = nullptr;
             slot.bytes = 0;
-            check(cudaMallocHost(&slot.buffer, bytes), "cudaMallocHost");
+            check_allocation(cudaMallocHost(&slot.buffer, bytes), "cudaMallocHost", bytes);
             slot.bytes = bytes;
         }
         std::memcpy(slot.buffer, source, bytes);
@@ -190,14 +196,15 @@ public:
     }
 
     // CUDA graphs: a key's work is captured the second time it comes (ReplayCache) and launched
-    // as one graph from then on. Its attention descriptors go into the graph's own constants (the
-    // upload ring's pinned slots are reused). A call that cannot be captured (a synchronisation,
-    // too many descriptors) abandons the capture and that key runs as it comes; a capture broken
-    // by something that may not happen again (a staging buffer that had to grow, another thread's
-    // device-wide synchronisation) is tried again the next time.
+    // as one graph from then on. Its attention descriptors go into the graph's own share of the
+    // constants (the upload ring's pinned slots are reused). A call that cannot be captured (a
+    // synchronisation, more descriptors than the largest share holds) abandons the capture and that
+    // key runs as it comes; a capture broken by something that may not happen again (a staging
+    // buffer or the constants' share that had to grow, another thread's device-wide
+    // synchronisation) is tried again the next time, up to ReplayCache's attempts.
     void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) override {
         if (capture_ || replays_.slots() == 0) return work();
-        char* constants = static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_bytes));
+        char* constants = graph_constants();
         const ReplayCache::Decision decision = replays_.decide(key);
         if (decision.action == ReplayCache::Action::run) return work();
         select_device(device_);
@@ -208,7 +215,7 @@ public:
             bool retry = false;
             cudaGraphExec_t made = nullptr;
             try {
-                made = capture(constants + decision.slot * CudaWorkspace::graph_constant_bytes, work, retry);
+                made = capture(constants + decision.slot * graph_share_, work, retry);
             } catch (...) {
                 replays_.abandon(decision.slot);
                 throw;
@@ -598,6 +605,19 @@ private:
         return routing_fault_.ints();
     }
 
+    // The graphs' constants: graph_slots shares of graph_share_ bytes each. A share grows (every
+    // graph dropped) after a capture needed more; when the ledger cannot give the larger shares,
+    // they go back to the planned size and the capture that needed them is abandoned again.
+    char* graph_constants() {
+        try {
+            return static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_slots * graph_share_));
+        } catch (const Error& e) {
+            if (e.status() != Status::out_of_budget || graph_share_ == CudaWorkspace::graph_constant_bytes) throw;
+        }
+        graph_share_ = CudaWorkspace::graph_constant_bytes;
+        return static_cast<char*>(staging(graph_constants_, CudaWorkspace::graph_bytes));
+    }
+
     // A device buffer of at least `bytes` (charged to the backend's ledger): reserve_workspace
     // sizes it for planned work; beyond that it grows, never shrinks. Work already queued on the
     // stream finishes before a replaced buffer is freed, and the graphs, which may read it, go.
@@ -613,24 +633,26 @@ private:
     }
 
     // Kernel parameters copied to the device: through the upload ring into `buffer`, or, while a
-    // graph is captured, into that graph's constants, which its every launch reads.
+    // graph is captured, into that graph's constants, which its every launch reads. Past the
+    // graph's share the capture goes on only to learn the share it needs (capture then abandons
+    // it); past the largest share it is refused.
     const void* upload_parameters(DeviceBuffer& buffer, const void* data, size_t bytes) {
         if (capture_) {
             std::vector<char>& host = capture_->host;
             const size_t at = host.size();
-            if (at + allocation_bytes(bytes) > CudaWorkspace::graph_constant_bytes) throw CaptureRefused{};
+            if (at + allocation_bytes(bytes) > CudaWorkspace::max_graph_constant_bytes) throw CaptureRefused{};
             host.resize(at + allocation_bytes(bytes));
             std::memcpy(host.data() + at, data, bytes);
-            return capture_->constants + at;
+            return host.size() <= graph_share_ ? capture_->constants + at : capture_->constants;
         }
         void* staged = staging(buffer, bytes);
         uploads_->copy(staged, data, bytes, stream_);
         return staged;
     }
 
-    // `work` captured as a graph with `constants` (graph_constant_bytes of device memory) for its
+    // `work` captured as a graph with `constants` (graph_share_ bytes of device memory) for its
     // kernels' parameters, their values queued for copying there; null when some call could not
-    // be captured (`retry`: it may be next time).
+    // be captured (`retry`: it may be next time, as when the share was too small: it grows).
     cudaGraphExec_t capture(char* constants, const std::function<void()>& work, bool& retry) {
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         capture_.emplace(Capture{constants, {}});
@@ -649,6 +671,11 @@ private:
         }
         const std::vector<char> host = std::move(capture_->host);
         capture_.reset();
+        if (captured && host.size() > graph_share_) {
+            captured = false;
+            retry = true;
+            graph_share_ = std::bit_ceil(host.size());  // at most max_graph_constant_bytes, a power of two
+        }
         cudaGraph_t graph = nullptr;
         if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess && captured) {
             captured = false;
@@ -700,7 +727,8 @@ private:
     } host_offsets_;
     ReplayCache replays_;
     std::array<cudaGraphExec_t, CudaWorkspace::graph_slots> graphs_{};
-    DeviceBuffer graph_constants_;  // graph_constant_bytes per slot
+    DeviceBuffer graph_constants_;  // graph_share_ bytes per slot
+    uint64_t graph_share_ = CudaWorkspace::graph_constant_bytes;
     struct Capture {
         char* constants;         // the graph's, on the device
         std::vector<char> host;  // their values, copied there once the capture succeeds

@@ -5,6 +5,7 @@
 // Error(DEVICE), a refused allocation Error(OUT_OF_BUDGET).
 #pragma once
 
+#include <bit>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -54,10 +55,13 @@ struct CudaWorkspace {
     uint64_t routing_fault = 0;  // its flag of a bad routing table
     uint64_t expert_tables = 0;  // grouped_matmuls: each list of expert weights' device pointers
     // CUDA graphs (Backend::run_replayable): this many kept, each with this many bytes of its
-    // kernels' parameters (attention descriptors) of its own.
+    // kernels' parameters (attention descriptors) of its own, planned; a capture that needs more
+    // makes every graph's share the next power of two up to the largest, charged to the ledger.
     static constexpr uint64_t graph_slots = 8;
     static constexpr uint64_t graph_constant_bytes = uint64_t(64) << 10;
+    static constexpr uint64_t max_graph_constant_bytes = uint64_t(4) << 20;
     static constexpr uint64_t graph_bytes = graph_slots * graph_constant_bytes;
+    static_assert(std::has_single_bit(max_graph_constant_bytes));
     uint64_t graphs = 0;
 };
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept;
