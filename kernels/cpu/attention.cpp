@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attention_mask.hpp"
 #include "cpu/matmul.hpp"
 #include "cpu/vector_math.hpp"
 

@@ -16,17 +16,10 @@ struct AttentionShape {
     int64_t q_stride = 0;  // floats between rows of q and out
     int64_t kv_stride = 0; // floats between rows of k and v
     int64_t block_size = 0;     // 0: every query sees every key; else key j is visible to query i
-                                // when block(j) <= block(i): positions before block_origin form
-                                // block -1, then blocks of block_size positions
+                                // when block(j) <= block(i) (attention_mask.hpp)
     int64_t block_origin = 0;
     int64_t query_position = 0; // position of query 0 among the keys (for block-causal masks)
 };
-
-// Block-causal masks: the end of the block that holds `position` (its keys are visible).
-constexpr int64_t block_end(int64_t position, int64_t block_size, int64_t block_origin) noexcept {
-    return position < block_origin ? block_origin
-                                   : block_origin + ((position - block_origin) / block_size + 1) * block_size;
-}
 
 struct AttentionScratch {
     std::vector<float> scores, panel;

@@ -2,7 +2,8 @@
 
 #include <atomic>
 
-#include "cuda/attention_tiles.cuh"
+#include "cuda/query_tiles.hpp"
+#include "cuda/shared_memory.cuh"
 #include "cuda/device_math.cuh"
 
 namespace unmask::kernels::cuda {
@@ -149,15 +150,6 @@ cudaError_t launch(const float* q, const float* k, const float* v, const Attenti
 }
 
 }  // namespace
-
-int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept {
-    int64_t tiles = 0;
-    for (int64_t s = 0; s < count; ++s) {
-        sequences[s].first_tile = tiles;
-        tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile;
-    }
-    return tiles;
-}
 
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,

@@ -33,11 +33,8 @@ inline constexpr int64_t max_attention_head_dim = 256;
 // Query rows per block.
 inline constexpr int64_t attention_query_tile = 32;
 
-// Sets first_tile of `count` sequences (host memory) in order, each holding ceil(rows / tile)
-// tiles, and returns the batch's number of tiles.
-int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept;
-
-// `sequences` (device memory, numbered by number_query_tiles, tile_count tiles in all). Rows no
+// `sequences` (device memory, numbered by number_query_tiles in query_tiles.hpp, tile_count tiles
+// in all). Rows no
 // sequence owns are left alone.
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,

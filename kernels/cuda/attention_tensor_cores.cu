@@ -12,7 +12,8 @@
 #include <mma.h>
 
 #include "cuda/alignment.hpp"
-#include "cuda/attention_tiles.cuh"
+#include "cuda/query_tiles.hpp"
+#include "cuda/shared_memory.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "cpu/attention.hpp"
+#include "attention_mask.hpp"
 
 namespace unmask {
 
@@ -196,7 +196,7 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         const auto length = static_cast<int64_t>(tokens.size());
         // Bidirectional attention reads every position; block-causal, up to the last fed block's end.
         const int64_t keys =
-            block_size > 0 ? std::min(length, kernels::cpu::block_end(feed_end - 1, block_size, block_origin)) : length;
+            block_size > 0 ? std::min(length, kernels::block_end(feed_end - 1, block_size, block_origin)) : length;
         if (cache != nullptr) {
             if (cache->length() < length || cache->row_floats() != kv_heads * hd)
                 fail(Status::invalid_argument, "sequence {}: its K/V cache holds {} positions of {} floats, not {} of {}",

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/grouped_matmul.hpp"
+#include "cuda/query_tiles.hpp"
 #include "decode/generate.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/forward.hpp"
@@ -563,6 +565,71 @@ TEST_CASE("host: query tiles are numbered in order, ceil(rows / tile) per sequen
     CHECK(sequences[1].first_tile == 1);
     CHECK(sequences[2].first_tile == 2);
     CHECK(sequences[3].first_tile == 4);
+}
+
+TEST_CASE("host: the query tiles cover every row once per head, with the head's keys and the mask's") {
+    namespace kc = kernels::cuda;
+    std::mt19937 rng(11);
+    auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+    // The mask written out key by key: positions before the origin are block -1.
+    auto visible = [](int64_t position, int64_t keys, int64_t block_size, int64_t origin) {
+        if (block_size == 0) return keys;
+        auto block = [&](int64_t p) { return p < origin ? int64_t(-1) : (p - origin) / block_size; };
+        int64_t n = 0;
+        for (int64_t j = 0; j < keys; ++j) n += block(j) <= block(position) ? 1 : 0;
+        return n;
+    };
+    for (int trial = 0; trial < 60; ++trial) {
+        const kc::AttentionDims dims{.heads = 4, .kv_heads = int64_t(1) << uniform(0, 2), .head_dim = 8,
+                                     .block_size = std::array<int64_t, 3>{0, 4, 5}[size_t(uniform(0, 2))]};
+        CAPTURE(trial);
+        const int64_t count = uniform(1, 6), d = dims.head_dim, kv_stride = dims.kv_heads * d;
+        std::vector<kc::AttentionSequence> sequences(static_cast<size_t>(count));
+        std::vector<std::vector<float>> caches;
+        caches.reserve(sequences.size());
+        int64_t total_rows = 0;
+        for (kc::AttentionSequence& seq : sequences) {
+            seq.first_row = total_rows;
+            seq.rows = uniform(0, 3) == 0 ? uniform(0, 2) : uniform(1, 80);  // empty ones too
+            total_rows += seq.rows;
+            seq.block_origin = uniform(0, 10);
+            seq.key_count = seq.rows;
+            if (uniform(0, 1) == 1) {  // a cache view: more keys, the queries somewhere among them
+                seq.key_count = seq.rows + uniform(0, 40);
+                seq.query_position = uniform(0, seq.key_count - seq.rows);
+                caches.emplace_back(static_cast<size_t>(2 * seq.key_count * kv_stride + 1));
+                seq.keys = caches.back().data();
+                seq.values = caches.back().data() + seq.key_count * kv_stride;
+            }
+        }
+        const std::vector<float> k(static_cast<size_t>(total_rows * kv_stride + 1)), v(k.size());
+        const int64_t tiles = kc::number_query_tiles(sequences.data(), count);
+        for (int64_t head = 0; head < dims.heads; ++head) {
+            std::vector<int> covered(static_cast<size_t>(total_rows));
+            const int64_t kv_head = head / (dims.heads / dims.kv_heads);
+            for (int64_t t = 0; t < tiles; ++t) {
+                const kc::QueryTile q = kc::query_tile_of(k.data(), v.data(), sequences.data(), count, dims, t, head);
+                REQUIRE(q.queries > 0);  // a tile of no rows would be a block with nothing to do
+                const kc::AttentionSequence& seq = q.seq;
+                REQUIRE(q.first_query + q.queries <= seq.rows);
+                for (int64_t i = 0; i < q.queries; ++i) ++covered[size_t(seq.first_row + q.first_query + i)];
+                CHECK(q.query_offset == (seq.first_row + q.first_query) * dims.heads * d + head * d);
+                const bool cached = seq.keys != nullptr;
+                CHECK(q.keys == (cached ? seq.keys : k.data() + seq.first_row * kv_stride) + kv_head * d);
+                CHECK(q.values == (cached ? seq.values : v.data() + seq.first_row * kv_stride) + kv_head * d);
+                CHECK(q.key_count == seq.key_count);
+                int64_t most = 0;
+                for (int64_t i = q.first_query; i < q.first_query + q.queries; ++i) {
+                    const int64_t expected = visible(seq.query_position + i, seq.key_count, dims.block_size,
+                                                     seq.block_origin);
+                    CHECK(kc::visible_keys(seq, i, dims.block_size, seq.key_count) == expected);
+                    most = std::max(most, expected);
+                }
+                CHECK(q.tile_keys == most);
+            }
+            CHECK(std::ranges::all_of(covered, [](int c) { return c == 1; }));
+        }
+    }
 }
 
 TEST_CASE("attention with grouped heads, block-causal masks and cache views matches the CPU") {

@@ -20,6 +20,7 @@
 #include "cuda/candidates.hpp"
 #include "cuda/grouped_matmul.hpp"
 #include "cuda/moe.hpp"
+#include "cuda/query_tiles.hpp"
 #include "cuda/ops.hpp"
 #include "format/dtype.hpp"
 

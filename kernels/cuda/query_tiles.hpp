@@ -1,17 +1,31 @@
-// What the attention kernels share: the query tile a block takes (its sequence, rows and keys),
-// how many keys a query sees under the mask, and the opt-in to more than 48 KiB of shared memory.
+// The attention kernels' query tiles: how a batch's sequences are cut into tiles of
+// attention_query_tile rows, and what a block taking one tile for one head reads (its sequence,
+// rows and keys, and how many keys its queries see under the mask). Host-device, so that the
+// tiling is tested on the host.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
+#include "attention_mask.hpp"
 #include "cuda/attention.hpp"
+#include "host_device.hpp"
 
 namespace unmask::kernels::cuda {
 
+// Sets first_tile of `count` sequences (host memory) in order, each holding ceil(rows / tile)
+// tiles, and returns the batch's number of tiles.
+inline int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept {
+    int64_t tiles = 0;
+    for (int64_t s = 0; s < count; ++s) {
+        sequences[s].first_tile = tiles;
+        tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile;
+    }
+    return tiles;
+}
+
 // The sequence holding query tile `tile`: the last starting at or before it.
-__device__ __forceinline__ AttentionSequence sequence_of_tile(const AttentionSequence* sequences, int64_t count,
-                                                              int64_t tile) {
+UNMASK_HOST_DEVICE inline AttentionSequence sequence_of_tile(const AttentionSequence* sequences, int64_t count,
+                                                             int64_t tile) {
     int64_t lo = 0, hi = count - 1;
     while (lo < hi) {
         const int64_t mid = (lo + hi + 1) / 2;
@@ -22,14 +36,11 @@ __device__ __forceinline__ AttentionSequence sequence_of_tile(const AttentionSeq
 }
 
 // How many of the keys the query at `index` within `seq` sees (block-causal masks: up to the end
-// of its block; kernels/cpu/attention.hpp block_end).
-__device__ __forceinline__ int64_t visible_keys(const AttentionSequence& seq, int64_t index, int64_t block_size,
-                                                int64_t key_count) {
+// of its block).
+UNMASK_HOST_DEVICE inline int64_t visible_keys(const AttentionSequence& seq, int64_t index, int64_t block_size,
+                                               int64_t key_count) {
     if (block_size <= 0) return key_count;
-    const int64_t position = seq.query_position + index;
-    const int64_t end = position < seq.block_origin
-                            ? seq.block_origin
-                            : seq.block_origin + ((position - seq.block_origin) / block_size + 1) * block_size;
+    const int64_t end = block_end(seq.query_position + index, block_size, seq.block_origin);
     return end < key_count ? end : key_count;
 }
 
@@ -48,9 +59,9 @@ struct QueryTile {
     int64_t tile_keys = 0;          // keys the tile's last query sees: every query sees a prefix of them
 };
 
-__device__ __forceinline__ QueryTile query_tile_of(const float* k, const float* v, const AttentionSequence* sequences,
-                                                   int64_t sequence_count, const AttentionDims& dims, int64_t tile,
-                                                   int64_t head) {
+UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v, const AttentionSequence* sequences,
+                                                  int64_t sequence_count, const AttentionDims& dims, int64_t tile,
+                                                  int64_t head) {
     QueryTile t;
     t.seq = sequence_of_tile(sequences, sequence_count, tile);
     t.first_query = (tile - t.seq.first_tile) * attention_query_tile;
@@ -69,23 +80,6 @@ __device__ __forceinline__ QueryTile query_tile_of(const float* k, const float* 
     // Visibility grows with the position, so the tile's last query sees the most keys.
     t.tile_keys = visible_keys(t.seq, t.first_query + t.queries - 1, dims.block_size, t.key_count);
     return t;
-}
-
-// Lets `kernel` take `bytes` of dynamic shared memory on the current device (beyond 48 KiB needs
-// the opt-in), once per device: `done` holds a bit per device for this kernel.
-template <typename Kernel>
-cudaError_t allow_shared_memory(Kernel kernel, size_t bytes, std::atomic<uint64_t>& done) {
-    int device = 0;
-    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-    if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-    if (e != cudaSuccess) {
-        cudaGetLastError();  // reported here: do not leave it to the next launch's check
-        return e;
-    }
-    done.fetch_or(bit, std::memory_order_acq_rel);
-    return cudaSuccess;
 }
 
 }  // namespace unmask::kernels::cuda
