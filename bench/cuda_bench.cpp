@@ -21,7 +21,9 @@
 //   against the H200's 4.3 TB/s. sampled=0: greedy, one pass over each row (the target's case);
 //   sampled=1: LLaDA's sampler at T = 1, whose Gumbel noise costs a Philox draw and two float64
 //   logs for every token within reach of the maximum (all of them on these logits): a compute
-//   figure, not a bandwidth one.
+//   figure, not a bandwidth one. top_p=1 adds a nucleus of 0.95 (as Dream samples), whose
+//   threshold is found by bisection: 32 more passes over the row, each with a float64 exp per
+//   token, to tell whether a radix select would be worth it.
 // - BM_cuda_moe_experts: the routed experts of one MoE layer of LLaDA-MoE-7B-A1B's shape (hidden
 //   2048, 64 experts of width 1024, 8 per token; random bf16 weights and router logits) over
 //   `tokens` tokens: route, group by expert, gather, the grouped SwiGLU and the weighted
@@ -210,7 +212,7 @@ void BM_cuda_attention(benchmark::State& state) {
     state.counters["TFLOP/s"] = flops / seconds / 1e12;
 }
 
-// args: rows, sampled
+// args: rows, sampled, top_p
 void BM_cuda_candidates(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t rows = state.range(0), vocab = 126464;
@@ -224,6 +226,7 @@ void BM_cuda_candidates(benchmark::State& state) {
     backend->copy_to_device(device_logits, logits.data(), logits.size() * sizeof(float));
     CandidateParams sampling;  // greedy, or LLaDA's sampler at T = 1
     sampling.noise_temperature = state.range(1) != 0 ? 1.0 : 0.0;
+    sampling.top_p = state.range(2) != 0 ? 0.95 : 1.0;
     std::vector<uint32_t> positions(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) positions[size_t(r)] = uint32_t(r);
     const std::vector<const CandidateParams*> params(size_t(rows), &sampling);
@@ -346,9 +349,10 @@ BENCHMARK(BM_cuda_attention)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)
-    ->Args({512, 0})
-    ->Args({512, 1})
-    ->ArgNames({"rows", "sampled"})
+    ->Args({512, 0, 0})
+    ->Args({512, 1, 0})
+    ->Args({512, 1, 1})
+    ->ArgNames({"rows", "sampled", "top_p"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_moe_experts)->Arg(32)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
