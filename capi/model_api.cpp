@@ -1,5 +1,6 @@
 // unmask_model_*: loading, describing and freeing models.
 #include <memory>
+#include <system_error>
 
 #include "boundary.hpp"
 #include "handles.hpp"

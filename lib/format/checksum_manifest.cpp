@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <sstream>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"

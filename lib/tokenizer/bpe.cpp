@@ -1,5 +1,6 @@
 #include "tokenizer/bpe.hpp"
 
+#include <cstdio>
 #include <queue>
 
 #include "core/error.hpp"
