@@ -1,8 +1,10 @@
 #include "synthetic_model.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
-#include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,24 @@
 #include "model/architecture.hpp"
 
 namespace unmask_bench {
+namespace {
+
+// Chunk `index` of the weights: small random bf16 values (sign, exponent near 2^-6, random
+// mantissa), four from each splitmix64 draw of a stream of the chunk's own, so chunks can be
+// filled in any order by any thread and still give the same file.
+void fill_weights(std::vector<uint16_t>& chunk, uint64_t index) {
+    uint64_t state = 0x9E3779B97F4A7C15ull * (index + 1);
+    for (size_t i = 0; i < chunk.size(); i += 4) {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        for (size_t j = 0; j < 4 && i + j < chunk.size(); ++j)
+            chunk[i + j] = static_cast<uint16_t>(0x3C00u | ((z >> (16 * j)) & 0x807Fu));
+    }
+}
+
+}  // namespace
 
 std::filesystem::path synthetic_model(const std::string& name, const nlohmann::json& config) {
     const auto dir = std::filesystem::temp_directory_path() / ("unmask-bench-" + name);
@@ -40,13 +60,22 @@ std::filesystem::path synthetic_model(const std::string& name, const nlohmann::j
         const uint64_t length = text.size();
         out.write(reinterpret_cast<const char*>(&length), 8);
         out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        std::mt19937 rng(42);
-        std::vector<uint16_t> chunk(1 << 20);
-        for (uint64_t written = 0; written < offset; written += 2 * chunk.size()) {
-            // Small random bf16 values: sign, exponent near 2^-6, random mantissa.
-            for (auto& v : chunk) v = static_cast<uint16_t>(0x3C00u | (rng() & 0x807Fu));
-            const uint64_t bytes = std::min<uint64_t>(2 * chunk.size(), offset - written);
-            out.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(bytes));
+        // Chunks filled on every core, a batch at a time, and written in order: the 16 GB of an
+        // LLaDA-8B shape take seconds, not the minute of one thread (GPU machines' time is short).
+        constexpr uint64_t chunk_values = uint64_t(1) << 22;
+        const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+        std::vector<std::vector<uint16_t>> batch(workers, std::vector<uint16_t>(chunk_values));
+        for (uint64_t first = 0; 2 * first * chunk_values < offset; first += workers) {
+            std::vector<std::thread> threads;
+            for (unsigned w = 0; w < workers; ++w)
+                threads.emplace_back([&, w] { fill_weights(batch[w], first + w); });
+            for (std::thread& t : threads) t.join();
+            for (unsigned w = 0; w < workers; ++w) {
+                const uint64_t written = 2 * (first + w) * chunk_values;
+                if (written >= offset) break;
+                const uint64_t bytes = std::min<uint64_t>(2 * chunk_values, offset - written);
+                out.write(reinterpret_cast<const char*>(batch[w].data()), static_cast<std::streamsize>(bytes));
+            }
         }
     }
     std::filesystem::rename(temporary, dir / "model.safetensors");
