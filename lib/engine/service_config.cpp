@@ -1,5 +1,6 @@
 #include "engine/service_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>

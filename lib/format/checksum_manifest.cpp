@@ -1,5 +1,6 @@
 #include "format/checksum_manifest.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 #include <system_error>

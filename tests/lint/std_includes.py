@@ -3,7 +3,7 @@
 project's own headers, never only through another standard or third-party header.
 
 GCC 13's libstdc++ stopped including <cstdint>, <string>, <system_error>, <cstdio> and
-<cstdlib> from other headers, so code that compiles here with GCC 12 can fail on a newer
+<cstdlib> from other headers (and which of them bring in <algorithm> changes too), so code that compiles here with GCC 12 can fail on a newer
 compiler (the GPU machines' image has one). This finds such uses without a newer compiler.
 usage: std_includes.py REPO_ROOT   (exit 1 with a line per finding)"""
 import os
@@ -30,6 +30,10 @@ NEEDS = [
                 r"fflush|perror|sscanf)\s*\(|" + NOT_AFTER + r"(std::)?FILE\s*\*"), ("cstdio", "stdio.h")),
     (re.compile(r"\bstd::(strtol|strtoul|strtoll|strtoull|strtod|malloc|free|abort|getenv|exit|atoi)\s*\("),
      ("cstdlib", "stdlib.h")),
+    (re.compile(r"\bstd::(ranges::)?(all_of|any_of|none_of|find_if|find_if_not|count_if|sort|stable_sort|"
+                r"partial_sort|nth_element|min_element|max_element|minmax_element|remove_if|unique|reverse|"
+                r"lower_bound|upper_bound|equal_range|binary_search|transform|copy_if|clamp|shuffle)\s*\("),
+     ("algorithm",)),
 ]
 
 

@@ -3,6 +3,7 @@
 // from many threads (also run under TSan and ASan in CI).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
