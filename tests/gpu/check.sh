@@ -7,10 +7,11 @@
 # machine lacks them, the test models are written by the repository's scripts (python3 with
 # PyTorch makes the reference models).
 #
-# With --sanitize it runs every case under compute-sanitizer instead (memcheck; racecheck and
-# synccheck too for the cases of the kernels that share memory between threads), and no
-# benchmarks: the second call when the first found a failing case (the build is kept on a warm
-# machine). compute-sanitizer needs a machine that lets it read the device (not gVisor).
+# The first three cases that fail run again under compute-sanitizer's memcheck straight away (the
+# machine may be gone before a second call). With --sanitize it runs every case under
+# compute-sanitizer instead (memcheck; racecheck and synccheck too for the cases of the kernels
+# that share memory between threads), and no benchmarks: a second call on a warm machine (the
+# build is kept). compute-sanitizer needs a machine that lets it read the device (not gVisor).
 # usage: tests/gpu/check.sh [--sanitize]   (device tool: carry .debs/gpu/root, timeout ~480 s)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,8 +20,11 @@ case "$mode" in
   ""|--sanitize) ;;
   *) echo "usage: tests/gpu/check.sh [--sanitize]" >&2; exit 2 ;;
 esac
-out=${OUT:-build-gpu/check}
+out=${OUT:-build-gpu/check}  # summary.txt, build.log, conformance.txt, sanitizer.txt, bench.txt and .json
 mkdir -p "$out"
+rm -f "$out/summary.txt" "$out/conformance.txt" "$out/sanitizer.txt"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 jobs=$(nproc)
 started=$SECONDS
 log() { echo "=== $* ($((SECONDS - started)) s)" | tee -a "$out/summary.txt"; }
@@ -34,8 +38,8 @@ if [ -d "$root" ]; then
   export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 gpu_seen=false
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt" && gpu_seen=true
-{ cmake --version | head -1; g++ --version | head -1; nvcc --version | tail -2; } 2>&1 | tee -a "$out/gpu.txt" || true
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a "$out/summary.txt" && gpu_seen=true
+{ cmake --version | head -1; g++ --version | head -1; nvcc --version | tail -2; } 2>&1 | tee -a "$out/summary.txt" || true
 # The benchmarks write ~21 GB of random models to $TMPDIR: in memory when there is room, since a
 # virtual machine's disk may be slow.
 if [ "$(df -k --output=avail /dev/shm 2>/dev/null | tail -1)" -gt 30000000 ] 2>/dev/null; then export TMPDIR=/dev/shm; fi
@@ -67,8 +71,9 @@ done
 if [ "$mode" != --sanitize ] || [ ! -d "$data/reference" ]; then  # a warm machine keeps the first call's
   # A failure here fails only the cases that read these models: the others still run.
   { "$python" tests/fixtures/make_model_fixtures.py "$data/fixtures" &&
-    "$python" tests/reference/make_reference_fixtures.py "$data/reference"; } > "$out/data.log" 2>&1 ||
-    { status=1; echo "test models FAILED:" | tee -a "$out/summary.txt"; tail -20 "$out/data.log"; }
+    "$python" tests/reference/make_reference_fixtures.py "$data/reference"; } > "$scratch/data.log" 2>&1 ||
+    { status=1; echo "test models FAILED:" | tee -a "$out/summary.txt"; tail -20 "$scratch/data.log"; }
+  cat "$scratch/data.log" >> "$out/build.log"
 fi
 
 # Each case in a process of its own: a device fault (sticky for the process's CUDA context) in one
@@ -90,22 +95,31 @@ if $gpu_seen && [ "${cases:-0}" -le "$(count --test-case='host:*' || echo 0)" ];
   echo "nvidia-smi sees a GPU but CUDA does not: only the host cases run" | tee -a "$out/summary.txt"
 fi
 
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sanitize() {  # case, tool, seconds: the case under compute-sanitizer's tool (false unless all is well)
+  local code=0 verdict
+  timeout "$3" "$sanitizer" --tool "$2" --error-exitcode 99 --print-limit 20 \
+    $suite --first="$1" --last="$1" --no-colors=true --abort-after=20 >> "$out/sanitizer.txt" 2>&1 || code=$?
+  case $code in
+    0) verdict="passed" ;;
+    99) verdict="REPORTED ERRORS" ;;
+    124) verdict="timed out" ;;
+    126|127) verdict="could not be started ($sanitizer)" ;;
+    *) verdict="reported nothing, but the case failed its checks" ;;
+  esac
+  echo "$2: case $1 $verdict: $(case_name "$1")" | tee -a "$out/summary.txt"
+  [ $code = 0 ]
+}
+
 if [ "$mode" = --sanitize ]; then
   log "every case under compute-sanitizer"
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for i in $(seq 1 "${cases:-0}"); do
-    name=$(case_name "$i")
     tools=memcheck
-    case "$name" in host:*) continue ;; *attention*|*grouped*|*routing*|*candidates*) tools="memcheck racecheck synccheck" ;; esac
-    for tool in $tools; do
-      if timeout 120 "$sanitizer" --tool "$tool" --error-exitcode 1 --print-limit 20 \
-          $suite --first="$i" --last="$i" --no-colors=true >> "$out/sanitizer.txt" 2>&1; then
-        echo "$tool: case $i passed: $name" | tee -a "$out/summary.txt"
-      else
-        status=1
-        echo "$tool: case $i FAILED (or timed out): $name" | tee -a "$out/summary.txt"
-      fi
-    done
+    case "$(case_name "$i")" in
+      host:*) continue ;;
+      *attention*|*grouped*|*routing*|*candidates*) tools="memcheck racecheck synccheck" ;;
+    esac
+    for tool in $tools; do sanitize "$i" "$tool" 120 || status=1; done
   done
   log "done: $([ $status = 0 ] && echo passed || echo FAILED)"
   exit $status
@@ -114,7 +128,7 @@ fi
 log "conformance against the CPU backend"
 # A case stops after 20 failed checks (a wrong kernel checked element by element would otherwise
 # write megabytes); after two cases in a row time out, the rest are not tried.
-failed=0 timeouts=0
+failed=0 timeouts=0 failing=()
 for i in $(seq 1 "${cases:-0}"); do
   if [ $timeouts -ge 2 ]; then
     echo "test case $i of $cases not run: two cases in a row timed out" | tee -a "$out/summary.txt"
@@ -123,18 +137,25 @@ for i in $(seq 1 "${cases:-0}"); do
   fi
   code=0
   timeout 120 $suite --first="$i" --last="$i" --duration=true --no-colors=true --abort-after=20 \
-    > "$out/case.txt" 2>&1 || code=$?
+    > "$scratch/case.txt" 2>&1 || code=$?
   if [ $code = 124 ]; then timeouts=$((timeouts + 1)); else timeouts=0; fi
   if [ $code != 0 ]; then
     status=1
     failed=$((failed + 1))
+    [ $code = 124 ] || failing+=("$i")
     echo "test case $i of $cases FAILED$([ $code = 124 ] && echo ' (timed out)'): $(case_name "$i")" |
       tee -a "$out/summary.txt"
   fi
-  cat "$out/case.txt" >> "$out/conformance.txt"
+  cat "$scratch/case.txt" >> "$out/conformance.txt"
 done
-rm -f "$out/case.txt"
 echo "$((${cases:-0} - failed)) of ${cases:-0} test cases passed" | tee -a "$out/summary.txt"
+
+# The first three failing cases under memcheck at once: the machine may be gone before a second
+# call (--sanitize) could come.
+if [ ${#failing[@]} -gt 0 ]; then
+  log "the first failing cases under compute-sanitizer memcheck"
+  for i in "${failing[@]:0:3}"; do sanitize "$i" memcheck 90 || true; done
+fi
 
 log "build and run the benchmarks"
 if build unmask-bench; then
