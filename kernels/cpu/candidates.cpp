@@ -13,29 +13,6 @@ namespace {
 
 constexpr float negative_infinity = -std::numeric_limits<float>::infinity();
 
-// The smallest scaled logit that survives top-p (the nucleus: the fewest tokens whose probability
-// reaches top_p; the first token always stays) and top-k (ties with the k-th stay), as Dream applies them.
-float filter_threshold(const std::vector<float>& z, int64_t top_k, double top_p, std::vector<float>& sorted) {
-    sorted.assign(z.begin(), z.end());
-    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-    float threshold = negative_infinity;
-    if (top_p < 1.0) {
-        const double max = sorted[0];
-        double total = 0;
-        for (float v : sorted) total += std::exp(double(v) - max);
-        double cumulative = 0;
-        for (size_t j = 0; j < sorted.size(); ++j) {
-            // Token j is removed when the cumulative probability before it already exceeds top_p.
-            if (j > 0 && cumulative > top_p) break;
-            threshold = sorted[j];
-            cumulative += std::exp(double(sorted[j]) - max) / total;
-        }
-    }
-    if (top_k > 0 && top_k < static_cast<int64_t>(sorted.size()))
-        threshold = std::max(threshold, sorted[static_cast<size_t>(top_k - 1)]);
-    return threshold;
-}
-
 struct Moments {
     double total = 0;             // sum of e^(z - max)
     double weighted_shift = 0;    // sum of e^(z - max) * (z - max)
@@ -56,6 +33,27 @@ UNMASK_VECTOR_CLONES Moments softmax_moments(const float* z, int64_t n,
 }
 
 }  // namespace
+
+float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, std::vector<float>& sorted) {
+    sorted.assign(z.begin(), z.end());
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    float threshold = negative_infinity;
+    if (top_p < 1.0) {
+        const double max = sorted[0];
+        double total = 0;
+        for (float v : sorted) total += std::exp(double(v) - max);
+        double cumulative = 0;
+        for (size_t j = 0; j < sorted.size(); ++j) {
+            // Token j is removed when the cumulative probability before it already exceeds top_p.
+            if (j > 0 && cumulative > top_p) break;
+            threshold = sorted[j];
+            cumulative += std::exp(double(sorted[j]) - max) / total;
+        }
+    }
+    if (top_k > 0 && top_k < static_cast<int64_t>(sorted.size()))
+        threshold = std::max(threshold, sorted[static_cast<size_t>(top_k - 1)]);
+    return threshold;
+}
 
 double gumbel_noise_min() noexcept { return -std::log(-std::log(0x1.0p-54)); }
 double gumbel_noise_max() noexcept { return -std::log(-std::log1p(-0x1.0p-54)); }

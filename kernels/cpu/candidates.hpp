@@ -43,6 +43,12 @@ struct CandidateScratch {
 double gumbel_noise_min() noexcept;
 double gumbel_noise_max() noexcept;
 
+// The smallest of the scaled logits `z` that survives top-p (the nucleus: the fewest tokens whose
+// probability reaches top_p, 1 = off; the first token always stays) and then top-k (ties with the
+// k-th stay, 0 = off), as Dream applies them; -inf when neither filters. `z` holds no NaN and a
+// finite maximum; `sorted` is scratch.
+float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, std::vector<float>& sorted);
+
 // One row of logits -> its candidate. A NaN logit counts as -inf.
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
                               CandidateScratch& scratch);

@@ -9,12 +9,6 @@ namespace {
 
 constexpr int threads = 256;
 
-// A float's bits mapped so that unsigned order is numeric order (-inf lowest).
-__device__ __forceinline__ uint32_t ordered_key(float v) {
-    const uint32_t bits = __float_as_uint(v);
-    return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
-}
-
 // Logit i after the banned tokens and the distribution temperature (as the CPU computes it). A NaN
 // logit counts as -inf: the block's reductions need a total order to agree on one answer.
 __device__ __forceinline__ float scaled_logit(const float* logits, int64_t i, const CandidateRow& p,
@@ -26,58 +20,13 @@ __device__ __forceinline__ float scaled_logit(const float* logits, int64_t i, co
     return p.distribution_temperature != 1.0 ? static_cast<float>(v / p.distribution_temperature) : v;
 }
 
-// The smallest ordered key x for which `holds(x)` is true, given that holds is monotone (false
-// then true) and true at the largest key. Every thread of the block must call it.
-template <typename Holds>
-__device__ uint32_t smallest_key(Holds holds) {
-    uint32_t lo = 0, hi = 0xFFFFFFFFu;
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if (holds(mid)) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
-}
-
-// The smallest value Dream's top-p then top-k keep (as the CPU's filter_threshold) among the
-// scaled logits z(0..vocab), whose maximum is `max`: thresholds found by bisection over the
-// ordered keys, the nucleus keeping the values v with mass(z > v) <= top_p, top-k the k largest
-// (and ties). Every thread of the block must call it; each gets the same threshold.
-template <typename Logit>
-__device__ float filter_threshold(Logit z, int64_t vocab, const CandidateRow& p, double max) {
-    float threshold = -INFINITY;
-    auto smallest_value_from = [&](uint32_t key) {
-        Best lowest{-INFINITY, INT64_MAX};  // the largest -v, i.e. the smallest v with key >= `key`
-        for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-            const float v = z(i);
-            if (ordered_key(v) >= key) lowest = better(lowest, Best{-double(v), i});
-        }
-        return static_cast<float>(-block_best(lowest).value);
-    };
-    if (p.top_p < 1.0) {
-        double total = 0;
-        for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) total += exp(double(z(i)) - max);
-        total = block_sum(total);
-        const uint32_t key = smallest_key([&](uint32_t x) {
-            double mass = 0;
-            for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-                const float v = z(i);
-                if (ordered_key(v) > x) mass += exp(double(v) - max);
-            }
-            return block_sum(mass) / total <= p.top_p;
-        });
-        threshold = smallest_value_from(key);
-    }
-    if (p.top_k > 0 && p.top_k < vocab) {
-        const uint32_t key = smallest_key([&](uint32_t x) {
-            double count = 0;
-            for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) count += ordered_key(z(i)) > x ? 1.0 : 0.0;
-            return block_sum(count) < double(p.top_k);
-        });
-        threshold = fmaxf(threshold, smallest_value_from(key));
-    }
-    return threshold;
-}
+// The calling thread's block, for filter_threshold.
+struct ThreadBlock {
+    __device__ int64_t thread() const { return threadIdx.x; }
+    __device__ int64_t threads() const { return blockDim.x; }
+    __device__ double sum(double v) const { return block_sum(v); }
+    __device__ Best best(Best v) const { return block_best(v); }
+};
 
 __global__ void candidates_kernel(const float* all_logits, int64_t vocab, const CandidateRow* params,
                                   const int32_t* banned, GumbelRange gumbel, Candidate* out) {
@@ -92,7 +41,8 @@ __global__ void candidates_kernel(const float* all_logits, int64_t vocab, const 
         Best peak{-INFINITY, INT64_MAX};
         for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) peak = better(peak, Best{z(i), i});
         peak = block_best(peak);
-        if (isfinite(peak.value)) threshold = filter_threshold(z, vocab, p, peak.value);  // the same in every thread
+        if (isfinite(peak.value))  // the same in every thread
+            threshold = filter_threshold(ThreadBlock{}, z, vocab, p.top_p, p.top_k, peak.value);
     }
     auto kept = [&](int64_t i) {
         const float v = z(i);

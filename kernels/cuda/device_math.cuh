@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/filter_threshold.hpp"  // Best, better
 #include "cuda/ops.hpp"
 
 namespace unmask::kernels::cuda {
@@ -46,16 +47,6 @@ __device__ inline double block_sum(double v) {
     __syncthreads();
     v = lane < warps ? partial[lane] : 0.0;
     return warp_sum(v);
-}
-
-// A value and the index it came from; the larger value wins, ties go to the lower index.
-struct Best {
-    double value;
-    int64_t index;
-};
-
-__device__ __forceinline__ Best better(Best a, Best b) {
-    return (b.value > a.value || (b.value == a.value && b.index < a.index)) ? b : a;
 }
 
 // The best (value, index) over the warp, returned to every lane. Every lane must call it.
