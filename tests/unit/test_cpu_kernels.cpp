@@ -1,7 +1,7 @@
 // The CPU kernels: matmul against a float64 reference on awkward shapes with every instruction
 // set giving the same bits; Philox against its published answers; sampling against known
-// distributions (chi-square); fast_exp accuracy; the thread pool's coverage. Also the host-device
-// parts of the CUDA kernels that run on the host (online softmax, the top-p/top-k thresholds).
+// distributions (chi-square); fast_exp accuracy; the thread pool's coverage; the online softmax
+// statistics the CUDA candidates kernel keeps.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -23,7 +23,6 @@
 #include "cpu/matmul.hpp"
 #include "cpu/matmul_isa.hpp"
 #include "cpu/vector_math.hpp"
-#include "cuda/filter_threshold.hpp"
 #include "online_softmax.hpp"
 
 using namespace unmask;
@@ -239,48 +238,6 @@ TEST_CASE("a NaN logit counts as -inf, and a row of NaNs is a row of -inf") {
         const std::vector<float> nans(6, nan), infs(6, -inf);
         same(logits_to_candidate(nans.data(), 6, 0, params, scratch), logits_to_candidate(infs.data(), 6, 0, params, scratch));
     }
-}
-
-TEST_CASE("the CUDA kernel's top-p and top-k bisections give the CPU's sorted thresholds") {
-    // kernels/cuda/filter_threshold.hpp as the candidates kernel runs it, on a block of one
-    // thread (its block-wide sums and maxima are then the thread's own).
-    struct OneThread {
-        int64_t thread() const { return 0; }
-        int64_t threads() const { return 1; }
-        double sum(double v) const { return v; }
-        kernels::cuda::Best best(kernels::cuda::Best v) const { return v; }
-    };
-    const float inf = std::numeric_limits<float>::infinity();
-    std::mt19937 rng(17);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> sorted;
-    int filtered = 0;
-    for (int trial = 0; trial < 120; ++trial) {
-        const auto vocab = static_cast<int64_t>(1 + rng() % 200);
-        std::vector<float> z(static_cast<size_t>(vocab));
-        for (float& v : z) {
-            switch (trial % 4) {
-                case 0: v = 3.0f * normal(rng); break;
-                case 1: v = static_cast<float>(rng() % 7); break;  // many ties
-                case 2: v = rng() % 4 == 0 ? -inf : normal(rng); break;
-                default: v = 40.0f * normal(rng); break;  // most masses underflow next to the maximum
-            }
-        }
-        z[rng() % z.size()] = 0.5f;  // a finite maximum
-        const double max = *std::max_element(z.begin(), z.end());
-        for (const double top_p : {0.05, 0.3, 0.77, 0.95, 1.0})
-            for (const int64_t top_k : {int64_t(0), int64_t(1), int64_t(2), int64_t(5), vocab - 1, vocab}) {
-                CAPTURE(trial);
-                CAPTURE(top_p);
-                CAPTURE(top_k);
-                const float expected = filter_threshold(z, top_k, top_p, sorted);
-                const float got = kernels::cuda::filter_threshold(
-                    OneThread{}, [&](int64_t i) { return z[static_cast<size_t>(i)]; }, vocab, top_p, top_k, max);
-                CHECK(got == expected);
-                filtered += expected > -inf ? 1 : 0;
-            }
-    }
-    CHECK(filtered > 1000);  // most cases filter something
 }
 
 TEST_CASE("online softmax statistics match two float64 passes, in any order and split any way") {
