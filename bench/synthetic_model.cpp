@@ -18,10 +18,10 @@ namespace unmask_bench {
 namespace {
 
 // Chunk `index` of the weights: small random bf16 values (sign, exponent near 2^-6, random
-// mantissa), four from each splitmix64 draw of a stream of the chunk's own, so chunks can be
-// filled in any order by any thread and still give the same file.
+// mantissa), four from each draw of one splitmix64 sequence, the chunk starting at its own place
+// in it, so chunks can be filled in any order by any thread and still give the same file.
 void fill_weights(std::vector<uint16_t>& chunk, uint64_t index) {
-    uint64_t state = 0x9E3779B97F4A7C15ull * (index + 1);
+    uint64_t state = 0x9E3779B97F4A7C15ull * (index * ((chunk.size() + 3) / 4));
     for (size_t i = 0; i < chunk.size(); i += 4) {
         uint64_t z = (state += 0x9E3779B97F4A7C15ull);
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

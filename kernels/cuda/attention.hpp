@@ -34,8 +34,7 @@ inline constexpr int64_t max_attention_head_dim = 256;
 inline constexpr int64_t attention_query_tile = 32;
 
 // `sequences` (device memory, numbered by number_query_tiles in query_tiles.hpp, tile_count tiles
-// in all). Rows no
-// sequence owns are left alone.
+// in all). Rows no sequence owns are left alone.
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                       cudaStream_t stream);

@@ -69,13 +69,13 @@ UNMASK_HOST_DEVICE float filter_threshold(const Block& block, Logit z, int64_t v
     };
     if (top_p < 1.0) {
         double total = 0;
-        for (int64_t i = block.thread(); i < vocab; i += block.threads()) total += exp(double(z(i)) - max);
+        for (int64_t i = block.thread(); i < vocab; i += block.threads()) total += std::exp(double(z(i)) - max);
         total = block.sum(total);
         const uint32_t key = smallest_key([&](uint32_t x) {
             double mass = 0;
             for (int64_t i = block.thread(); i < vocab; i += block.threads()) {
                 const float v = z(i);
-                if (ordered_key(v) > x) mass += exp(double(v) - max);
+                if (ordered_key(v) > x) mass += std::exp(double(v) - max);
             }
             return block.sum(mass) / total <= top_p;
         });

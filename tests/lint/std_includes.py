@@ -13,9 +13,10 @@ import sys
 SOURCES = ("lib", "kernels", "include", "capi", "tests", "bench", "examples")
 # Where a quoted include may be found, besides the including file's folder.
 INCLUDE_DIRS = ("lib", "kernels", "include", "capi", "tests/unit", "examples/common")
-SKIP = re.compile(r"(^|/)(build[^/]*|node_modules|target|\.debs)(/|$)")
+SKIP = re.compile(r"^(build(-[\w-]+)?|node_modules|target|\.debs)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# Strings and comments, in one pass so that neither hides the other.
+LITERAL_OR_COMMENT = re.compile(r'"(\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
 NOT_AFTER = r"(?<![\w:.>])"  # a name of its own, not a member or another namespace's
 
 # What a use needs: any one of these headers (the first is the one to add), included by the file
@@ -74,8 +75,9 @@ def main(root):
                     continue
                 path = os.path.join(folder, name)
                 with open(path, errors="replace") as f:
-                    code = COMMENT.sub("", f.read())
-                code = re.sub(r'"(\\.|[^"\\\n])*"', '""', code)  # string literals
+                    # a string becomes "", a comment its line breaks (so line numbers stay)
+                    code = LITERAL_OR_COMMENT.sub(
+                        lambda m: '""' if m.group(0).startswith('"') else "\n" * m.group(0).count("\n"), f.read())
                 have = standard_headers(path)
                 for use, headers in NEEDS:
                     m = use.search(code)

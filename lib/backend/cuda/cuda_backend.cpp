@@ -672,7 +672,7 @@ private:
         }
         const std::vector<char> host = std::move(capture_->host);
         capture_.reset();
-        if (captured && host.size() > graph_share_) {
+        if (host.size() > graph_share_ && (captured || retry)) {  // else the work cannot be captured anyway
             captured = false;
             retry = true;
             graph_share_ = std::bit_ceil(host.size());  // at most max_graph_constant_bytes, a power of two
