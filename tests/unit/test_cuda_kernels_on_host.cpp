@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu/candidates.hpp"
+#include "cuda/candidate_rows.hpp"
 #include "cuda/filter_threshold.hpp"
 #include "cuda/row_candidate.hpp"
 
@@ -73,17 +74,8 @@ std::pair<kernels::Candidate, kernels::Candidate> both(const std::vector<float>&
     kernels::cpu::CandidateScratch scratch;
     const kernels::Candidate cpu = kernels::cpu::logits_to_candidate(
         logits.data(), static_cast<int64_t>(logits.size()), position, params, scratch);
-    const cuda::CandidateRow row{.distribution_temperature = params.distribution_temperature,
-                                 .top_p = params.top_p,
-                                 .noise_temperature = params.noise_temperature,
-                                 .seed = params.seed,
-                                 .top_k = params.top_k,
-                                 .step = params.step,
-                                 .position = position,
-                                 .banned_begin = 0,
-                                 .banned_count = static_cast<int32_t>(params.banned_tokens.size()),
-                                 .probability_excluded_token = params.probability_excluded_token};
-    const cuda::GumbelRange gumbel{kernels::cpu::gumbel_noise_max(), kernels::cpu::gumbel_noise_min()};
+    const cuda::CandidateRow row = cuda::candidate_row(params, position, 0);  // as the CUDA backend flattens it
+    const cuda::GumbelRange gumbel = cuda::gumbel_range();
     kernels::Candidate device{};
     HostBlock(threads).run([&](const HostBlock::Thread& thread) {
         cuda::row_candidate(thread, logits.data(), static_cast<int64_t>(logits.size()), row,

@@ -17,6 +17,7 @@
 #include "core/float_convert.hpp"
 #include "cuda/alignment.hpp"
 #include "cuda/attention.hpp"
+#include "cuda/candidate_rows.hpp"
 #include "cuda/candidates.hpp"
 #include "cuda/grouped_matmul.hpp"
 #include "cuda/moe.hpp"
@@ -455,9 +456,7 @@ public:
         std::vector<int32_t> banned;
         for (int64_t r = 0; r < rows; ++r) {
             const CandidateParams& p = *params[size_t(r)];
-            flat[size_t(r)] = {p.distribution_temperature, p.top_p, p.noise_temperature, p.seed, p.top_k, p.step,
-                               positions[r], static_cast<int32_t>(banned.size()),
-                               static_cast<int32_t>(p.banned_tokens.size()), p.probability_excluded_token};
+            flat[size_t(r)] = k::candidate_row(p, positions[r], static_cast<int32_t>(banned.size()));
             banned.insert(banned.end(), p.banned_tokens.begin(), p.banned_tokens.end());
         }
         if (banned.empty()) banned.push_back(-1);
@@ -467,7 +466,7 @@ public:
         uploads_->copy(staged, flat.data(), params_bytes, stream_);
         uploads_->copy(staged + params_bytes, banned.data(), banned_bytes, stream_);
         auto* device_out = reinterpret_cast<Candidate*>(staged + params_bytes + banned_bytes);
-        static const k::GumbelRange gumbel{kernels::cpu::gumbel_noise_max(), kernels::cpu::gumbel_noise_min()};
+        static const k::GumbelRange gumbel = k::gumbel_range();
         check(k::candidates(logits, rows, vocab, reinterpret_cast<const k::CandidateRow*>(staged),
                             reinterpret_cast<const int32_t*>(staged + params_bytes), gumbel, device_out, stream_),
               "candidates");
