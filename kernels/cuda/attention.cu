@@ -5,6 +5,7 @@
 #include "cuda/query_tiles.hpp"
 #include "cuda/shared_memory.cuh"
 #include "cuda/device_math.cuh"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -38,7 +39,7 @@ template <int PerLane>  // head_dim <= 32 * PerLane
 __global__ void __launch_bounds__(warps * 32)
     attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                      int64_t sequence_count, AttentionDims dims, float* out) {
-    extern __shared__ float4 shared_memory[];
+    UNMASK_DYNAMIC_SHARED(float4, shared_memory);
     const QueryTile t = query_tile_of(k, v, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
     if (t.queries == 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
     const int64_t d = dims.head_dim, padded = (d + 3) / 4 * 4, stride = row_stride(d);
@@ -144,9 +145,8 @@ cudaError_t launch(const float* q, const float* k, const float* v, const Attenti
         e != cudaSuccess)
         return e;
     const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
-    attention_kernel<PerLane><<<grid, warps * 32, shared_bytes(dims.head_dim), stream>>>(q, k, v, sequences,
-                                                                                         sequence_count, dims, out);
-    return cudaGetLastError();
+    return launch_kernel(attention_kernel<PerLane>, grid, warps * 32, shared_bytes(dims.head_dim), stream, q, k, v,
+                         sequences, sequence_count, dims, out);
 }
 
 }  // namespace

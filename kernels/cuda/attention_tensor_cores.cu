@@ -7,11 +7,14 @@
 #include "cuda/attention.hpp"
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
 
 #include <cuda_bf16.h>
 #include <mma.h>
 
 #include "cuda/alignment.hpp"
+#include "cuda/launch.cuh"
 #include "cuda/query_tiles.hpp"
 #include "cuda/shared_memory.cuh"
 
@@ -48,8 +51,8 @@ struct Layout {
 __device__ __forceinline__ void store_bf16x4(bf16* destination, float4 v) {
     const __nv_bfloat162 low = __floats2bfloat162_rn(v.x, v.y), high = __floats2bfloat162_rn(v.z, v.w);
     uint2 bits;
-    bits.x = *reinterpret_cast<const uint32_t*>(&low);
-    bits.y = *reinterpret_cast<const uint32_t*>(&high);
+    memcpy(&bits.x, &low, sizeof(bits.x));  // the pairs' bits, without breaking aliasing rules
+    memcpy(&bits.y, &high, sizeof(bits.y));
     *reinterpret_cast<uint2*>(destination) = bits;
 }
 
@@ -58,7 +61,7 @@ __global__ void __launch_bounds__(warps * 32)
     attention_tensor_cores_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                                   int64_t sequence_count, AttentionDims dims, float* out) {
     using L = Layout<D>;
-    extern __shared__ __align__(128) unsigned char shared[];
+    UNMASK_DYNAMIC_SHARED(unsigned char, shared);
     auto* q_tile = reinterpret_cast<bf16*>(shared);
     auto* k_tile = reinterpret_cast<bf16*>(shared + L::q_bytes);
     auto* v_tile = reinterpret_cast<bf16*>(shared + L::q_bytes + L::kv_bytes);
@@ -192,9 +195,8 @@ cudaError_t launch(const float* q, const float* k, const float* v, const Attenti
         e != cudaSuccess)
         return e;
     const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
-    attention_tensor_cores_kernel<D>
-        <<<grid, warps * 32, Layout<D>::total, stream>>>(q, k, v, sequences, sequence_count, dims, out);
-    return cudaGetLastError();
+    return launch_kernel(attention_tensor_cores_kernel<D>, grid, warps * 32, Layout<D>::total, stream, q, k, v,
+                         sequences, sequence_count, dims, out);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cuda/candidates.hpp"
 
 #include "cuda/device_math.cuh"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -27,8 +28,8 @@ cudaError_t candidates(const float* logits, int64_t rows, int64_t vocab, const C
                        const int32_t* banned, GumbelRange gumbel, Candidate* out, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX || vocab <= 0) return cudaErrorInvalidValue;
-    candidates_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(logits, vocab, params, banned, gumbel, out);
-    return cudaGetLastError();
+    return launch_kernel(candidates_kernel, static_cast<unsigned>(rows), threads, 0, stream, logits, vocab, params,
+                         banned, gumbel, out);
 }
 
 }  // namespace unmask::kernels::cuda

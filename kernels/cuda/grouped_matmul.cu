@@ -4,6 +4,7 @@
 
 #include "cuda/alignment.hpp"
 #include "cuda/device_math.cuh"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -128,14 +129,10 @@ __global__ void __launch_bounds__(warps * 32, 2)
 }
 
 template <ElementType T>
-void launch(dim3 grid, bool aligned, const void* x, const void* const* weights, const int32_t* offsets, int64_t n,
-            int64_t k, bool every_group, float* out, cudaStream_t stream) {
-    if (aligned)
-        few_row_grouped_matmul_kernel<T, true>
-            <<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, every_group, out);
-    else
-        few_row_grouped_matmul_kernel<T, false>
-            <<<grid, warps * 32, 0, stream>>>(x, weights, offsets, n, k, every_group, out);
+cudaError_t launch(dim3 grid, bool aligned, const void* x, const void* const* weights, const int32_t* offsets,
+                   int64_t n, int64_t k, bool every_group, float* out, cudaStream_t stream) {
+    auto* kernel = aligned ? few_row_grouped_matmul_kernel<T, true> : few_row_grouped_matmul_kernel<T, false>;
+    return launch_kernel(kernel, grid, warps * 32, 0, stream, x, weights, offsets, n, k, every_group, out);
 }
 
 }  // namespace
@@ -152,14 +149,11 @@ cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, co
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups));
     switch (type) {
         case ElementType::bf16:
-            launch<ElementType::bf16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
-            break;
+            return launch<ElementType::bf16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
         case ElementType::f16:
-            launch<ElementType::f16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
-            break;
-        default: launch<ElementType::f32>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
+            return launch<ElementType::f16>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
+        default: return launch<ElementType::f32>(grid, aligned, x, weights, offsets, n, k, every_group, out, stream);
     }
-    return cudaGetLastError();
 }
 
 }  // namespace unmask::kernels::cuda

@@ -12,6 +12,7 @@
 #include <mma.h>
 
 #include "cuda/alignment.hpp"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -163,12 +164,10 @@ cudaError_t grouped_matmul_tensor_cores(const void* x, int64_t slots, const void
         return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles(slots, groups)));
     if (type == ElementType::bf16)
-        grouped_matmul_tensor_cores_kernel<<<grid, warps * 32, 0, stream>>>(
-            static_cast<const __nv_bfloat16*>(x), weights, offsets, groups, slots, n, k, out);
-    else
-        grouped_matmul_tensor_cores_kernel<<<grid, warps * 32, 0, stream>>>(static_cast<const __half*>(x), weights,
-                                                                            offsets, groups, slots, n, k, out);
-    return cudaGetLastError();
+        return launch_kernel(grouped_matmul_tensor_cores_kernel<__nv_bfloat16>, grid, warps * 32, 0, stream,
+                             static_cast<const __nv_bfloat16*>(x), weights, offsets, groups, slots, n, k, out);
+    return launch_kernel(grouped_matmul_tensor_cores_kernel<__half>, grid, warps * 32, 0, stream,
+                         static_cast<const __half*>(x), weights, offsets, groups, slots, n, k, out);
 }
 
 }  // namespace unmask::kernels::cuda

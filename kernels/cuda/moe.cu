@@ -1,6 +1,7 @@
 #include "cuda/moe.hpp"
 
 #include "cuda/device_math.cuh"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -167,9 +168,8 @@ cudaError_t route(const float* logits, int64_t rows, const RouteParams& params, 
         return cudaErrorInvalidValue;
     if (rows == 0) return cudaSuccess;
     const int64_t rows_per_block = threads / 32;
-    route_kernel<<<static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), threads, 0, stream>>>(
-        logits, rows, params, experts, weights);
-    return cudaGetLastError();
+    return launch_kernel(route_kernel, static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block), threads, 0,
+                         stream, logits, rows, params, experts, weights);
 }
 
 cudaError_t group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t k,
@@ -178,18 +178,19 @@ cudaError_t group_by_expert(const int32_t* experts, const float* weights, int64_
     if (expert_count < 1 || expert_count > INT32_MAX || k < 1 || rows < 0 || rows * k > INT32_MAX)
         return cudaErrorInvalidValue;
     const auto blocks = static_cast<unsigned>(expert_count);
-    count_kernel<<<blocks, threads, 0, stream>>>(experts, rows * k, counts, slot_rows, token_slots, token_scales);
-    place_kernel<<<blocks, threads, 0, stream>>>(experts, weights, rows * k, k, expert_count, counts, offsets, fault,
-                                                 slot_rows, token_slots, token_scales);
-    return cudaGetLastError();
+    if (const cudaError_t e = launch_kernel(count_kernel, blocks, threads, 0, stream, experts, rows * k, counts,
+                                            slot_rows, token_slots, token_scales);
+        e != cudaSuccess)
+        return e;
+    return launch_kernel(place_kernel, blocks, threads, 0, stream, experts, weights, rows * k, k, expert_count, counts,
+                         offsets, fault, slot_rows, token_slots, token_scales);
 }
 
 cudaError_t unpermute_add(float* x, int64_t rows, int64_t dim, int64_t k, const int32_t* token_slots,
                           const float* token_scales, const float* y, cudaStream_t stream) {
     if (rows * dim == 0) return cudaSuccess;
-    unpermute_add_kernel<<<grid_for(rows * dim, threads), threads, 0, stream>>>(x, rows, dim, k, token_slots,
-                                                                             token_scales, y);
-    return cudaGetLastError();
+    return launch_kernel(unpermute_add_kernel, grid_for(rows * dim, threads), threads, 0, stream, x, rows, dim, k,
+                         token_slots, token_scales, y);
 }
 
 }  // namespace unmask::kernels::cuda

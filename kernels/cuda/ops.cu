@@ -1,6 +1,7 @@
 #include "cuda/ops.hpp"
 
 #include "cuda/device_math.cuh"
+#include "cuda/launch.cuh"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -87,8 +88,8 @@ __global__ void round_to_kernel(const float* x, int64_t n, ElementType type, voi
 cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
                       cudaStream_t stream) {
     if (rows * cols == 0) return cudaSuccess;
-    embedding_kernel<<<grid_for(rows * cols, threads), threads, 0, stream>>>(table, cols, ids, rows, out);
-    return cudaGetLastError();
+    return launch_kernel(embedding_kernel, grid_for(rows * cols, threads), threads, 0, stream, table, cols, ids, rows,
+                         out);
 }
 
 cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
@@ -96,64 +97,57 @@ cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride,
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX) return cudaErrorInvalidValue;
     // x is only read without y.
-    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(const_cast<float*>(x), nullptr, dim, x_stride,
-                                                                         w, eps, out, out_stride);
-    return cudaGetLastError();
+    return launch_kernel(rmsnorm_kernel, static_cast<unsigned>(rows), threads, 0, stream, const_cast<float*>(x),
+                         nullptr, dim, x_stride, w, eps, out, out_stride);
 }
 
 cudaError_t add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, WeightView w, double eps, float* out,
                         cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX) return cudaErrorInvalidValue;
-    rmsnorm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, y, dim, dim, w, eps, out, dim);
-    return cudaGetLastError();
+    return launch_kernel(rmsnorm_kernel, static_cast<unsigned>(rows), threads, 0, stream, x, y, dim, dim, w, eps, out,
+                         dim);
 }
 
 cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream) {
     if (rows * dim == 0) return cudaSuccess;
-    add_bias_kernel<<<grid_for(rows * dim, threads), threads, 0, stream>>>(x, rows, dim, bias);
-    return cudaGetLastError();
+    return launch_kernel(add_bias_kernel, grid_for(rows * dim, threads), threads, 0, stream, x, rows, dim, bias);
 }
 
 cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
                  int64_t rotary_dims, bool interleaved, cudaStream_t stream) {
     const int64_t n = rows * heads * (rotary_dims / 2);
     if (n == 0) return cudaSuccess;
-    rope_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, rows, heads, head_dim, positions, theta, rotary_dims,
-                                                              interleaved);
-    return cudaGetLastError();
+    return launch_kernel(rope_kernel, grid_for(n, threads), threads, 0, stream, x, rows, heads, head_dim, positions,
+                         theta, rotary_dims, interleaved);
 }
 
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    swiglu_kernel<<<grid_for(n, threads), threads, 0, stream>>>(gate, up, n);
-    return cudaGetLastError();
+    return launch_kernel(swiglu_kernel, grid_for(n, threads), threads, 0, stream, gate, up, n);
 }
 
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    add_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, y, n);
-    return cudaGetLastError();
+    return launch_kernel(add_kernel, grid_for(n, threads), threads, 0, stream, x, y, n);
 }
 
 cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out,
                         cudaStream_t stream) {
     if (count * dim == 0) return cudaSuccess;
-    gather_rows_kernel<<<grid_for(count * dim, threads), threads, 0, stream>>>(x, dim, rows, count, out);
-    return cudaGetLastError();
+    return launch_kernel(gather_rows_kernel, grid_for(count * dim, threads), threads, 0, stream, x, dim, rows, count,
+                         out);
 }
 
 cudaError_t combine_guidance(float* cond, const float* uncond, float factor, int64_t n, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    combine_guidance_kernel<<<grid_for(n, threads), threads, 0, stream>>>(cond, uncond, factor, n);
-    return cudaGetLastError();
+    return launch_kernel(combine_guidance_kernel, grid_for(n, threads), threads, 0, stream, cond, uncond, factor, n);
 }
 
 cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cudaStream_t stream) {
     if (type == ElementType::f32) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
-    round_to_kernel<<<grid_for(n, threads), threads, 0, stream>>>(x, n, type, out);
-    return cudaGetLastError();
+    return launch_kernel(round_to_kernel, grid_for(n, threads), threads, 0, stream, x, n, type, out);
 }
 
 }  // namespace unmask::kernels::cuda

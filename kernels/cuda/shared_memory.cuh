@@ -1,10 +1,19 @@
-// The opt-in to more than 48 KiB of dynamic shared memory, once per kernel and device.
+// A kernel's dynamic shared memory, and the opt-in to more than 48 KiB of it, once per kernel and
+// device.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
+
+// Declares the kernel's dynamic shared memory as `type name[]`, on 128 bytes (on host threads,
+// tests/cuda_on_host: the block's buffer).
+#if defined(__CUDACC__)
+#define UNMASK_DYNAMIC_SHARED(type, name) extern __shared__ __align__(128) type name[]
+#else
+#define UNMASK_DYNAMIC_SHARED(type, name) type* const name = cuda_on_host::dynamic_shared<type>()
+#endif
 
 namespace unmask::kernels::cuda {
 
