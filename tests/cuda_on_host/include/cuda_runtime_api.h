@@ -1,0 +1,4 @@
+// Stands in for the CUDA toolkit's <cuda_runtime_api.h> on host threads (cuda_on_host.hpp).
+#pragma once
+
+#include "cuda_on_host.hpp"
