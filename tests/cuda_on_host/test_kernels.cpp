@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../unit/compare.hpp"
 #include "core/float_convert.hpp"
 #include "cpu/attention.hpp"
 #include "cpu/ops.hpp"
@@ -49,21 +50,13 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f
 
 std::vector<uint16_t> to_half(const std::vector<float>& v, ElementType type) {
     std::vector<uint16_t> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = type == ElementType::bf16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
+    for (size_t i = 0; i < v.size(); ++i)
+        out[i] = type == ElementType::bf16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
     return out;
 }
 
-float from_half(uint16_t h, ElementType type) { return type == ElementType::bf16 ? bf16_to_float(h) : fp16_to_float(h); }
-
-// max |actual - expected| / max |expected|
-double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
-    REQUIRE(actual.size() == expected.size());
-    double worst = 0, scale = 1e-30;
-    for (size_t i = 0; i < expected.size(); ++i) {
-        worst = std::max(worst, std::abs(double(actual[i]) - double(expected[i])));
-        scale = std::max(scale, std::abs(double(expected[i])));
-    }
-    return worst / scale;
+float from_half(uint16_t h, ElementType type) {
+    return type == ElementType::bf16 ? bf16_to_float(h) : fp16_to_float(h);
 }
 
 // Equal, or NaN in both.
@@ -124,6 +117,20 @@ __global__ void wmma_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, floa
     wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
 }
 
+// Stores a WMMA tile of ones, then each lane sums the whole tile, after __syncwarp or not.
+__global__ void store_then_read_kernel(bool synchronise, float* out) {
+    alignas(32) static float tile[256];
+    if (threadIdx.x == 0) std::fill(tile, tile + 256, 0.0f);
+    __syncwarp();
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f;
+    nvcuda::wmma::fill_fragment(f, 1.0f);
+    nvcuda::wmma::store_matrix_sync(tile, f, 16, nvcuda::wmma::mem_row_major);
+    if (synchronise) __syncwarp();
+    float sum = 0;
+    for (float v : tile) sum += v;
+    out[threadIdx.x] = sum;
+}
+
 }  // namespace
 
 TEST_CASE("the host runtime gives CUDA's shuffles, votes, barriers, shared memory and WMMA products") {
@@ -163,6 +170,14 @@ TEST_CASE("the host runtime gives CUDA's shuffles, votes, barriers, shared memor
 }
 
 TEST_CASE("the host runtime fails launches that break CUDA's rules, and says why") {
+    // Each lane stores its own share of a WMMA tile: another lane's share is there only after
+    // __syncwarp (without it, the first lane to go on reads before the others have written).
+    for (bool synchronise : {true, false}) {
+        std::vector<float> sums(32);
+        REQUIRE_LAUNCHED(cuda::launch_kernel(store_then_read_kernel, 1, 32, 0, nullptr, synchronise, sums.data()));
+        CHECK((std::count(sums.begin(), sums.end(), 256.0f) == 32) == synchronise);
+    }
+
     CHECK(cuda::launch_kernel(mismatched_barrier_kernel, 2, 64, 0, nullptr) == cudaErrorLaunchFailure);
     CHECK(cuda_on_host::last_fault().find("deadlock") != std::string::npos);
 
@@ -230,8 +245,9 @@ TEST_CASE("embedding, norms, rope, swiglu, additions, gathers, guidance and roun
     cpu::add_bias(expected.data(), rows, dim, dim, {norm.data(), ElementType::f16, dim});
     CHECK(got == expected);
 
-    for (const cpu::RopeParams& rope : {cpu::RopeParams{10000.0, head_dim, false}, cpu::RopeParams{500000.0, head_dim, true},
-                                        cpu::RopeParams{10000.0, head_dim / 2, false}}) {
+    for (const cpu::RopeParams& rope :
+         {cpu::RopeParams{10000.0, head_dim, false}, cpu::RopeParams{500000.0, head_dim, true},
+          cpu::RopeParams{10000.0, head_dim / 2, false}}) {
         CAPTURE(rope.rotary_dims);
         CAPTURE(rope.interleaved);
         std::copy(x.begin(), x.end(), got.begin());
@@ -280,10 +296,11 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
     // within bf16 rounding, 2e-2, as whole bf16 forwards).
     const int64_t heads = 4, tokens = 92, cached_keys = 100;
     const std::vector<int64_t> lengths = {5, 17, 70};
-    for (const auto& [head_dim, kv_heads] : std::vector<std::pair<int64_t, int64_t>>{{20, 2}, {36, 4}, {64, 1}, {128, 2}}) {
+    for (const auto& [head_dim, kv_heads] :
+         std::vector<std::pair<int64_t, int64_t>>{{20, 2}, {36, 4}, {64, 1}, {128, 2}}) {
         const int64_t q_width = heads * head_dim, kv_width = kv_heads * head_dim;
-        const auto q = random_floats(size_t(tokens * q_width), rng, 3.0f), k = random_floats(size_t(tokens * kv_width), rng),
-                   v = random_floats(size_t(tokens * kv_width), rng),
+        const auto q = random_floats(size_t(tokens * q_width), rng, 3.0f),
+                   k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng),
                    cache_k = random_floats(size_t(cached_keys * kv_width), rng),
                    cache_v = random_floats(size_t(cached_keys * kv_width), rng);
         for (int64_t block_size : {0, 5, 64})
@@ -377,15 +394,16 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
                     CAPTURE(j);
                     const size_t slot = size_t(r * k + j);
                     CHECK(chosen[slot] == order[size_t(j)]);
-                    const double w = score[size_t(order[size_t(j)])] / (biased ? 1.0 : chosen_total) * (biased ? 2.5 : 1.0);
+                    const double w =
+                        score[size_t(order[size_t(j)])] / (biased ? 1.0 : chosen_total) * (biased ? 2.5 : 1.0);
                     if (!std::isnan(w)) CHECK(weights[slot] == doctest::Approx(w).epsilon(1e-6));
                 }
             }
 
             // Grouped by expert: offsets, slots in row order within each expert, each token's
             // slots in ascending expert order; the outputs hold garbage first.
-            std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1), slot_rows(slots, -1),
-                token_slots(slots, -1);
+            std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1),
+                slot_rows(slots, -1), token_slots(slots, -1);
             std::vector<float> token_scales(slots, std::nanf(""));
             int32_t fault = 0;
             REQUIRE_LAUNCHED(cuda::group_by_expert(chosen.data(), weights.data(), rows, k, experts, counts.data(),
@@ -416,14 +434,16 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
             }
 
             // x[t] += the scaled expert outputs, in that order, each product and sum rounded.
-            const std::vector<float> x = random_floats(size_t(rows * dim), rng), y = random_floats(slots * size_t(dim), rng);
+            const std::vector<float> x = random_floats(size_t(rows * dim), rng),
+                                     y = random_floats(slots * size_t(dim), rng);
             std::vector<float> got = x, expected = x;
             REQUIRE_LAUNCHED(cuda::unpermute_add(got.data(), rows, dim, k, token_slots.data(), token_scales.data(),
                                                  y.data(), nullptr));
             for (int64_t t = 0; t < rows; ++t)
                 for (int64_t c = 0; c < dim; ++c)
                     for (int64_t j = 0; j < k; ++j) {
-                        const float product = token_scales[size_t(t * k + j)] * y[size_t(token_slots[size_t(t * k + j)] * dim + c)];
+                        const float product =
+                            token_scales[size_t(t * k + j)] * y[size_t(token_slots[size_t(t * k + j)] * dim + c)];
                         expected[size_t(t * dim + c)] = expected[size_t(t * dim + c)] + product;
                     }
             CHECK(same_values(got, expected));  // NaN where a NaN logit made the weights NaN
@@ -436,8 +456,8 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
         std::vector<int32_t> table(slots);
         for (size_t i = 0; i < slots; ++i) table[i] = int32_t(i % size_t(k));
         table[1] = bad;
-        std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1), slot_rows(slots, INT32_MAX),
-            token_slots(slots, -1);
+        std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1),
+            slot_rows(slots, INT32_MAX), token_slots(slots, -1);
         std::vector<float> scales(slots, 1.0f), token_scales(slots, std::nanf(""));
         int32_t fault = 0;
         REQUIRE_LAUNCHED(cuda::group_by_expert(table.data(), scales.data(), rows, k, experts, counts.data(),
@@ -479,7 +499,8 @@ TEST_CASE("grouped matmuls of few rows and on tensor cores compute their groups 
                 w[size_t(g)] = random_floats(size_t(n * k), rng, 0.1f);
                 if (type != ElementType::f32) {
                     w_half[size_t(g)] = to_half(w[size_t(g)], type);
-                    for (size_t i = 0; i < w[size_t(g)].size(); ++i) w[size_t(g)][i] = from_half(w_half[size_t(g)][i], type);
+                    for (size_t i = 0; i < w[size_t(g)].size(); ++i)
+                        w[size_t(g)][i] = from_half(w_half[size_t(g)][i], type);
                     pointers.push_back(w_half[size_t(g)].data());
                 } else {
                     pointers.push_back(w[size_t(g)].data());
@@ -491,7 +512,8 @@ TEST_CASE("grouped matmuls of few rows and on tensor cores compute their groups 
             const void* x_data = type == ElementType::f32 ? static_cast<const void*>(x.data()) : x_half.data();
             auto expected = [&](int64_t g, int64_t r, int64_t c) {
                 double sum = 0;
-                for (int64_t i = 0; i < k; ++i) sum += double(w[size_t(g)][size_t(c * k + i)]) * double(x[size_t(r * k + i)]);
+                for (int64_t i = 0; i < k; ++i)
+                    sum += double(w[size_t(g)][size_t(c * k + i)]) * double(x[size_t(r * k + i)]);
                 return sum;
             };
             auto check = [&](const std::vector<float>& got, bool computed_only_small) {

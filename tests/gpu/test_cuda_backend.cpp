@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../unit/compare.hpp"
 #include "../unit/fixtures.hpp"
 #include "backend/backend.hpp"
 #include "backend/cuda/cublaslt_matmul.hpp"
@@ -68,17 +69,6 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f
     std::vector<float> v(n);
     for (float& x : v) x = normal(rng);
     return v;
-}
-
-// max |actual - expected| / max |expected|
-double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
-    REQUIRE(actual.size() == expected.size());
-    double worst = 0, scale = 1e-30;
-    for (size_t i = 0; i < expected.size(); ++i) {
-        worst = std::max(worst, std::abs(double(actual[i]) - double(expected[i])));
-        scale = std::max(scale, std::abs(double(expected[i])));
-    }
-    return worst / scale;
 }
 
 // The CPU and the CUDA backend side by side, with the weights of a test on the device.

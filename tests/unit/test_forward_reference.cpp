@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "compare.hpp"
 #include "fixtures.hpp"
 #include "core/error.hpp"
 #include "format/safetensors.hpp"
@@ -55,16 +56,6 @@ ReferenceCase read_reference(const std::string& dir) {
     return out;
 }
 
-// max |a - b| / max |b|: the error relative to the scale of the reference logits.
-double relative_error(const float* actual, const std::vector<double>& expected) {
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-        worst = std::max(worst, std::abs(double(actual[i]) - expected[i]));
-        scale = std::max(scale, std::abs(expected[i]));
-    }
-    return worst / scale;
-}
-
 std::unique_ptr<Model> load(const std::string& name, Precision precision) {
     LoadOptions options;
     options.precision = precision;
@@ -97,7 +88,8 @@ const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada
 TEST_CASE("the forward pass matches the PyTorch reference for every architecture in fp32 and bf16") {
     for (const std::string name : architectures) {
         const ReferenceCase reference = read_reference(reference_dir(name));
-        for (const auto& [precision, tolerance] : {std::pair{Precision::fp32, 1e-4}, std::pair{Precision::bf16, 2e-2}}) {
+        for (const auto& [precision, tolerance] :
+             {std::pair{Precision::fp32, 1e-4}, std::pair{Precision::bf16, 2e-2}}) {
             CAPTURE(name);
             CAPTURE(static_cast<int>(precision));
             const auto model = load(name, precision);
@@ -106,7 +98,7 @@ TEST_CASE("the forward pass matches the PyTorch reference for every architecture
             size_t offset = 0;
             for (size_t s = 0; s < reference.tokens.size(); ++s) {
                 CAPTURE(s);
-                const double error = relative_error(out.logits.data() + offset, expected[s]);
+                const double error = relative_error(out.logits.data() + offset, expected[s].data(), expected[s].size());
                 MESSAGE(name << " precision " << static_cast<int>(precision) << " sequence " << s
                              << ": max relative error " << error);
                 CHECK(error <= tolerance);
@@ -314,7 +306,7 @@ TEST_CASE("outputs can be limited to some positions, and Dream's shift reads the
     for (size_t i = 0; i < positions.size(); ++i) {
         const std::vector<double> expected(reference.logits[1].begin() + long(size_t(positions[i]) * vocab),
                                            reference.logits[1].begin() + long(size_t(positions[i] + 1) * vocab));
-        CHECK(relative_error(out.logits.data() + i * vocab, expected) <= 1e-4);
+        CHECK(relative_error(out.logits.data() + i * vocab, expected.data(), expected.size()) <= 1e-4);
     }
 }
 
@@ -327,7 +319,9 @@ TEST_CASE("repeated output positions beyond the token count stay within the run 
     const std::vector<ForwardSequence> batch = {{tokens, positions, nullptr, {}, 0.0}};
     const ForwardOutput out = forward.run(batch, true);
     const size_t vocab = out.logits.size() / positions.size();
-    auto row = [&](size_t i) { return std::vector<float>(out.logits.begin() + long(i * vocab), out.logits.begin() + long((i + 1) * vocab)); };
+    auto row = [&](size_t i) {
+        return std::vector<float>(out.logits.begin() + long(i * vocab), out.logits.begin() + long((i + 1) * vocab));
+    };
     CHECK(row(0) == row(5));
     CHECK(row(2) == row(7));
     CHECK(row(1) == row(4));

@@ -53,7 +53,8 @@ void load(Fragment& f, const T* p, unsigned stride, bool row_major_layout) {
     check_operand(p, stride);
     cuda_on_host::warp_collective(cuda_on_host::Collective::wmma_load, 0, 0);
     for (int r = 0; r < Fragment::rows; ++r)
-        for (int c = 0; c < Fragment::columns; ++c) f.x[r * Fragment::columns + c] = at(p, stride, row_major_layout, r, c);
+        for (int c = 0; c < Fragment::columns; ++c)
+            f.x[r * Fragment::columns + c] = at(p, stride, row_major_layout, r, c);
 }
 
 }  // namespace detail
