@@ -12,7 +12,7 @@
 # compute-sanitizer instead (memcheck; racecheck and synccheck too for the cases of the kernels
 # that share memory between threads), and no benchmarks: a second call on a warm machine (the
 # build is kept). compute-sanitizer needs a machine that lets it read the device (not gVisor).
-# usage: tests/gpu/check.sh [--sanitize]   (device tool: carry .debs/gpu/root, timeout ~480 s)
+# usage: tests/gpu/check.sh [--sanitize]   (device tool: carry .debs/gpu/root, timeout_s 600)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-}
