@@ -10,8 +10,9 @@
 #include <doctest/doctest.h>
 
 // max |actual - expected| / max |expected| over n values: the error relative to the reference's
-// scale. Infinite where one holds a NaN and the other does not (std::max would pass over it), or
-// where the reference is all zeros and the result is not.
+// scale (its finite values'). Infinite where one holds a NaN and the other does not (std::max
+// would pass over it), where one is infinite and the other not, or where the reference is all
+// zeros and the result is not.
 template <typename A, typename E>
 double relative_error(const A* actual, const E* expected, size_t n) {
     const double inf = std::numeric_limits<double>::infinity();
@@ -23,7 +24,7 @@ double relative_error(const A* actual, const E* expected, size_t n) {
             continue;
         }
         worst = std::max(worst, a == e ? 0.0 : std::abs(a - e));  // equal infinities: no error
-        scale = std::max(scale, std::abs(e));
+        if (std::isfinite(e)) scale = std::max(scale, std::abs(e));  // an infinity would hide the rest
     }
     if (worst == 0) return 0;
     return scale > 0 && worst < inf ? worst / scale : inf;
