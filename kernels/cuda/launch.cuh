@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -15,6 +16,7 @@ template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
                           Args&&... args) {
     static_assert(sizeof...(Params) == sizeof...(Args), "one argument per kernel parameter");
+    static_assert((std::is_convertible_v<Args&&, Params> && ...), "arguments convert to the parameters implicitly");
 #if defined(__CUDACC__)
     kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
     return cudaGetLastError();
