@@ -2,9 +2,9 @@
 // on the launching thread: each runs until it reaches a collective or returns, and a collective
 // completes when every thread it waits for has arrived, which makes its waiters ready again (the
 // last to arrive goes on first). When no thread is ready and some have not returned, the block is
-// deadlocked. A fiber starts on its
-// own stack through ucontext and switches with _setjmp/_longjmp, which save no signal mask (no
-// system call per switch: a kernel's threads switch at every shuffle).
+// deadlocked. A fiber starts on its own stack through ucontext and switches with
+// _setjmp/_longjmp, which save no signal mask (no system call per switch: a kernel's threads
+// switch at every shuffle); AddressSanitizer is told of every change of stack.
 #undef _FORTIFY_SOURCE  // its longjmp check refuses jumps between stacks
 #include <setjmp.h>
 #include <ucontext.h>
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "cuda_on_host.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -60,6 +62,20 @@ struct Barrier {
 
 constexpr size_t stack_bytes = 256 * 1024;
 
+// Goes on at `to`. Under AddressSanitizer, through glibc's own _longjmp: ASan's wrapper of it
+// unpoisons the stack it leaves with a system call per switch (50 times the switch itself), which
+// the fiber annotations below make unneeded.
+void jump(jmp_buf& to) {
+#if defined(__SANITIZE_ADDRESS__)
+    using LongJump = void (*)(jmp_buf, int);
+    static const auto glibc =
+        reinterpret_cast<LongJump>(dlsym(dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), "_longjmp"));
+    glibc(to, 1);
+#else
+    _longjmp(to, 1);
+#endif
+}
+
 // The threads of a launch, running its blocks in turn.
 class Team {
 public:
@@ -73,7 +89,8 @@ public:
           context_(context),
           fibers_(size_t(threads_)),
           warp_barriers_(size_t(warps_)) {
-        shared_.reset(static_cast<unsigned char*>(std::aligned_alloc(128, (shared_bytes + 127) / 128 * 128 + 128)));
+        // Exactly the bytes asked for, so AddressSanitizer sees a kernel overrun them.
+        shared_.reset(static_cast<unsigned char*>(::operator new(shared_bytes, std::align_val_t{128})));
         static thread_local std::vector<std::unique_ptr<char[]>> stacks;  // kept for the next launches
         while (stacks.size() < fibers_.size()) stacks.emplace_back(new char[stack_bytes]);
         for (size_t i = 0; i < fibers_.size(); ++i) fibers_[i].stack = stacks[i].get();
@@ -111,7 +128,10 @@ public:
         if (value != 0) b.total[parity] |= uint64_t(1) << lane;
         wait(b, lanes);
         if (kind == Collective::ballot) return b.total[parity];
-        return source >= 0 && source < lanes ? b.values[parity][source] : value;
+        if (source < 0) return value;  // __shfl_up_sync's lanes below the offset keep their own
+        if (source >= lanes) fail("a shuffle from lane " + std::to_string(source) + " of a warp of " +
+                                  std::to_string(lanes) + " lanes");
+        return b.values[parity][source];
     }
 
     [[noreturn]] void fail(const std::string& what) {
@@ -130,8 +150,8 @@ private:
     };
 
     // The thread at place i of the block's running order, and the place of thread t.
-    int thread_at(int i) const { return from_last_ ? (warps_ - 1 - i / 32) * 32 + i % 32 : i; }
-    int place_of(int t) const { return from_last_ ? (warps_ - 1 - t / 32) * 32 + t % 32 : t; }
+    int thread_at(int i) const { return from_last_ ? 32 * warps_ - 1 - i : i; }
+    int place_of(int t) const { return thread_at(t); }
 
     int warp_lanes(int warp) const { return warp + 1 < warps_ ? 32 : threads_ - 32 * (warps_ - 1); }
 
@@ -150,8 +170,9 @@ private:
         }
         blockIdx = index;
         // Warps in turn, the first as far as it goes: of the ready threads, the first lane of the
-        // first warp runs next; odd blocks take the warps from the last. A missing barrier then
-        // lets a warp read what the others have not written yet (0xFF bytes, or stale values).
+        // first warp runs next; odd blocks take the threads from the last. A missing barrier then
+        // lets a warp (or lane) read what the others have not written yet (0xFF bytes, or stale
+        // values), one way in even blocks and the other in odd ones.
         from_last_ = (index.x + index.y + index.z) % 2 == 1;
         first_ready_ = 0;
         for (;;) {
@@ -201,7 +222,7 @@ private:
                 f.state = Fiber::ready;
                 setcontext(&f.start);
             }
-            _longjmp(f.resume_at, 1);
+            jump(f.resume_at);
         }
 #if defined(__SANITIZE_ADDRESS__)
         __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
@@ -216,7 +237,7 @@ private:
         void* fake = nullptr;
         __sanitizer_start_switch_fiber(&fake, scheduler_stack_, scheduler_size_);
 #endif
-        if (_setjmp(self.resume_at) == 0) _longjmp(scheduler_, 1);
+        if (_setjmp(self.resume_at) == 0) jump(scheduler_);
 #if defined(__SANITIZE_ADDRESS__)
         __sanitizer_finish_switch_fiber(fake, &scheduler_stack_, &scheduler_size_);
 #endif
@@ -270,7 +291,7 @@ private:
     }
 
     struct Free {
-        void operator()(unsigned char* p) const { std::free(p); }
+        void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{128}); }
     };
 
     const dim3 grid_, block_;
@@ -303,13 +324,15 @@ void Team::fiber_main() {
     try {
         team.thread_(team.context_);
     } catch (const Abandon&) {
+    } catch (...) {
+        if (team.failure_.empty()) team.failure_ = "an exception escaped the kernel";
     }
     team.leave();
     // Back to the launching thread for good (null: this fiber's stack is done with).
 #if defined(__SANITIZE_ADDRESS__)
     __sanitizer_start_switch_fiber(nullptr, team.scheduler_stack_, team.scheduler_size_);
 #endif
-    _longjmp(team.scheduler_, 1);
+    jump(team.scheduler_);
 }
 
 Team& team() {
@@ -353,11 +376,14 @@ cudaError_t run_threads(void (*kernel)(), dim3 grid, dim3 block, size_t shared_b
         grid.x > 0x7FFFFFFFu || grid.y > 65535 || grid.z > 65535)
         return cudaErrorInvalidConfiguration;
     if (shared_bytes > shared_limit(kernel)) return cudaErrorInvalidValue;
+    if (current_team != nullptr) {  // its stacks are in use
+        std::fputs("cuda_on_host: a launch from inside a kernel\n", stderr);
+        std::abort();
+    }
     Team team(grid, block, shared_bytes, thread, context);
-    Team* const outer = current_team;
     current_team = &team;
     const bool ran = team.run();
-    current_team = outer;
+    current_team = nullptr;
     if (ran) return cudaSuccess;
     last_failure = team.failure();
     return cudaErrorLaunchFailure;

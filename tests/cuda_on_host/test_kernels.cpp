@@ -95,9 +95,24 @@ __global__ void mismatched_barrier_kernel() {
     else __syncthreads();
 }
 
-__global__ void shuffle_after_return_kernel(float* out) {
-    if (threadIdx.x == 3) return;
+__global__ void shuffle_after_return_kernel(int lane, float* out) {
+    if (int(threadIdx.x) == lane) return;
     out[threadIdx.x] = __shfl_xor_sync(0xFFFFFFFFu, 1.0f, 1);
+}
+
+__global__ void mismatched_warp_collectives_kernel() {
+    if (threadIdx.x == 0) __syncwarp();
+    else __ballot_sync(0xFFFFFFFFu, 1);
+}
+
+__global__ void lane_own_wmma_pointer_kernel(const __nv_bfloat16* a) {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __nv_bfloat16, nvcuda::wmma::row_major> f;
+    nvcuda::wmma::load_matrix_sync(f, a + 16 * (threadIdx.x % 2), 16);
+}
+
+__global__ void bad_wmma_stride_kernel(const __nv_bfloat16* a) {
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __nv_bfloat16, nvcuda::wmma::row_major> f;
+    nvcuda::wmma::load_matrix_sync(f, a, 20);  // 40 bytes between rows
 }
 
 __global__ void misaligned_wmma_kernel(const __nv_bfloat16* a) {
@@ -181,18 +196,33 @@ TEST_CASE("the host runtime fails launches that break CUDA's rules, and says why
     CHECK(cuda::launch_kernel(mismatched_barrier_kernel, 2, 64, 0, nullptr) == cudaErrorLaunchFailure);
     CHECK(cuda_on_host::last_fault().find("deadlock") != std::string::npos);
 
+    // A shuffle of every lane when one has returned: before the others arrive (lane 0 runs first
+    // in block 0), or while they wait.
     std::vector<float> out(32);
-    CHECK(cuda::launch_kernel(shuffle_after_return_kernel, 1, 32, 0, nullptr, out.data()) == cudaErrorLaunchFailure);
-    CHECK(cuda_on_host::last_fault().find("returned") != std::string::npos);
+    CHECK(cuda::launch_kernel(shuffle_after_return_kernel, 1, 32, 0, nullptr, 0, out.data()) ==
+          cudaErrorLaunchFailure);
+    CHECK(cuda_on_host::last_fault().find("after some of its lanes returned") != std::string::npos);
+    CHECK(cuda::launch_kernel(shuffle_after_return_kernel, 1, 32, 0, nullptr, 3, out.data()) ==
+          cudaErrorLaunchFailure);
+    CHECK(cuda_on_host::last_fault().find("returned while its warp waits") != std::string::npos);
 
-    alignas(32) __nv_bfloat16 a[300] = {};
+    CHECK(cuda::launch_kernel(mismatched_warp_collectives_kernel, 1, 32, 0, nullptr) == cudaErrorLaunchFailure);
+    CHECK(cuda_on_host::last_fault().find("__syncwarp and at __ballot_sync") != std::string::npos);
+
+    alignas(32) __nv_bfloat16 a[400] = {};
     CHECK(cuda::launch_kernel(misaligned_wmma_kernel, 1, 32, 0, nullptr, +a) == cudaErrorLaunchFailure);
     CHECK(cuda_on_host::last_fault().find("32 bytes") != std::string::npos);
+    CHECK(cuda::launch_kernel(bad_wmma_stride_kernel, 1, 32, 0, nullptr, +a) == cudaErrorLaunchFailure);
+    CHECK(cuda_on_host::last_fault().find("stride") != std::string::npos);
+    CHECK(cuda::launch_kernel(lane_own_wmma_pointer_kernel, 1, 32, 0, nullptr, +a) == cudaErrorLaunchFailure);
+    CHECK(cuda_on_host::last_fault().find("different pointers") != std::string::npos);
 
     // Configurations a GPU refuses: too many threads, an empty grid, more than 48 KiB of shared
     // memory without the opt-in (and with it, up to 227 KiB).
     CHECK(cuda::launch_kernel(shared_sum_kernel, 1, 2048, 0, nullptr, out.data()) == cudaErrorInvalidConfiguration);
     CHECK(cuda::launch_kernel(shared_sum_kernel, 0, 32, 0, nullptr, out.data()) == cudaErrorInvalidConfiguration);
+    CHECK(cuda::launch_kernel(shared_sum_kernel, dim3(1, 65536), 32, 0, nullptr, out.data()) ==
+          cudaErrorInvalidConfiguration);
     CHECK(cuda::launch_kernel(shared_sum_kernel, 1, 32, 64 * 1024, nullptr, out.data()) == cudaErrorInvalidValue);
     REQUIRE(cudaFuncSetAttribute(shared_sum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024) ==
             cudaSuccess);
@@ -396,7 +426,8 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
                     CHECK(chosen[slot] == order[size_t(j)]);
                     const double w =
                         score[size_t(order[size_t(j)])] / (biased ? 1.0 : chosen_total) * (biased ? 2.5 : 1.0);
-                    if (!std::isnan(w)) CHECK(weights[slot] == doctest::Approx(w).epsilon(1e-6));
+                    CHECK(std::isnan(weights[slot]) == std::isnan(w));  // a NaN logit's softmax row
+                    if (!std::isnan(w)) CHECK(std::abs(double(weights[slot]) - w) <= 1e-6 * std::abs(w));
                 }
             }
 

@@ -1,17 +1,21 @@
 // CUDA's execution model on host threads, so that the kernels of kernels/cuda run in the tests of
 // every build, GPU or not. This folder stands in for the toolkit's headers (cuda_runtime_api.h,
 // cuda_bf16.h, cuda_fp16.h, mma.h) when kernels/cuda/*.cu are compiled by the host compiler: a
-// launch runs the grid's blocks one after another, each block's threads as host threads, with the
-// dynamic shared memory in a buffer and __shared__ variables as statics; barriers, warp shuffles,
-// votes and WMMA are collectives the threads meet at. Kernels read and write host memory, so
-// AddressSanitizer checks their accesses and ThreadSanitizer the ordering of their shared memory.
+// launch runs the grid's blocks one after another, each block's threads as fibers on the launching
+// thread (runtime.cpp), with the dynamic shared memory in a buffer and __shared__ variables as
+// thread-local statics; barriers, warp shuffles, votes and WMMA are collectives the threads meet
+// at. Kernels read and write host memory, so AddressSanitizer checks their accesses (not
+// ThreadSanitizer: the fibers share one thread, and the tests are not built with it).
 //
 // What breaks CUDA's rules fails the launch with cudaErrorLaunchFailure, and last_fault() says
 // why: a barrier some thread never reaches (a deadlock), lanes of a warp at different collectives,
 // a full-mask collective with a lane that has left, a WMMA pointer or stride the hardware refuses.
 // A launch configuration a device refuses (threads, grid, shared memory) is an error as on a GPU.
 // Not modelled: memory fences between blocks (blocks run in turn), atomics, streams (launches
-// run at once), and which lane holds which element of a WMMA fragment (each lane holds them all).
+// run at once), partial masks, __launch_bounds__, static shared memory's size and contents (it is
+// not refilled per block: a kernel reading static shared memory it never wrote can pass), lanes
+// at different call sites of the same kind of collective, and which lane holds which element of
+// WMMA inputs (each lane holds them whole).
 #pragma once
 
 #include <bit>
@@ -27,13 +31,13 @@
 #include "core/float_convert.hpp"
 
 // Qualifiers: functions are plain functions; __shared__ variables are statics, one per block
-// because blocks run one at a time.
+// because blocks run one at a time, and one per launching thread.
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ static thread_local
 #define __align__(n) __attribute__((aligned(n)))
 
 // Runtime types and the calls the kernels' launchers make.
