@@ -16,8 +16,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <new>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -43,6 +43,11 @@ const char* name(Collective kind) {
         case Collective::wmma_store: return "wmma::store_matrix_sync";
     }
     return "?";
+}
+
+// " (block x,y,z)", for a failure's message.
+std::string in_block(uint3 index) {
+    return " (block " + std::to_string(index.x) + "," + std::to_string(index.y) + "," + std::to_string(index.z) + ")";
 }
 
 // Unwinds a thread's kernel once its block has failed.
@@ -135,9 +140,7 @@ public:
     }
 
     [[noreturn]] void fail(const std::string& what) {
-        if (failure_.empty())
-            failure_ = what + " (block " + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," +
-                       std::to_string(blockIdx.z) + ")";
+        if (failure_.empty()) failure_ = what + in_block(blockIdx);
         throw Abandon{};
     }
 
@@ -191,9 +194,7 @@ private:
             if (live_ == 0) break;
             // Every thread left waits at a collective that cannot complete.
             if (failure_.empty())
-                failure_ = "a deadlock: every thread waits at a barrier the others never reach (block " +
-                           std::to_string(index.x) + "," + std::to_string(index.y) + "," + std::to_string(index.z) +
-                           ")";
+                failure_ = "a deadlock: every thread waits at a barrier the others never reach" + in_block(index);
             for (Fiber& f : fibers_)
                 if (f.state == Fiber::waiting) f.state = Fiber::ready;  // each abandons its kernel
             first_ready_ = 0;
@@ -284,7 +285,8 @@ private:
         if (!failure_.empty()) return;
         if (warp_barriers_[size_t(warp)].arrived > 0) {
             failure_ = "lane " + std::to_string(running_ % 32) + " of warp " + std::to_string(warp) +
-                       " returned while its warp waits at " + name(warp_barriers_[size_t(warp)].kind);
+                       " returned while its warp waits at " + name(warp_barriers_[size_t(warp)].kind) +
+                       in_block(blockIdx);
             return;
         }
         if (block_barrier_.arrived > 0 && block_barrier_.arrived == live_) complete(block_barrier_);

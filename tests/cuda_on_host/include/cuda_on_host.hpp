@@ -1,4 +1,4 @@
-// CUDA's execution model on host threads, so that the kernels of kernels/cuda run in the tests of
+// CUDA's execution model on the host, so that the kernels of kernels/cuda run in the tests of
 // every build, GPU or not. This folder stands in for the toolkit's headers (cuda_runtime_api.h,
 // cuda_bf16.h, cuda_fp16.h, mma.h) when kernels/cuda/*.cu are compiled by the host compiler: a
 // launch runs the grid's blocks one after another, each block's threads as fibers on the launching
@@ -9,7 +9,8 @@
 //
 // What breaks CUDA's rules fails the launch with cudaErrorLaunchFailure, and last_fault() says
 // why: a barrier some thread never reaches (a deadlock), lanes of a warp at different collectives,
-// a full-mask collective with a lane that has left, a WMMA pointer or stride the hardware refuses.
+// a full-mask collective with a lane that has left, a shuffle from a lane outside the warp, a WMMA
+// pointer or stride the hardware refuses or that differs between lanes.
 // A launch configuration a device refuses (threads, grid, shared memory) is an error as on a GPU.
 // Not modelled: memory fences between blocks (blocks run in turn), atomics, streams (launches
 // run at once), partial masks, __launch_bounds__, static shared memory's size and contents (it is
