@@ -16,6 +16,7 @@
 #include "cuda/candidates.hpp"
 #include "cuda/filter_threshold.hpp"
 #include "cuda_on_host.hpp"
+#include "require_launched.hpp"
 
 using namespace unmask;
 namespace cuda = unmask::kernels::cuda;
@@ -37,10 +38,8 @@ std::vector<std::pair<kernels::Candidate, kernels::Candidate>> both(
         banned.insert(banned.end(), p.banned_tokens.begin(), p.banned_tokens.end());
     }
     std::vector<kernels::Candidate> device(static_cast<size_t>(rows));
-    const cudaError_t status = cuda::candidates(logits.data(), rows, vocab, flat.data(), banned.data(),
-                                                cuda::gumbel_range(), device.data(), nullptr);
-    INFO("fault: ", cuda_on_host::last_fault());
-    REQUIRE(status == cudaSuccess);
+    REQUIRE_LAUNCHED(cuda::candidates(logits.data(), rows, vocab, flat.data(), banned.data(), cuda::gumbel_range(),
+                                      device.data(), nullptr));
     std::vector<std::pair<kernels::Candidate, kernels::Candidate>> out;
     kernels::cpu::CandidateScratch scratch;
     for (int64_t r = 0; r < rows; ++r)

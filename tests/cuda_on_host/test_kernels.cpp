@@ -1,5 +1,5 @@
-// The CUDA kernels of kernels/cuda, launched through their own launch functions and run on host
-// threads (cuda_on_host.hpp), against the CPU kernels (kernels/cpu) or the arithmetic written out:
+// The CUDA kernels of kernels/cuda, launched through their own launch functions and run on the
+// host (cuda_on_host.hpp), against the CPU kernels (kernels/cpu) or the arithmetic written out:
 // what a GPU run of tests/gpu checks of each kernel's results, in every build. First, that the
 // stand-in runtime itself gives CUDA's answers and refuses what CUDA refuses.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../unit/compare.hpp"
+#include "../unit/random_values.hpp"
 #include "core/float_convert.hpp"
 #include "cpu/attention.hpp"
 #include "cpu/ops.hpp"
@@ -26,6 +27,7 @@
 #include "cuda/ops.hpp"
 #include "cuda/query_tiles.hpp"
 #include "cuda_on_host.hpp"
+#include "require_launched.hpp"
 
 using namespace unmask;
 namespace cuda = unmask::kernels::cuda;
@@ -33,20 +35,6 @@ namespace cpu = unmask::kernels::cpu;
 using kernels::ElementType;
 
 namespace {
-
-#define REQUIRE_LAUNCHED(call)                                 \
-    do {                                                       \
-        const cudaError_t status_ = (call);                    \
-        INFO("fault: ", cuda_on_host::last_fault());           \
-        REQUIRE(status_ == cudaSuccess);                       \
-    } while (false)
-
-std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
-}
 
 std::vector<uint16_t> to_half(const std::vector<float>& v, ElementType type) {
     std::vector<uint16_t> out(v.size());
@@ -314,7 +302,6 @@ TEST_CASE("embedding, norms, rope, swiglu, additions, gathers, guidance and roun
         CHECK(rounded == to_half(x, type));
     }
     CHECK(cuda::round_to(x.data(), int64_t(n), ElementType::f32, got.data(), nullptr) == cudaErrorInvalidValue);
-    CHECK(from_half(to_half({1.5f}, ElementType::f16)[0], ElementType::f16) == 1.5f);
 }
 
 TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-causal masks and cache views") {

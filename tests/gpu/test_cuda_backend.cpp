@@ -17,6 +17,7 @@
 
 #include "../unit/compare.hpp"
 #include "../unit/fixtures.hpp"
+#include "../unit/random_values.hpp"
 #include "backend/backend.hpp"
 #include "backend/cuda/cublaslt_matmul.hpp"
 #include "backend/cuda/cuda_backend.hpp"
@@ -62,13 +63,6 @@ HostWeight random_weight(std::vector<int64_t> shape, DType dtype, std::mt19937& 
     w.weight.elements = elements;
     w.weight.data = dtype == DType::f32 ? static_cast<const void*>(w.f32.data()) : w.half.data();
     return w;
-}
-
-std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
 }
 
 // The CPU and the CUDA backend side by side, with the weights of a test on the device.
