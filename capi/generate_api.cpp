@@ -27,7 +27,15 @@ unmask_generate_params default_generate_params() {
     p.eos_confidence = UNMASK_EOS_CONFIDENCE_OFF;
     p.eos_token_id = -1;
     p.eot_token_id = -1;
+    p.cache_precision = UNMASK_PRECISION_FP32;
     return p;
+}
+
+DType cache_dtype(int32_t precision, const char* name) {
+    if (precision == UNMASK_PRECISION_FP32) return DType::f32;
+    if (precision == UNMASK_PRECISION_BF16) return DType::bf16;
+    fail(Status::invalid_argument, "{} must be UNMASK_PRECISION_FP32 or UNMASK_PRECISION_BF16, got {}", name,
+         precision);
 }
 
 DecodeParams to_decode_params(const unmask_generate_params& p) {
@@ -68,6 +76,7 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
         d.cache_refresh = p.cache_refresh_steps;
         d.cache_vicinity = p.cache_vicinity;
     }
+    d.cache_dtype = cache_dtype(p.cache_precision, "params->cache_precision");
     return d;
 }
 

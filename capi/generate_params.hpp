@@ -20,6 +20,9 @@ inline constexpr size_t generate_params_v1_1_size = 200;
 inline constexpr size_t generate_params_v1_2_size = 216;
 
 unmask_generate_params default_generate_params();
+// A K/V cache's UNMASK_PRECISION_* (FP32 or BF16) as its element type; INVALID_ARGUMENT naming
+// `name` for any other value.
+DType cache_dtype(int32_t precision, const char* name);
 // INVALID_ARGUMENT naming the field for unknown enum values and out-of-range numbers.
 DecodeParams to_decode_params(const unmask_generate_params& params);
 // The canvas of prompt `index`: its ids followed by gen_length masks. INVALID_ARGUMENT for a

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "boundary.hpp"
+#include "generate_params.hpp"
 #include "memory/memory_plan.hpp"
 #include "memory_params.hpp"
 
@@ -27,6 +28,7 @@ unmask_plan_params default_plan_params() {
     p.max_concurrent = 1;
     p.memory_fraction = 1.0;
     p.memory_margin = 0.10;
+    p.kv_cache_precision = UNMASK_PRECISION_FP32;
     return p;
 }
 
@@ -39,6 +41,7 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
     r.sequence.kv_cache = require_one_of(p.kv_cache, {0, 1}, "params->kv_cache") == 1;
     r.sequence.cfg = require_one_of(p.cfg, {0, 1}, "params->cfg") == 1;
+    r.sequence.kv_cache_dtype = cache_dtype(p.kv_cache_precision, "params->kv_cache_precision");
     if (p.threads < 0) fail(Status::invalid_argument, "params->threads must not be negative, got {}", p.threads);
     r.threads = p.threads > 0 ? p.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
     r.devices = p.devices;

@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 4
+#define UNMASK_ABI_VERSION_MINOR 5
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -294,6 +294,8 @@ typedef struct unmask_plan_params {
     double memory_margin;         /* fraction of the budget kept free, in [0, 1); default 0.10 */
     uint64_t device_memory_bytes; /* 0 (default): ask the device; else plan for a device this large */
     int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
+    int32_t kv_cache_precision;   /* since ABI 1.5: UNMASK_PRECISION_FP32 (default) or _BF16, as
+                                     unmask_generate_params.cache_precision */
 } unmask_plan_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */
@@ -436,6 +438,10 @@ typedef struct unmask_generate_params {
     int64_t cache_refresh_steps; /* > 0: also recompute the whole canvas every this many steps of a block;
                                     0 (default): only at block starts */
     int64_t cache_vicinity;      /* also recompute this many positions on each side of the block; default 0 */
+    /* Since ABI 1.5: the K/V cache's elements. UNMASK_PRECISION_FP32 (default) or _BF16: half the
+     * bytes per sequence, each key and value rounded to bf16 as it is stored (so even the exact
+     * cache of block diffusion models is then within bf16 rounding of no cache). */
+    int32_t cache_precision;
 } unmask_generate_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */

@@ -31,16 +31,17 @@ UNMASK_VECTOR_CLONES void scaled_softmax(float* row, int64_t visible,
 
 }  // namespace
 
-void attention_tile(const float* q, const float* k, const float* v, const AttentionShape& shape, int64_t head,
+void attention_tile(const float* q, const void* k, const void* v, const AttentionShape& shape, int64_t head,
                     int64_t q_begin, int64_t q_end, float* out, AttentionScratch& scratch) {
     const int64_t rows = q_end - q_begin, keys = shape.keys, d = shape.head_dim;
     const int64_t kv_head = head / (shape.heads / shape.kv_heads);
+    const int64_t head_offset = kv_head * d * (shape.kv_type == ElementType::f32 ? 4 : 2);  // bytes
     scratch.scores.resize(static_cast<size_t>(rows * keys));
     scratch.panel.resize(matmul_scratch_floats());
     float* scores = scratch.scores.data();
 
     // scores = q_h k_hᵀ: the keys of this head are the "weight rows".
-    const WeightMatrix keys_matrix{k + kv_head * d, ElementType::f32, keys, d, shape.kv_stride};
+    const WeightMatrix keys_matrix{static_cast<const char*>(k) + head_offset, shape.kv_type, keys, d, shape.kv_stride};
     matmul_columns(q + q_begin * shape.q_stride + head * d, shape.q_stride, rows, keys_matrix, 0, keys, scores, keys,
                    scratch.panel.data());
 
@@ -53,7 +54,8 @@ void attention_tile(const float* q, const float* k, const float* v, const Attent
     }
 
     // out = p v_h: v_h is stored [keys, d], i.e. k-major.
-    const WeightMatrix values_matrix{v + kv_head * d, ElementType::f32, d, keys, shape.kv_stride, true};
+    const WeightMatrix values_matrix{static_cast<const char*>(v) + head_offset, shape.kv_type, d, keys, shape.kv_stride,
+                                     true};
     matmul_columns(scores, keys, rows, values_matrix, 0, d, out + q_begin * shape.q_stride + head * d, shape.q_stride,
                    scratch.panel.data());
 }

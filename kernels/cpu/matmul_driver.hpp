@@ -17,10 +17,15 @@ inline constexpr int64_t k_block = 256;
 // panel[k * NR + j] = w[n0 + j, k0 + k] as fp32, zero for j >= cols.
 template <int64_t NR>
 inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, float* panel) {
-    if (w.k_major) {  // fp32 only (activations): each k is a contiguous run of n
-        const float* src = static_cast<const float*>(w.data);
+    if (w.k_major) {  // fp32 or bf16 (attention's values): each k is a contiguous run of n
         for (int64_t k = 0; k < kc; ++k) {
-            std::memcpy(panel + k * NR, src + (k0 + k) * w.stride + n0, size_t(cols) * sizeof(float));
+            const int64_t first = (k0 + k) * w.stride + n0;
+            if (w.type == ElementType::bf16) {
+                const uint16_t* src = static_cast<const uint16_t*>(w.data) + first;
+                for (int64_t j = 0; j < cols; ++j) panel[k * NR + j] = bf16_to_float(src[j]);
+            } else {
+                std::memcpy(panel + k * NR, static_cast<const float*>(w.data) + first, size_t(cols) * sizeof(float));
+            }
             std::fill(panel + k * NR + cols, panel + (k + 1) * NR, 0.0f);
         }
         return;

@@ -73,8 +73,8 @@ __global__ void __launch_bounds__(warps * 32)
         for (int64_t i = threadIdx.x; i < key_tile * padded; i += blockDim.x) {
             const int64_t j = i / padded, c = i % padded, key = key0 + j;
             const bool inside = key < t.tile_keys && c < d;
-            k_tile[j * stride + c] = inside ? t.keys[key * t.kv_stride + c] : 0.0f;
-            v_tile[j * stride + c] = inside ? t.values[key * t.kv_stride + c] : 0.0f;
+            k_tile[j * stride + c] = inside ? load(t.keys, t.kv_type, key * t.kv_stride + c) : 0.0f;
+            v_tile[j * stride + c] = inside ? load(t.values, t.kv_type, key * t.kv_stride + c) : 0.0f;
         }
         __syncthreads();
 

@@ -9,18 +9,21 @@
 
 #include <cuda_runtime_api.h>
 
+#include "element_type.hpp"
+
 namespace unmask::kernels::cuda {
 
 // One sequence of the batch (device-visible copy). keys == nullptr: its own rows of k and v.
 struct AttentionSequence {
     int64_t first_row = 0;
     int64_t rows = 0;
-    const float* keys = nullptr;
-    const float* values = nullptr;
+    const void* keys = nullptr;  // a cache view: rows of kv_heads x head_dim elements of kv_type
+    const void* values = nullptr;
     int64_t key_count = 0;       // with a cache view
     int64_t query_position = 0;  // position of the first query (block-causal masks)
     int64_t block_origin = 0;
     int64_t first_tile = 0;  // its first query tile among the batch's (number_query_tiles)
+    ElementType kv_type = ElementType::f32;  // of a cache view: f32 or bf16
 };
 
 struct AttentionDims {
@@ -43,7 +46,7 @@ cudaError_t attention(const float* q, const float* k, const float* v, const Atte
 bool attention_on_tensor_cores(int64_t head_dim) noexcept;
 // The same as attention with q·kᵀ and p·v on tensor cores: q (scaled), k, v and the softmax
 // weights rounded to bf16, fp32 accumulation, so within bf16 rounding of attention's results.
-// q, k, v and every cache view 16-byte aligned (rows of head_dim floats).
+// q, k, v and every cache view 16-byte aligned (rows of head_dim elements).
 cudaError_t attention_tensor_cores(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                                    cudaStream_t stream);

@@ -56,6 +56,14 @@ __device__ __forceinline__ void store_bf16x4(bf16* destination, float4 v) {
     *reinterpret_cast<uint2*>(destination) = bits;
 }
 
+// Elements i..i+3 of `data` (f32, 16-byte aligned, or bf16, 8-byte aligned) into `destination` as bf16.
+__device__ __forceinline__ void copy_bf16x4(bf16* destination, const void* data, ElementType type, int64_t i) {
+    if (type == ElementType::bf16)
+        *reinterpret_cast<uint2*>(destination) = *reinterpret_cast<const uint2*>(static_cast<const bf16*>(data) + i);
+    else
+        store_bf16x4(destination, *reinterpret_cast<const float4*>(static_cast<const float*>(data) + i));
+}
+
 template <int D>
 __global__ void __launch_bounds__(warps * 32)
     attention_tensor_cores_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
@@ -103,13 +111,15 @@ __global__ void __launch_bounds__(warps * 32)
         for (int i = threadIdx.x; i < key_tile * D / 4; i += blockDim.x) {
             const int j = i / (D / 4), c = i % (D / 4) * 4;
             const int64_t key = key0 + j;
-            float4 kk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kk;
+            bf16* k_row = k_tile + j * L::input_stride + c;
+            bf16* v_row = v_tile + j * L::input_stride + c;
             if (key < t.tile_keys) {
-                kk = *reinterpret_cast<const float4*>(t.keys + key * t.kv_stride + c);
-                vv = *reinterpret_cast<const float4*>(t.values + key * t.kv_stride + c);
+                copy_bf16x4(k_row, t.keys, t.kv_type, key * t.kv_stride + c);
+                copy_bf16x4(v_row, t.values, t.kv_type, key * t.kv_stride + c);
+            } else {
+                store_bf16x4(k_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+                store_bf16x4(v_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
             }
-            store_bf16x4(k_tile + j * L::input_stride + c, kk);
-            store_bf16x4(v_tile + j * L::input_stride + c, vv);
         }
         __syncthreads();
 

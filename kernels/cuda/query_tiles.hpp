@@ -52,9 +52,10 @@ struct QueryTile {
     int queries = 0;           // rows of the tile (0: the tile is past its sequence's rows)
     int64_t q_stride = 0;      // floats between query (and output) rows
     int64_t query_offset = 0;  // of the tile's first query's head in q (and its output in out)
-    int64_t kv_stride = 0;     // floats between key (and value) rows
-    const float* keys = nullptr;    // the head's first key
-    const float* values = nullptr;  // the head's first value
+    int64_t kv_stride = 0;     // elements between key (and value) rows
+    const void* keys = nullptr;    // the head's first key
+    const void* values = nullptr;  // the head's first value
+    ElementType kv_type = ElementType::f32;  // of keys and values: f32, or bf16 in a cache view
     int64_t key_count = 0;          // keys of the sequence
     int64_t tile_keys = 0;          // keys the tile's last query sees: every query sees a prefix of them
 };
@@ -74,8 +75,13 @@ UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v
     t.query_offset = (t.seq.first_row + t.first_query) * t.q_stride + head * d;
     const int64_t kv_head = head / (dims.heads / dims.kv_heads);
     const bool cached = t.seq.keys != nullptr;
-    t.keys = (cached ? t.seq.keys : k + t.seq.first_row * t.kv_stride) + kv_head * d;
-    t.values = (cached ? t.seq.values : v + t.seq.first_row * t.kv_stride) + kv_head * d;
+    t.kv_type = cached ? t.seq.kv_type : ElementType::f32;
+    const int64_t element_bytes = t.kv_type == ElementType::f32 ? 4 : 2;
+    const int64_t head_offset = kv_head * d * element_bytes;
+    const void* keys = cached ? t.seq.keys : k + t.seq.first_row * t.kv_stride;
+    const void* values = cached ? t.seq.values : v + t.seq.first_row * t.kv_stride;
+    t.keys = static_cast<const char*>(keys) + head_offset;
+    t.values = static_cast<const char*>(values) + head_offset;
     t.key_count = cached ? t.seq.key_count : t.seq.rows;
     // Visibility grows with the position, so the tile's last query sees the most keys.
     t.tile_keys = visible_keys(t.seq, t.first_query + t.queries - 1, dims.block_size, t.key_count);

@@ -58,11 +58,12 @@ struct WorkspaceLimits {
 struct SequenceRows {
     int64_t first_row = 0;
     int64_t rows = 0;
-    const float* cached_keys = nullptr;  // null: the sequence's own rows of k and v
-    const float* cached_values = nullptr;
+    const void* cached_keys = nullptr;  // null: the sequence's own rows of k and v
+    const void* cached_values = nullptr;
     int64_t key_count = 0;       // with a cache
     int64_t query_position = 0;  // the position of the first query (block-causal masks)
     int64_t block_origin = 0;    // block-causal masks: where the first block starts
+    kernels::ElementType cached_type = kernels::ElementType::f32;  // the cache's elements: f32 or bf16
 };
 
 // One output of Backend::matmuls: out = x · weightᵀ (+ bias).
@@ -146,8 +147,9 @@ public:
     }
     virtual void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
                       const RopeSpec& rope) = 0;
-    // destination[0, n) = source[0, n) (device memory both)
-    virtual void copy(float* destination, const float* source, int64_t n) = 0;
+    // destination[0, n) = source[0, n) stored as `type`: f32 (a copy) or bf16 (rounded to nearest
+    // even), device memory both. How forwards write their keys and values into a K/V cache.
+    virtual void store(const float* source, int64_t n, kernels::ElementType type, void* destination) = 0;
     // out[t] for every sequence: attention over that sequence's keys.
     virtual void attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
                            const AttentionParams& params, float* out) = 0;

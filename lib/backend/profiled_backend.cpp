@@ -43,8 +43,8 @@ void ProfiledBackend::rope(float* x, int64_t rows, int64_t heads, int64_t head_d
                            const RopeSpec& rope) {
     timed("rope", [&] { inner_.rope(x, rows, heads, head_dim, positions, rope); });
 }
-void ProfiledBackend::copy(float* destination, const float* source, int64_t n) {
-    timed("copy", [&] { inner_.copy(destination, source, n); });
+void ProfiledBackend::store(const float* source, int64_t n, kernels::ElementType type, void* destination) {
+    timed("store", [&] { inner_.store(source, n, type, destination); });
 }
 void ProfiledBackend::attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
                                 const AttentionParams& params, float* out) {

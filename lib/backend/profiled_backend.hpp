@@ -49,7 +49,7 @@ public:
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override;
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override;
-    void copy(float* destination, const float* source, int64_t n) override;
+    void store(const float* source, int64_t n, kernels::ElementType type, void* destination) override;
     void attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
                    const AttentionParams& params, float* out) override;
     void swiglu(float* gate, const float* up, int64_t n) override;

@@ -53,6 +53,8 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         fail(Status::invalid_argument, "cache_refresh must be in 0..{}, got {}", max_supported_steps, p.cache_refresh);
     if (p.cache_vicinity < 0 || p.cache_vicinity > spec.max_sequence_length)
         fail(Status::invalid_argument, "cache_vicinity must be in 0..{}, got {}", spec.max_sequence_length, p.cache_vicinity);
+    if (p.cache_dtype != DType::f32 && p.cache_dtype != DType::bf16)
+        fail(Status::invalid_argument, "cache_dtype must be F32 or BF16, got {}", dtype_name(p.cache_dtype));
     if (p.cache_mode == CacheMode::none && (p.cache_refresh > 0 || p.cache_vicinity > 0))
         fail(Status::invalid_argument, "cache_refresh and cache_vicinity need a cache_mode (prefix or dual)");
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "format/dtype.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
@@ -59,6 +60,7 @@ struct DecodeParams {
     CacheMode cache_mode = CacheMode::none;
     int64_t cache_refresh = 0;   // > 0: also feed everything from position 0 every this many steps of a block
     int64_t cache_vicinity = 0;  // also feed this many positions on each side of the block
+    DType cache_dtype = DType::f32;  // the K/V cache's elements: f32, or bf16 (half the bytes, rounded)
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
     bool dream_policy() const noexcept { return policy >= CommitPolicy::origin; }

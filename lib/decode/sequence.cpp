@@ -93,8 +93,9 @@ int64_t DecodeSequence::block_end() const noexcept {
 void DecodeSequence::make_caches(Backend& backend, MemoryLedger* ledger) {
     if (!needs_cache() || cache_ != nullptr) return;
     const auto length = static_cast<int64_t>(canvas_.size());
-    cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length);
-    if (params_.cfg_scale > 0) unconditional_cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length);
+    cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length, params_.cache_dtype);
+    if (params_.cfg_scale > 0)
+        unconditional_cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length, params_.cache_dtype);
 }
 
 void DecodeSequence::prepare_step() {

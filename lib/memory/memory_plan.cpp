@@ -51,11 +51,10 @@ uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
     return bytes;
 }
 
-// The cache is fp32 on every backend today (like the activations); the backend is part of the
-// question for when a GPU keeps it in bf16.
+// The same on every backend (the element type is the sequence's choice).
 uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind) {
     if (!options.kv_cache) return 0;
-    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length));
+    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, options.kv_cache_dtype));
     return one * (options.cfg ? 2 : 1);
 }
 

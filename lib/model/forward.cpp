@@ -151,13 +151,16 @@ void Forward::hidden_states(std::span<const Run> runs, int64_t tokens) {
             SequenceRows& view = sequences[r];
             view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
             if (run.cache == nullptr) continue;
+            const KVCache& cache = *run.cache;
             const int64_t kv = kv_heads * hd;
-            view.cached_keys = run.cache->keys(layer_index);
-            view.cached_values = run.cache->values(layer_index);
+            view.cached_keys = cache.keys(layer_index);
+            view.cached_values = cache.values(layer_index);
+            view.cached_type = element_type(cache.element());
             view.key_count = run.keys;
-            backend_.copy(run.cache->keys(layer_index) + run.feed_begin * kv, k.floats() + run.first_row * kv, run.rows * kv);
-            backend_.copy(run.cache->values(layer_index) + run.feed_begin * kv, v.floats() + run.first_row * kv,
-                          run.rows * kv);
+            backend_.store(k.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+                           cache.row(cache.keys(layer_index), run.feed_begin));
+            backend_.store(v.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+                           cache.row(cache.values(layer_index), run.feed_begin));
         }
         backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
         backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
@@ -198,9 +201,9 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
         const int64_t keys =
             block_size > 0 ? std::min(length, kernels::block_end(feed_end - 1, block_size, block_origin)) : length;
         if (cache != nullptr) {
-            if (cache->length() < length || cache->row_floats() != kv_heads * hd)
-                fail(Status::invalid_argument, "sequence {}: its K/V cache holds {} positions of {} floats, not {} of {}",
-                     s, cache->length(), cache->row_floats(), length, kv_heads * hd);
+            if (cache->length() < length || cache->row_elements() != kv_heads * hd)
+                fail(Status::invalid_argument, "sequence {}: its K/V cache holds {} positions of {} elements, not {} of {}",
+                     s, cache->length(), cache->row_elements(), length, kv_heads * hd);
             if (feed_begin > cache->written() || std::max(feed_end, cache->written()) < keys)
                 fail(Status::invalid_argument, "sequence {} feeds positions {}..{} and attends to 0..{}, but its K/V "
                      "cache holds only 0..{}", s, feed_begin, feed_end, keys, cache->written());
@@ -282,7 +285,8 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     for (const Run& run : runs) {
         const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0)) : 0;
         shape.insert(shape.end(), {run.first_row, run.rows, run.feed_begin, run.keys, run.block_origin, cache,
-                                   run.cache != nullptr ? run.cache->length() : 0});
+                                   run.cache != nullptr ? run.cache->length() : 0,
+                                   run.cache != nullptr ? static_cast<int64_t>(run.cache->element()) : -1});
     }
     backend_.run_replayable(shape, [&] { hidden_states(runs, tokens); });
 

@@ -6,23 +6,31 @@
 #include <cstdint>
 
 #include "backend/backend.hpp"
+#include "format/dtype.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
 
 class KVCache {
 public:
-    // Room for `length` positions, charged to `ledger` (null: the backend's own). Throws
-    // OUT_OF_BUDGET when it cannot take them.
-    KVCache(Backend& backend, MemoryLedger* ledger, const ModelSpec& spec, int64_t length);
+    // Room for `length` positions of `element` (f32, as the activations, or bf16: half the bytes,
+    // each key and value rounded to nearest even as it is stored), charged to `ledger` (null: the
+    // backend's own). Throws OUT_OF_BUDGET when it cannot take them.
+    KVCache(Backend& backend, MemoryLedger* ledger, const ModelSpec& spec, int64_t length,
+            DType element = DType::f32);
 
-    // Bytes of one cache of `length` positions (fp32, like the activations, on every backend).
-    static uint64_t bytes(const ModelSpec& spec, int64_t length) noexcept;
+    // Bytes of one cache of `length` positions.
+    static uint64_t bytes(const ModelSpec& spec, int64_t length, DType element) noexcept;
 
     int64_t length() const noexcept { return length_; }
-    int64_t row_floats() const noexcept { return row_floats_; }  // kv_heads x head_dim
-    float* keys(int64_t layer) const noexcept { return storage_.floats() + (2 * layer) * length_ * row_floats_; }
-    float* values(int64_t layer) const noexcept { return keys(layer) + length_ * row_floats_; }
+    int64_t row_elements() const noexcept { return row_elements_; }  // kv_heads x head_dim
+    DType element() const noexcept { return element_; }
+    void* keys(int64_t layer) const noexcept { return at((2 * layer) * length_); }
+    void* values(int64_t layer) const noexcept { return at((2 * layer + 1) * length_); }
+    // Where position `position` of `rows` (keys(layer) or values(layer)) starts.
+    void* row(void* rows, int64_t position) const noexcept {
+        return static_cast<char*>(rows) + position * row_elements_ * int64_t(dtype_size(element_));
+    }
 
     // Positions [0, written) hold K/V a forward wrote (forwards extend it from the start, like a
     // prefill); a forward reads only written positions.
@@ -30,8 +38,11 @@ public:
     void extend_written(int64_t end) noexcept { written_ = end > written_ ? end : written_; }
 
 private:
-    DeviceBuffer storage_;  // [layers][keys, values][length][row_floats]
-    int64_t length_ = 0, row_floats_ = 0, written_ = 0;
+    void* at(int64_t row_index) const noexcept { return row(storage_.floats(), row_index); }
+
+    DeviceBuffer storage_;  // [layers][keys, values][length][row_elements]
+    int64_t length_ = 0, row_elements_ = 0, written_ = 0;
+    DType element_ = DType::f32;
 };
 
 }  // namespace unmask

@@ -307,10 +307,10 @@ TEST_CASE("embedding, norms, rope, swiglu, additions, gathers, guidance and roun
 TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-causal masks and cache views") {
     std::mt19937 rng(3);
     // Three sequences of 5, 17 and 70 rows (a partial query tile, and several); the second's
-    // block-causal region starts at 10. With a cache, the last reads 100 keys in which its queries
-    // sit at position 2. Queries scaled up so the softmax is sharp and its running maximum moves
-    // between key tiles. Heads of 64 and 128 go to the tensor-core kernel too (bf16 products:
-    // within bf16 rounding, 2e-2, as whole bf16 forwards).
+    // block-causal region starts at 10. With a cache (fp32 or bf16), the last reads 100 keys in
+    // which its queries sit at position 2. Queries scaled up so the softmax is sharp and its
+    // running maximum moves between key tiles. Heads of 64 and 128 go to the tensor-core kernel too
+    // (bf16 products: within bf16 rounding, 2e-2, as whole bf16 forwards).
     const int64_t heads = 4, tokens = 92, cached_keys = 100;
     const std::vector<int64_t> lengths = {5, 17, 70};
     for (const auto& [head_dim, kv_heads] :
@@ -320,12 +320,15 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
                    k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng),
                    cache_k = random_floats(size_t(cached_keys * kv_width), rng),
                    cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+        const std::vector<uint16_t> cache_k_bf16 = to_half(cache_k, ElementType::bf16),
+                                    cache_v_bf16 = to_half(cache_v, ElementType::bf16);
         for (int64_t block_size : {0, 5, 64})
-            for (bool with_cache : {false, true}) {
+            for (const std::string cache : {"none", "fp32", "bf16"}) {
                 CAPTURE(head_dim);
                 CAPTURE(kv_heads);
                 CAPTURE(block_size);
-                CAPTURE(with_cache);
+                CAPTURE(cache);
+                const bool with_cache = cache != "none", bf16 = cache == "bf16";
                 std::vector<cuda::AttentionSequence> sequences;
                 int64_t first = 0;
                 for (int64_t rows : lengths) {
@@ -333,7 +336,10 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
                     first += rows;
                 }
                 sequences[1].block_origin = 10;
-                if (with_cache) sequences.back() = {22, 70, cache_k.data(), cache_v.data(), cached_keys, 2, 10, 0};
+                if (with_cache && !bf16) sequences.back() = {22, 70, cache_k.data(), cache_v.data(), cached_keys, 2, 10, 0};
+                if (bf16)
+                    sequences.back() = {22,  70, cache_k_bf16.data(), cache_v_bf16.data(), cached_keys, 2, 10, 0,
+                                        ElementType::bf16};
                 const int64_t tiles = cuda::number_query_tiles(sequences.data(), int64_t(sequences.size()));
                 const cuda::AttentionDims dims{heads, kv_heads, head_dim, block_size};
 
@@ -343,7 +349,7 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
                     const bool cached = s.keys != nullptr;
                     const cpu::AttentionShape shape{s.rows,   cached ? s.key_count : s.rows, heads,          kv_heads,
                                                     head_dim, q_width,                       kv_width,       block_size,
-                                                    s.block_origin, s.query_position};
+                                                    s.block_origin, s.query_position,        s.kv_type};
                     for (int64_t h = 0; h < heads; ++h)
                         cpu::attention_tile(q.data() + s.first_row * q_width,
                                             cached ? s.keys : k.data() + s.first_row * kv_width,

@@ -188,7 +188,7 @@ TEST_CASE("matmuls of one input in mixed precisions each match the CPU's matmul"
     CHECK(actual == expected);  // on the GPU too: one rounding per precision is the same rounding
 }
 
-TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guidance match the CPU") {
+TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, guidance and bf16 stores match the CPU") {
     std::mt19937 rng(2);
     const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;
     HostWeight table = random_weight({vocab, dim}, DType::bf16, rng), norm = random_weight({dim}, DType::f16, rng),
@@ -218,7 +218,7 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guida
                  }), 1e-5);
     // The residual add fused with the norm: the sum (first half) and its norm (second half).
     expect_close(pair.both({x, y}, 2 * n, [&](Backend& b, auto& in, float* out) {
-                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.store(in[0].floats(), int64_t(n), kernels::ElementType::f32, out);
                      b.add_rmsnorm(out, in[1].floats(), rows, dim, weights[1], 1e-5, out + n);
                  }), 1e-5);
     std::vector<float> positions_as_floats(static_cast<size_t>(rows));
@@ -229,19 +229,24 @@ TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers and guida
     for (const RopeSpec& spec : {RopeSpec{10000.0, head_dim, false}, RopeSpec{500000.0, head_dim, true},
                                  RopeSpec{10000.0, head_dim / 2, false}}) {
         expect_close(pair.both({x, positions_as_floats}, n, [&](Backend& b, auto& in, float* out) {
-                         b.copy(out, in[0].floats(), int64_t(n));
+                         b.store(in[0].floats(), int64_t(n), kernels::ElementType::f32, out);
                          b.rope(out, rows, heads, head_dim, in[1].ints(), spec);
                      }), 1e-5);
     }
     expect_close(pair.both({x, y}, n, [&](Backend& b, auto& in, float* out) {
-                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.store(in[0].floats(), int64_t(n), kernels::ElementType::f32, out);
                      b.swiglu(out, in[1].floats(), int64_t(n));
                  }), 1e-5);
     expect_close(pair.both({x, y}, n, [&](Backend& b, auto& in, float* out) {
-                     b.copy(out, in[0].floats(), int64_t(n));
+                     b.store(in[0].floats(), int64_t(n), kernels::ElementType::f32, out);
                      b.add(out, in[1].floats(), int64_t(n));
                      b.combine_guidance(out, in[1].floats(), 1.5, int64_t(n));
                  }), 1e-6);
+    // Stored as bf16 (a K/V cache's rounding), two per float of the output: the CPU's bits.
+    const auto stored = pair.both({x}, n / 2, [&](Backend& b, auto& in, float* out) {
+        b.store(in[0].floats(), int64_t(n), kernels::ElementType::bf16, out);
+    });
+    CHECK(std::memcmp(stored.first.data(), stored.second.data(), n / 2 * sizeof(float)) == 0);
     // Gather rows, one of them twice.
     const std::vector<int32_t> picked = {4, 0, 4, 8};
     std::vector<float> picked_as_floats(picked.size());
@@ -599,8 +604,11 @@ TEST_CASE("host: the query tiles cover every row once per head, with the head's 
                 for (int64_t i = 0; i < q.queries; ++i) ++covered[size_t(seq.first_row + q.first_query + i)];
                 CHECK(q.query_offset == (seq.first_row + q.first_query) * dims.heads * d + head * d);
                 const bool cached = seq.keys != nullptr;
-                CHECK(q.keys == (cached ? seq.keys : k.data() + seq.first_row * kv_stride) + kv_head * d);
-                CHECK(q.values == (cached ? seq.values : v.data() + seq.first_row * kv_stride) + kv_head * d);
+                const void* keys = cached ? seq.keys : k.data() + seq.first_row * kv_stride;
+                const void* values = cached ? seq.values : v.data() + seq.first_row * kv_stride;
+                const size_t head_offset = size_t(kv_head * d) * sizeof(float);  // fp32 caches here
+                CHECK(q.keys == static_cast<const char*>(keys) + head_offset);
+                CHECK(q.values == static_cast<const char*>(values) + head_offset);
                 CHECK(q.key_count == seq.key_count);
                 int64_t most = 0;
                 for (int64_t i = q.first_query; i < q.first_query + q.queries; ++i) {

@@ -3,9 +3,10 @@
 config.json + safetensors, Dream sharded with an index) and the reference logits of
 reference_model.py for a batch of sequences of different lengths.
 
-Two sets of expected logits: `logits.N` from the fp32 weights, and `logits_bf16.N` from the same
-weights rounded to bf16 (what unmask computes with when it loads them at bf16), both evaluated in
-float64. Weights are scaled so that logits are well separated; seeds are retried until no position
+Three sets of expected logits: `logits.N` from the fp32 weights, `logits_bf16.N` from the same
+weights rounded to bf16 (what unmask computes with when it loads them at bf16), and `logits_kv_bf16.N`
+from the fp32 weights with keys and values rounded to bf16 after RoPE (what a bf16 K/V cache holds),
+all evaluated in float64. Weights are scaled so that logits are well separated; seeds are retried until no position
 has a near-tie between its top two logits and no MoE token a near-tie at its k-th expert, for
 either weight set, so exact top-1 and routing comparisons are meaningful.
 
@@ -187,16 +188,19 @@ def make(name, config, out, shards):
     fixtures.write_model(directory, config, tensors, shards=shards)
     expected = []
     for i, (s, l, b) in enumerate(zip(sequences, logits, logits_bf16)):
+        kv = reference_model.forward(config, weights, s, kv_dtype=torch.bfloat16)
         expected.append(("tokens.%d" % i, "I64", [len(s)], s.tolist()))
         expected.append(("logits.%d" % i, "F32", list(l.shape), l.flatten().tolist()))
         expected.append(("logits_bf16.%d" % i, "F32", list(b.shape), b.flatten().tolist()))
+        expected.append(("logits_kv_bf16.%d" % i, "F32", list(kv.shape), kv.flatten().tolist()))
     fixtures.write(os.path.join(directory, "reference.safetensors"), fixtures.safetensors_bytes(expected))
     print("%s: seed attempt %d, min top-2 logit gap %.4f, min router gap %.5f" % (name, attempt, logit_gap, router_gap))
     return weights
 
 
 def make_decoding(name, config, weights, cases, generate, out):
-    """Expected tokens of each decoding case for a prompt without near-ties in any decision."""
+    """Expected tokens of each decoding case for a prompt without near-ties in any decision, with
+    fp32 keys and values and with a bf16 K/V cache (`tokens_kv_bf16`, `steps_kv_bf16`)."""
     rows = config.get("embedding_size") or config["vocab_size"]
     results = []
     for case_name, params in cases:
@@ -207,11 +211,13 @@ def make_decoding(name, config, weights, cases, generate, out):
                 continue
             gaps = reference_decode.Gaps()
             tokens, steps = generate(config, weights, prompt, params, gaps)
+            tokens_kv, steps_kv = generate(config, weights, prompt, dict(params, cache_precision="bf16"), gaps)
             if gaps.logit > MIN_DECODE_LOGIT_GAP and gaps.selection > MIN_DECODE_SELECTION_GAP:
                 break
         else:
             raise SystemExit("%s / %s: no prompt without near-ties" % (name, case_name))
-        results.append({"name": case_name, "prompt": prompt, "params": params, "tokens": tokens, "steps": steps})
+        results.append({"name": case_name, "prompt": prompt, "params": params, "tokens": tokens, "steps": steps,
+                        "tokens_kv_bf16": tokens_kv, "steps_kv_bf16": steps_kv})
     fixtures.write(os.path.join(out, name, "decoding.json"), json.dumps(results, indent=1).encode())
     print("%s: %d decoding cases" % (name, len(results)))
 

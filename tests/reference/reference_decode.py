@@ -53,11 +53,19 @@ class Gaps:
         return [positions[i] for i in order[:k]]
 
 
-def guided_logits(config, weights, x, fixed, cfg_scale, mask_id, block_origin):
-    logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=block_origin)
+def kv_dtype(p):
+    """A bf16 K/V cache refreshed at every step (or the exact cache of block diffusion) is the
+    forward with keys and values rounded to bf16."""
+    return torch.bfloat16 if p.get("cache_precision") == "bf16" else None
+
+
+def guided_logits(config, weights, x, fixed, p, mask_id, block_origin):
+    cfg_scale = p.get("cfg_scale", 0.0)
+    logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=block_origin, kv_dtype=kv_dtype(p))
     if cfg_scale > 0:
         unconditional = [mask_id if fixed[i] else t for i, t in enumerate(x)]
-        un = reference_model.forward(config, weights, torch.tensor(unconditional), block_origin=block_origin)
+        un = reference_model.forward(config, weights, torch.tensor(unconditional), block_origin=block_origin,
+                                     kv_dtype=kv_dtype(p))
         logits = un + (cfg_scale + 1) * (logits - un)
     return logits
 
@@ -91,7 +99,7 @@ def llada_generate(config, weights, prompt, p, gaps):
         block_step = 0
         while any(x[i] == mask_id for i in range(begin, end)):
             # Block diffusion models: block-causal attention with the generated blocks after the prompt.
-            logits = guided_logits(config, weights, x, fixed, p.get("cfg_scale", 0.0), mask_id, len(prompt))
+            logits = guided_logits(config, weights, x, fixed, p, mask_id, len(prompt))
             logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
             if p.get("logits_eos_inf") and eos >= 0:
                 logits[:, eos] = -math.inf
@@ -146,7 +154,7 @@ def dream_generate(config, weights, prompt, p, gaps):
     ts = [1 + (eps - 1) * i / steps for i in range(steps + 1)]
     alg = p["policy"]
     for i in range(steps):
-        logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=len(prompt))
+        logits = reference_model.forward(config, weights, torch.tensor(x), block_origin=len(prompt), kv_dtype=kv_dtype(p))
         logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
         positions = [j for j in range(len(x)) if x[j] == mask_id]
         t, s = ts[i], ts[i + 1]

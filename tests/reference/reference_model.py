@@ -114,9 +114,10 @@ def moe_block(config, weights, layer, x, router_log=None):
     return out
 
 
-def forward(config, weights, tokens, router_log=None, block_origin=0):
+def forward(config, weights, tokens, router_log=None, block_origin=0, kv_dtype=None):
     """weights: name -> float64 tensor. Returns [len(tokens), rows] float64 logits. A config with
-    diffusion_block_size makes attention block-causal, blocks starting at block_origin."""
+    diffusion_block_size makes attention block-causal, blocks starting at block_origin. kv_dtype
+    (torch.bfloat16): keys and values rounded to it after RoPE, as a K/V cache of that type stores them."""
     n, d = names(config), dims(config)
     arch = config["architectures"][0]
     heads, kv_heads, hidden = d["heads"], d["kv_heads"], d["hidden"]
@@ -138,6 +139,8 @@ def forward(config, weights, tokens, router_log=None, block_origin=0):
             q = rms_norm(q, weights["model.layers.%d.self_attn.q_norm.weight" % i], d["eps"])
             k = rms_norm(k, weights["model.layers.%d.self_attn.k_norm.weight" % i], d["eps"])
         q, k = apply_rope(q, d["theta"], rotary), apply_rope(k, d["theta"], rotary)
+        if kv_dtype is not None:
+            k, v = k.to(kv_dtype).to(k.dtype), v.to(kv_dtype).to(v.dtype)
         attended = attention(q, k, v, heads, kv_heads, config.get("diffusion_block_size", 0), block_origin)
         x = x + attended.reshape(T, heads * head_dim) @ weights[n["o"] % i].T
         h = rms_norm(x, weights[n["mlp_norm"] % i], d["eps"])

@@ -233,6 +233,42 @@ TEST_CASE("without refresh, cached decoding keeps its schedule and stays determi
     }
 }
 
+TEST_CASE("a bf16 K/V cache decodes every reference case as PyTorch does with keys and values rounded to bf16") {
+    // Refreshed at every step (or exact: block diffusion), the cache holds the K/V of the current
+    // canvas, rounded: the reference's forward with K/V rounded to bf16 after RoPE. Rounding
+    // changes some cases' tokens (their logits move by about 1e-3), so these are its own tokens.
+    for (const std::string name : {"llada", "llada-block", "llada-moe", "dream"}) {
+        LoadedModel loaded(name);
+        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
+        const auto cases = nlohmann::json::parse(in);
+        for (const auto& c : cases) {
+            CAPTURE(name);
+            CAPTURE(c["name"].get<std::string>());
+            auto params = params_from_json(c["params"]);
+            params.cache_mode = UNMASK_CACHE_DUAL;
+            if (name == "llada-block") params.block_length = 0;
+            else params.cache_refresh_steps = 1;
+            params.cache_precision = UNMASK_PRECISION_BF16;
+            const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
+            REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
+            CHECK(g.tokens == c["tokens_kv_bf16"].get<std::vector<int32_t>>());
+            CHECK(g.result.steps == c["steps_kv_bf16"].get<int64_t>());
+        }
+    }
+}
+
+TEST_CASE("cache_precision is beyond an ABI 1.4 caller's struct: its cache is fp32, whatever follows the struct") {
+    // A caller of ABI 1.4 (224 bytes now, 216 then) does not reach cache_precision: fp32, whatever follows.
+    LoadedModel loaded("llada");
+    unmask_generate_params params = short_params(16, 16);
+    params.cache_mode = UNMASK_CACHE_DUAL;
+    params.cache_precision = 77;
+    params.struct_size = 216;
+    CHECK(generate(loaded.model, params, {4, 8, 15}).status == UNMASK_OK);
+    params.struct_size = sizeof params;
+    CHECK(generate(loaded.model, params, {4, 8, 15}).status == UNMASK_ERR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("with temperature > 0 and a seed, output is identical across thread counts and batch compositions") {
     LoadedModel loaded("llada");
     unmask_generate_params params = short_params(16, 8);
@@ -496,6 +532,9 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"cache_refresh must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_DUAL; p.cache_refresh_steps = -1; }},
         {"cache_vicinity must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_PREFIX; p.cache_vicinity = -2; }},
         {"cache_refresh and cache_vicinity need a cache_mode", [](unmask_generate_params& p) { p.cache_vicinity = 4; }},
+        {"params->cache_precision must be UNMASK_PRECISION_FP32 or UNMASK_PRECISION_BF16, got 3",
+         [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_FP16; }},
+        {"params->cache_precision must be", [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_AUTO; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);

@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "compare.hpp"
 #include "core/error.hpp"
+#include "core/float_convert.hpp"
 #include "decode/sequence.hpp"
 #include "fixtures.hpp"
 #include "memory/batch_memory.hpp"
@@ -103,8 +104,10 @@ TEST_CASE("each cache mode feeds the whole canvas at block starts and refreshes,
 }
 
 TEST_CASE("a partial forward against a freshly filled cache gives the full forward's logits") {
-    for (const std::string name : {"llada", "llada-moe", "dream"}) {
+    for (const std::string name : {"llada", "llada-moe", "dream"})
+    for (const DType dtype : {DType::f32, DType::bf16}) {
         CAPTURE(name);
+        CAPTURE(dtype_name(dtype));
         const auto model = load(name);
         const ModelSpec& spec = model->spec();
         auto backend = make_cpu_backend(2);
@@ -115,7 +118,7 @@ TEST_CASE("a partial forward against a freshly filled cache gives the full forwa
             tokens.push_back(static_cast<int32_t>(1 + (p * 37) % 90));
             twin.push_back(p < 10 ? static_cast<int32_t>(spec.mask_token_id) : tokens.back());
         }
-        KVCache cache(*backend, nullptr, spec, length), twin_cache(*backend, nullptr, spec, length);
+        KVCache cache(*backend, nullptr, spec, length, dtype), twin_cache(*backend, nullptr, spec, length, dtype);
         CHECK(cache.written() == 0);
         const int64_t begin = 16, end = 28;
         std::vector<int32_t> positions;
@@ -137,7 +140,7 @@ TEST_CASE("a partial forward against a freshly filled cache gives the full forwa
         twin[size_t(end + 3)] = tokens[size_t(end + 3)];
         CHECK(forward.run(std::vector{part}, true).logits == actual.logits);
         // ...while the exact forward sees it, and so does a fed position.
-        KVCache fresh(*backend, nullptr, spec, length), fresh_twin(*backend, nullptr, spec, length);
+        KVCache fresh(*backend, nullptr, spec, length, dtype), fresh_twin(*backend, nullptr, spec, length, dtype);
         ForwardSequence exact = full;
         exact.cache = &fresh;
         exact.unconditional_cache = &fresh_twin;
@@ -145,6 +148,30 @@ TEST_CASE("a partial forward against a freshly filled cache gives the full forwa
         tokens[size_t(begin + 2)] = tokens[size_t(begin + 2)] == 3 ? 4 : 3;
         CHECK(forward.run(std::vector{part}, true).logits != actual.logits);
     }
+}
+
+TEST_CASE("a bf16 cache holds each key and value of an fp32 cache rounded to nearest even, in half the bytes") {
+    const auto model = load("llada");
+    const ModelSpec& spec = model->spec();
+    auto backend = make_cpu_backend(2);
+    const int64_t length = 24;
+    Forward forward(*model, *backend, {length, length});
+    std::vector<int32_t> tokens;
+    for (int64_t p = 0; p < length; ++p) tokens.push_back(static_cast<int32_t>(1 + (p * 13) % 90));
+    KVCache wide(*backend, nullptr, spec, length, DType::f32), narrow(*backend, nullptr, spec, length, DType::bf16);
+    CHECK(KVCache::bytes(spec, length, DType::bf16) * 2 == KVCache::bytes(spec, length, DType::f32));
+    for (KVCache* cache : {&wide, &narrow}) forward.run(std::vector{ForwardSequence{tokens, {}, nullptr, {}, 0.0, cache, nullptr, 0, -1}}, true);
+    // The first layer's keys and values (the later layers' differ: they see the rounded attention).
+    const size_t elements = size_t(length * wide.row_elements());
+    for (auto rows : {&KVCache::keys, &KVCache::values}) {
+        const float* expected = static_cast<const float*>((wide.*rows)(0));
+        const uint16_t* stored = static_cast<const uint16_t*>((narrow.*rows)(0));
+        size_t rounded = 0;
+        for (size_t i = 0; i < elements; ++i) rounded += stored[i] == float_to_bf16(expected[i]) ? 1 : 0;
+        CHECK(rounded == elements);
+    }
+    CHECK_THROWS_WITH_AS(KVCache(*backend, nullptr, spec, length, DType::f16), doctest::Contains("f32 or bf16, not F16"),
+                         Error);
 }
 
 TEST_CASE("the forward refuses feeds that a sequence's cache cannot serve") {
@@ -180,23 +207,29 @@ TEST_CASE("a cache lives in its sequence's planned state: charged there, release
     params.steps = 32;
     params.cfg_scale = 1.0;
     params.cache_mode = CacheMode::dual;
-    DecodeSequence sequence(spec, params, canvas_of(spec, {1, 2, 3}, 32));
-    const SequenceShape shape{35, {true, true}};
-    {
-        auto memory = try_reserve_sequence(device, spec, shape, BackendKind::cpu, "a sequence");
+    for (const DType dtype : {DType::f32, DType::bf16}) {
+        CAPTURE(dtype_name(dtype));
+        params.cache_dtype = dtype;
+        DecodeSequence sequence(spec, params, canvas_of(spec, {1, 2, 3}, 32));
+        const SequenceOptions options{true, true, dtype};
+        CHECK(sequence.memory_options().kv_cache_dtype == dtype);
+        auto memory = try_reserve_sequence(device, spec, {35, options}, BackendKind::cpu, "a sequence");
         REQUIRE(memory);
-        CHECK(device.reserved() == sequence_state_bytes(spec, 35, {true, true}, BackendKind::cpu));
+        CHECK(device.reserved() == sequence_state_bytes(spec, 35, options, BackendKind::cpu));
         const uint64_t before = device.in_use();
         sequence.make_caches(*backend, memory->pool.get());
         REQUIRE(sequence.cache() != nullptr);
         REQUIRE(sequence.unconditional_cache() != nullptr);
+        CHECK(sequence.cache()->element() == dtype);
         // Both caches (the CFG twin's too) fill the state exactly as planned.
-        CHECK(device.in_use() - before == kv_cache_bytes(spec, 35, {true, true}, BackendKind::cpu));
+        CHECK(device.in_use() - before == kv_cache_bytes(spec, 35, options, BackendKind::cpu));
         CHECK(memory->pool->available() == 0);
         sequence.release_caches();
         CHECK(device.in_use() == before);
+        memory.reset();
+        CHECK(device.reserved() == 0);
     }
-    CHECK(device.reserved() == 0);
+    const SequenceShape shape{35, {true, true}};
     MemoryLedger tiny("cpu", sequence_state_bytes(spec, 35, {false, true}, BackendKind::cpu));
     CHECK(!try_reserve_sequence(tiny, spec, shape, BackendKind::cpu, "a sequence"));
     CHECK(try_reserve_sequence(tiny, spec, {35, {false, true}}, BackendKind::cpu, "a sequence"));

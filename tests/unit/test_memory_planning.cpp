@@ -142,8 +142,10 @@ TEST_CASE("the K/V cache and CFG add exactly their bytes to a sequence's state")
     CHECK(cached - plain == kv);
     CHECK(both - guided == 2 * kv);  // the unconditional twin keeps its own cache
     CHECK(guided - plain == 4 * 1024);  // the unconditional canvas
-    // The CUDA backend keeps fp32 activations too, so its cache is the same size.
+    // The CUDA backend's cache is the same size; a bf16 cache is half of it.
     CHECK(sequence_state_bytes(spec, length, {true, false}, BackendKind::cuda) - plain == kv);
+    CHECK(sequence_state_bytes(spec, length, {true, false, DType::bf16}, BackendKind::cpu) - plain == kv / 2);
+    CHECK(sequence_state_bytes(spec, length, {true, true, DType::bf16}, BackendKind::cuda) - guided == kv);
 }
 
 TEST_CASE("the derived answers are the edges of what fits") {
@@ -237,6 +239,21 @@ TEST_CASE("unmask_plan reports the breakdown of a model directory") {
     CHECK(plan.dynamic == 4 * plan.sequence_state);
     CHECK(plan.required == plan.weights + plan.dynamic + plan.scratch);
     CHECK(plan.fits == (plan.required <= plan.usable ? 1 : 0));
+
+    // A K/V cache adds its bytes to each sequence's state: half as many in bf16.
+    unmask_memory_plan cached = plan, cached_bf16 = plan;
+    params.kv_cache = 1;
+    REQUIRE_MESSAGE(unmask_plan(path.c_str(), &params, &cached) == UNMASK_OK, unmask_last_error());
+    params.kv_cache_precision = UNMASK_PRECISION_BF16;
+    REQUIRE_MESSAGE(unmask_plan(path.c_str(), &params, &cached_bf16) == UNMASK_OK, unmask_last_error());
+    CHECK(cached.sequence_state > plan.sequence_state);
+    CHECK(cached.sequence_state - plan.sequence_state == 2 * (cached_bf16.sequence_state - plan.sequence_state));
+    CHECK(cached_bf16.max_concurrent_at_length >= cached.max_concurrent_at_length);
+    params.kv_cache_precision = UNMASK_PRECISION_FP16;
+    CHECK(unmask_plan(path.c_str(), &params, &cached) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("params->kv_cache_precision must be") != std::string::npos);
+    params.kv_cache = 0;
+    params.kv_cache_precision = UNMASK_PRECISION_FP32;
 
     // The same figures as loading the model and reading its description.
     unmask_model_params load;

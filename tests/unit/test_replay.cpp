@@ -107,8 +107,8 @@ public:
               const RopeSpec& rope) override {
         call([=, this] { cpu_->rope(x, rows, heads, head_dim, positions, rope); });
     }
-    void copy(float* destination, const float* source, int64_t n) override {
-        call([=, this] { cpu_->copy(destination, source, n); });
+    void store(const float* source, int64_t n, kernels::ElementType type, void* destination) override {
+        call([=, this] { cpu_->store(source, n, type, destination); });
     }
     void attention(const float* q, const float* k, const float* v, std::span<const SequenceRows> sequences,
                    const AttentionParams& params, float* out) override {

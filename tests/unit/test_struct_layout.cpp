@@ -79,7 +79,8 @@ static_assert(offsetof(unmask_plan_params, memory_fraction) == 40);
 static_assert(offsetof(unmask_plan_params, memory_margin) == 48);
 static_assert(offsetof(unmask_plan_params, device_memory_bytes) == 56);
 static_assert(offsetof(unmask_plan_params, max_sequence_length) == 64);
-static_assert(sizeof(unmask_plan_params) == 72);
+static_assert(offsetof(unmask_plan_params, kv_cache_precision) == 72);  // ABI 1.5
+static_assert(sizeof(unmask_plan_params) == 80);
 
 static_assert(offsetof(unmask_memory_plan, struct_size) == 0);
 static_assert(offsetof(unmask_memory_plan, fits) == 4);
@@ -111,7 +112,8 @@ static_assert(offsetof(unmask_generate_params, stream_steps) == 192);
 static_assert(offsetof(unmask_generate_params, cache_mode) == 196);
 static_assert(offsetof(unmask_generate_params, cache_refresh_steps) == 200);
 static_assert(offsetof(unmask_generate_params, cache_vicinity) == 208);
-static_assert(sizeof(unmask_generate_params) == 216);
+static_assert(offsetof(unmask_generate_params, cache_precision) == 216);  // ABI 1.5
+static_assert(sizeof(unmask_generate_params) == 224);
 
 static_assert(offsetof(unmask_stream_event, kind) == 4);
 static_assert(offsetof(unmask_stream_event, request_id) == 8);
@@ -192,9 +194,9 @@ static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_U
 TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_model_params) == 88);
     CHECK(sizeof(unmask_memory_usage) == 48);
-    CHECK(sizeof(unmask_plan_params) == 72);
+    CHECK(sizeof(unmask_plan_params) == 80);
     CHECK(sizeof(unmask_memory_plan) == 200);
-    CHECK(sizeof(unmask_generate_params) == 216);
+    CHECK(sizeof(unmask_generate_params) == 224);
     CHECK(sizeof(unmask_engine_params) == 80);
     CHECK(sizeof(unmask_request_info) == 80);
     CHECK(sizeof(unmask_engine_stats) == 240);

@@ -8,6 +8,7 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/float_convert.hpp"
 #include "core/thread_pool.hpp"
 #include "cpu/attention.hpp"
 #include "cpu/matmul.hpp"
@@ -181,9 +182,14 @@ public:
         });
     }
 
-    void copy(float* destination, const float* source, int64_t n) override {
+    void store(const float* source, int64_t n, k::ElementType type, void* destination) override {
         for_row_chunks(n, [&](int64_t begin, int64_t end) {
-            std::memcpy(destination + begin, source + begin, size_t(end - begin) * sizeof(float));
+            if (type == k::ElementType::f32)
+                std::memcpy(static_cast<float*>(destination) + begin, source + begin, size_t(end - begin) * sizeof(float));
+            else
+                for (int64_t i = begin; i < end; ++i)
+                    static_cast<uint16_t*>(destination)[i] = type == k::ElementType::bf16 ? float_to_bf16(source[i])
+                                                                                        : float_to_fp16(source[i]);
         }, 16384);
     }
 
@@ -208,9 +214,17 @@ public:
             const Task& t = tasks[static_cast<size_t>(i)];
             const SequenceRows& seq = sequences[static_cast<size_t>(t.sequence)];
             const bool cached = seq.cached_keys != nullptr;
-            const k::AttentionShape shape{seq.rows,          keys_of(seq),       params.heads,      params.kv_heads,
-                                          params.head_dim,   q_stride,           kv_stride,         params.block_size,
-                                          seq.block_origin,  seq.query_position};
+            const k::AttentionShape shape{seq.rows,
+                                          keys_of(seq),
+                                          params.heads,
+                                          params.kv_heads,
+                                          params.head_dim,
+                                          q_stride,
+                                          kv_stride,
+                                          params.block_size,
+                                          seq.block_origin,
+                                          seq.query_position,
+                                          cached ? seq.cached_type : k::ElementType::f32};
             k::attention_tile(q + seq.first_row * q_stride, cached ? seq.cached_keys : kv_k + seq.first_row * kv_stride,
                               cached ? seq.cached_values : v + seq.first_row * kv_stride, shape, t.head, t.q_begin,
                               t.q_end, out + seq.first_row * q_stride, scratch);

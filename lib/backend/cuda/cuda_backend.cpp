@@ -358,10 +358,13 @@ public:
         check(k::rope(x, rows, heads, head_dim, positions, rope.theta, rope.rotary_dims, rope.interleaved, stream_),
               "rope");
     }
-    void copy(float* destination, const float* source, int64_t n) override {
+    void store(const float* source, int64_t n, k::ElementType type, void* destination) override {
         select_device(device_);
-        check(cudaMemcpyAsync(destination, source, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
-              "copy");
+        if (type == k::ElementType::f32)
+            check(cudaMemcpyAsync(destination, source, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                  "store");
+        else
+            check(k::round_to(source, n, type, destination, stream_), "store");
     }
     void attention(const float* q, const float* kv_k, const float* v, std::span<const SequenceRows> sequences,
                    const AttentionParams& params, float* out) override {
@@ -378,7 +381,7 @@ public:
             if (seq.first_row < tokens) fail(Status::internal, "attention sequences overlap or are out of row order");
             aligned = aligned && on_16_bytes(seq.cached_keys) && on_16_bytes(seq.cached_values);
             rows.push_back({seq.first_row, seq.rows, seq.cached_keys, seq.cached_values, seq.key_count,
-                            seq.query_position, seq.block_origin, 0});
+                            seq.query_position, seq.block_origin, 0, seq.cached_type});
             tokens = seq.first_row + seq.rows;
         }
         if (rows.empty()) return;
