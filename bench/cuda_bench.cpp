@@ -11,6 +11,7 @@
 //   gathered from, over 4.3 TB/s, the achievable figure; the fp32 K/V cache adds about
 //   0.5 GB of reads per step, 3.5% of the weights, which the bound leaves out). graphs=1: the
 //   layer stack launched as a CUDA graph (the default), graphs=0: as it comes, call by call.
+//   kv_bf16=1: the cache in bf16 (half its reads and bytes).
 //   moe=1: the same step on 4 of the 16 layers of LLaDA-MoE-7B-A1B's shape (64 experts, 8 per
 //   token: 32 tokens touch nearly every expert, so the bound still counts every weight), where the
 //   routing stays on the device and the step is one graph too.
@@ -136,7 +137,7 @@ void BM_cuda_forward_profile(benchmark::State& state) {
     unmask_bench::report_profile(state, profiled);
 }
 
-// args: layers, canvas, block, graphs, moe
+// args: layers, canvas, block, graphs, moe, kv_bf16
 void BM_cuda_generation_step(benchmark::State& state) {
     if (!have_device(state)) return;
     const int64_t layers = state.range(0), canvas = state.range(1), block = state.range(2);
@@ -145,7 +146,7 @@ void BM_cuda_generation_step(benchmark::State& state) {
     const Model& model = *device.model;
     const std::vector<int32_t>& ids = device.ids;
     Forward forward(model, backend, {canvas, canvas});
-    KVCache cache(backend, nullptr, model.spec(), canvas);
+    KVCache cache(backend, nullptr, model.spec(), canvas, state.range(5) != 0 ? DType::bf16 : DType::f32);
     const CandidateParams greedy;
     // The block's first step: the whole canvas fed, filling the cache.
     const std::vector<int32_t> first = {0};
@@ -335,11 +336,12 @@ BENCHMARK(BM_cuda_forward_profile)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_generation_step)
-    ->Args({32, 512, 32, 1, 0})
-    ->Args({32, 512, 32, 0, 0})
-    ->Args({4, 512, 32, 1, 1})
-    ->Args({4, 512, 32, 0, 1})
-    ->ArgNames({"layers", "canvas", "block", "graphs", "moe"})
+    ->Args({32, 512, 32, 1, 0, 0})
+    ->Args({32, 512, 32, 0, 0, 0})
+    ->Args({32, 512, 32, 1, 0, 1})
+    ->Args({4, 512, 32, 1, 1, 0})
+    ->Args({4, 512, 32, 0, 1, 0})
+    ->ArgNames({"layers", "canvas", "block", "graphs", "moe", "kv_bf16"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_attention)

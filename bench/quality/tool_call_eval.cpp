@@ -103,6 +103,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
             setting.cache_mode = value;
         } else if (key == "refresh") p.cache_refresh_steps = integer(key, value);
         else if (key == "vicinity") p.cache_vicinity = integer(key, value);
+        else if (key == "cache_precision") p.cache_precision = named(unmask_names::cache_precisions(), key, value);
         else
             throw std::invalid_argument("unknown setting key '" + key + "'");
     }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "decoding_options.hpp"
 #include "engine_session.hpp"
 #include "model_options.hpp"
 #include "text_format.hpp"
@@ -113,7 +114,9 @@ int run_plan(const ParsedArgs& args) {
     int32("threads", params.threads);
     if (auto v = args.integer("max-seq-len")) params.max_sequence_length = *v;
     if (auto v = args.value("device-memory")) params.device_memory_bytes = parse_bytes(*v, "device-memory");
-    params.kv_cache = args.has("kv-cache") ? 1 : 0;
+    params.kv_cache = args.has("kv-cache") || args.has("kv-cache-precision") ? 1 : 0;
+    if (auto v = args.value("kv-cache-precision"))
+        params.kv_cache_precision = named(unmask_names::cache_precisions(), *v, "--kv-cache-precision");
     params.cfg = args.has("cfg") ? 1 : 0;
     unmask_memory_plan plan{};
     plan.struct_size = sizeof plan;
@@ -145,6 +148,7 @@ const Command plan_command{
                           {"device-memory", "BYTES", "plan for devices of this size instead of asking this machine"},
                           {"threads", "N", "CPU threads (default: all)"},
                           {"kv-cache", "", "a cache mode keeps K/V per sequence"},
+                          {"kv-cache-precision", "P", "the cache's elements: fp32 (default) or bf16 (implies --kv-cache)"},
                           {"cfg", "", "classifier-free guidance (an unconditional twin per sequence)"}})},
     run_plan};
 

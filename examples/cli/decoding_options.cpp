@@ -5,7 +5,6 @@
 #include "parameter_names.hpp"
 
 namespace unmask_cli {
-namespace {
 
 using unmask_names::Names;
 
@@ -13,8 +12,6 @@ int32_t named(const Names& names, const std::string& text, const std::string& wh
     if (const auto value = unmask_names::lookup(names, text)) return *value;
     throw UsageError(what + " must be one of " + unmask_names::listed(names) + ", got '" + text + "'");
 }
-
-}  // namespace
 
 const char* finish_name(int32_t reason) {
     switch (reason) {
@@ -46,7 +43,8 @@ std::vector<OptionSpec> with_decoding_options(std::vector<OptionSpec> options) {
         {"early-stop", "", "stop once the answer has ended with EOS"},
         {"cache", "MODE", "K/V cache: none (exact, default), prefix or dual"},
         {"cache-refresh", "N", "with a cache: also recompute the whole canvas every N steps of a block"},
-        {"cache-vicinity", "W", "with a cache: also recompute W positions on each side of the block"}};
+        {"cache-vicinity", "W", "with a cache: also recompute W positions on each side of the block"},
+        {"cache-precision", "P", "with a cache: fp32 (default) or bf16 (half the memory, K/V rounded)"}};
     options.insert(options.end(), decoding.begin(), decoding.end());
     return options;
 }
@@ -72,6 +70,8 @@ void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& para
     if (auto v = args.value("cache")) params.cache_mode = named(unmask_names::cache_modes(), *v, "--cache");
     if (auto v = args.integer("cache-refresh")) params.cache_refresh_steps = *v;
     if (auto v = args.integer("cache-vicinity")) params.cache_vicinity = *v;
+    if (auto v = args.value("cache-precision"))
+        params.cache_precision = named(unmask_names::cache_precisions(), *v, "--cache-precision");
 }
 
 void apply_json_params(const nlohmann::json& request, const std::vector<std::string>& skip,
@@ -122,6 +122,10 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
             p.cache_mode = value.is_string() ? named(unmask_names::cache_modes(), value.get<std::string>(), "'cache_mode'") : int32();
         else if (key == "cache_refresh_steps") p.cache_refresh_steps = integer();
         else if (key == "cache_vicinity") p.cache_vicinity = integer();
+        else if (key == "cache_precision")
+            p.cache_precision = value.is_string()
+                                    ? named(unmask_names::cache_precisions(), value.get<std::string>(), "'cache_precision'")
+                                    : int32();
         else throw UsageError("'" + key + "' is not a generation parameter");
     }
     if (!steps_given) p.steps = p.gen_length;

@@ -2,11 +2,13 @@
 // or from a JSON request by their C API names (`unmask serve-stdin`).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "args.hpp"
+#include "parameter_names.hpp"
 #include "unmask.h"
 
 namespace unmask_cli {
@@ -20,5 +22,8 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
                        unmask_generate_params& params);
 
 const char* finish_name(int32_t reason);
+
+// The value `text` names in `names`; UsageError naming `what` and the names otherwise.
+int32_t named(const unmask_names::Names& names, const std::string& text, const std::string& what);
 
 }  // namespace unmask_cli

@@ -34,6 +34,12 @@ inline const Names& cache_modes() {
     return names;
 }
 
+// The K/V cache's element types (cache_precision).
+inline const Names& cache_precisions() {
+    static const Names names = {{"fp32", UNMASK_PRECISION_FP32}, {"bf16", UNMASK_PRECISION_BF16}};
+    return names;
+}
+
 inline std::optional<int32_t> lookup(const Names& names, const std::string& name) {
     const auto it = names.find(name);
     if (it == names.end()) return std::nullopt;

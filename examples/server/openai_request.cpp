@@ -201,7 +201,8 @@ const std::set<std::string>& known_fields(Endpoint endpoint) {
         "logprobs", "frequency_penalty", "presence_penalty",
         // unmask's diffusion parameters, by their unmask_generate_params names
         "steps", "block_length", "min_steps", "max_steps", "policy", "threshold", "factor", "alg_temp", "top_k",
-        "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity", "early_stop", "timeout_seconds"};
+        "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity", "cache_precision", "early_stop",
+        "timeout_seconds"};
     static const std::set<std::string> completions = [] {
         auto s = common;
         s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -275,6 +276,7 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     p.cache_mode = f.name_or_number("cache_mode", unmask_names::cache_modes(), UNMASK_CACHE_NONE);
     p.cache_refresh_steps = f.integer("cache_refresh_steps", 0, int64_t(1) << 30, 0);
     p.cache_vicinity = f.integer("cache_vicinity", 0, int64_t(1) << 30, 0);
+    p.cache_precision = f.name_or_number("cache_precision", unmask_names::cache_precisions(), UNMASK_PRECISION_FP32);
     p.early_stop = f.boolean("early_stop", false) ? 1 : 0;
     p.timeout_seconds = f.number("timeout_seconds", 0, 1e9, 0);
     out.stop = read_stop(f.find("stop"));

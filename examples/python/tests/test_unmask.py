@@ -17,7 +17,7 @@ BUNDLED = os.environ.get("UNMASK_BUNDLED_MODEL") or os.path.join(
 class Layout(unittest.TestCase):
     def test_structs_match_the_frozen_c_layouts(self):
         # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
-        sizes = {_ffi.ModelParams: 88, _ffi.PlanParams: 72, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 216,
+        sizes = {_ffi.ModelParams: 88, _ffi.PlanParams: 80, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 224,
                  _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
@@ -33,7 +33,8 @@ class Layout(unittest.TestCase):
                    (_ffi.RequestInfo, "queue_seconds"): 48, (_ffi.RequestInfo, "end_to_end_seconds"): 72,
                    (_ffi.EngineStats, "memory_capacity"): 192, (_ffi.StreamEvent, "tokens"): 40,
                    (_ffi.StreamEvent, "token_count"): 48, (_ffi.GenerateParams, "seed"): 112,
-                   (_ffi.GenerateParams, "step_callback"): 152, (_ffi.Generation, "forwards"): 40}
+                   (_ffi.GenerateParams, "step_callback"): 152, (_ffi.Generation, "forwards"): 40,
+                   (_ffi.GenerateParams, "cache_precision"): 216, (_ffi.PlanParams, "kv_cache_precision"): 72}
         for (struct, name), offset in offsets.items():
             self.assertEqual(getattr(struct, name).offset, offset, "%s.%s" % (struct.__name__, name))
         self.assertEqual(ctypes.sizeof(_ffi.StreamEvent), 56)
@@ -77,6 +78,10 @@ class Bindings(unittest.TestCase):
         self.assertEqual(plan["fits"], 1)
         self.assertEqual(plan["max_concurrent"], 4)
         self.assertGreater(plan["sequence_state"], 0)
+        halved = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache=True, kv_cache_precision="bf16")
+        uncached = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128)
+        self.assertEqual(plan["sequence_state"] - uncached["sequence_state"],
+                         2 * (halved["sequence_state"] - uncached["sequence_state"]))
 
     def test_generate_answers_a_request(self):
         result = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48)
@@ -84,6 +89,11 @@ class Bindings(unittest.TestCase):
         self.assertEqual(len(result.ids), 48)
         self.assertEqual(result.steps, 48)
         self.assertEqual(result.finish_reason, "eos")
+        cached = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48, block_length=16,
+                                     cache_mode="dual", cache_precision="bf16")
+        self.assertEqual(cached.text, result.text)
+        with self.assertRaises(ValueError):
+            unmask.generate_params(cache_precision="fp8")
 
     def test_engine_generates_streams_and_reports_stats(self):
         with unmask.Engine(self.model, max_concurrent_requests=4) as engine:

@@ -54,7 +54,7 @@ class PlanParams(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("backend", c_int32), ("devices", c_int32),
                 ("threads", c_int32), ("kv_cache", c_int32), ("cfg", c_int32), ("max_concurrent", c_int32),
                 ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
-                ("device_memory_bytes", c_uint64), ("max_sequence_length", c_int64)]
+                ("device_memory_bytes", c_uint64), ("max_sequence_length", c_int64), ("kv_cache_precision", c_int32)]
 
 
 class MemoryPlan(ctypes.Structure):
@@ -76,7 +76,8 @@ class GenerateParams(ctypes.Structure):
                 ("threads", c_int32), ("eos_token_id", c_int64), ("eot_token_id", c_int64),
                 ("step_callback", STEP_CALLBACK), ("step_user_data", c_void_p), ("timeout_seconds", c_double),
                 ("stream_callback", STREAM_CALLBACK), ("stream_user_data", c_void_p), ("stream_steps", c_int32),
-                ("cache_mode", c_int32), ("cache_refresh_steps", c_int64), ("cache_vicinity", c_int64)]
+                ("cache_mode", c_int32), ("cache_refresh_steps", c_int64), ("cache_vicinity", c_int64),
+                ("cache_precision", c_int32)]
 
 
 class Generation(ctypes.Structure):

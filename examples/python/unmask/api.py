@@ -106,8 +106,8 @@ def _read_text(fill, what: str) -> str:
 
 
 def generate_params(**settings) -> _ffi.GenerateParams:
-    """unmask_generate_params from keyword arguments named as the C fields (`policy` and
-    `cache_mode` also by name); `steps` defaults to `gen_length`. Unknown names are a TypeError."""
+    """unmask_generate_params from keyword arguments named as the C fields (`policy`, `cache_mode`
+    and `cache_precision` also by name); `steps` defaults to `gen_length`. Unknown names are a TypeError."""
     params = _ffi.GenerateParams()
     _check(lib.unmask_generate_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_generate_params_init_sized")
     names = {name for name, _ in _ffi.GenerateParams._fields_} - {"struct_size", "step_callback", "step_user_data",
@@ -119,6 +119,8 @@ def generate_params(**settings) -> _ffi.GenerateParams:
             value = _lookup(_ffi.POLICIES, value, name)
         if name == "cache_mode" and isinstance(value, str):
             value = _lookup(_ffi.CACHE_MODES, value, name)
+        if name == "cache_precision" and isinstance(value, str):
+            value = _lookup(_ffi.PRECISIONS, value, name)
         setattr(params, name, value)
     if "steps" not in settings:
         params.steps = params.gen_length
@@ -386,13 +388,15 @@ class Engine(_Owned):
 
 
 def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memory_budget_bytes: int = 0,
-         kv_cache: bool = False, cfg: bool = False, threads: int = 0) -> Dict[str, Any]:
-    """What a deployment of the model at `path` needs, from its config alone (see unmask_plan)."""
+         kv_cache: bool = False, cfg: bool = False, threads: int = 0, kv_cache_precision: str = "fp32") -> Dict[str, Any]:
+    """What a deployment of the model at `path` needs, from its config alone (see unmask_plan);
+    `kv_cache_precision` "fp32" or "bf16"."""
     params = _ffi.PlanParams()
     _check(lib.unmask_plan_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_plan_params_init_sized")
     params.max_concurrent, params.max_sequence_length = max_concurrent, max_sequence_length
     params.memory_budget_bytes, params.kv_cache, params.cfg, params.threads = memory_budget_bytes, int(kv_cache), \
         int(cfg), threads
+    params.kv_cache_precision = _lookup(_ffi.PRECISIONS, kv_cache_precision, "kv_cache_precision")
     out = _sized(_ffi.MemoryPlan)
     _check(lib.unmask_plan(str(path).encode(), ctypes.byref(params), ctypes.byref(out)), "unmask_plan")
     return _as_dict(out)
