@@ -126,7 +126,7 @@ void run(const unmask_model& handle, const unmask_generate_params& p, std::vecto
     const int threads = threads_for(p);
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
-        shapes.push_back({static_cast<int64_t>(s.canvas().size()), {s.needs_cache(), s.unconditional() != nullptr}});
+        shapes.push_back({static_cast<int64_t>(s.canvas().size()), s.memory_options()});
     const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, handle.backend, threads);
     auto backend = make_model_backend(handle, threads, *memory.scratch);
     // The caches live in the sequences' own state pools, which go before the sequences do.

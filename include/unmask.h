@@ -296,6 +296,7 @@ typedef struct unmask_plan_params {
     int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
     int32_t kv_cache_precision;   /* since ABI 1.5: UNMASK_PRECISION_FP32 (default) or _BF16, as
                                      unmask_generate_params.cache_precision */
+    /* (4 bytes of padding: a field appended later starts at offset 80.) */
 } unmask_plan_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */
@@ -442,6 +443,8 @@ typedef struct unmask_generate_params {
      * bytes per sequence, each key and value rounded to bf16 as it is stored (so even the exact
      * cache of block diffusion models is then within bf16 rounding of no cache). */
     int32_t cache_precision;
+    /* (4 bytes of padding end the struct: a field appended later starts at offset 224, so that an
+     * ABI 1.5 caller's struct_size never covers it.) */
 } unmask_generate_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */

@@ -17,14 +17,16 @@ inline constexpr int64_t k_block = 256;
 // panel[k * NR + j] = w[n0 + j, k0 + k] as fp32, zero for j >= cols.
 template <int64_t NR>
 inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, float* panel) {
-    if (w.k_major) {  // fp32 or bf16 (attention's values): each k is a contiguous run of n
+    if (w.k_major) {  // attention's values (a K/V cache's elements): each k is a contiguous run of n
         for (int64_t k = 0; k < kc; ++k) {
             const int64_t first = (k0 + k) * w.stride + n0;
-            if (w.type == ElementType::bf16) {
-                const uint16_t* src = static_cast<const uint16_t*>(w.data) + first;
-                for (int64_t j = 0; j < cols; ++j) panel[k * NR + j] = bf16_to_float(src[j]);
+            float* row = panel + k * NR;
+            if (w.type == ElementType::f32) {
+                std::memcpy(row, static_cast<const float*>(w.data) + first, size_t(cols) * sizeof(float));
             } else {
-                std::memcpy(panel + k * NR, static_cast<const float*>(w.data) + first, size_t(cols) * sizeof(float));
+                const uint16_t* half = static_cast<const uint16_t*>(w.data) + first;
+                for (int64_t j = 0; j < cols; ++j)
+                    row[j] = w.type == ElementType::bf16 ? bf16_to_float(half[j]) : fp16_to_float(half[j]);
             }
             std::fill(panel + k * NR + cols, panel + (k + 1) * NR, 0.0f);
         }

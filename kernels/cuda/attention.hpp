@@ -22,7 +22,8 @@ struct AttentionSequence {
     int64_t key_count = 0;       // with a cache view
     int64_t query_position = 0;  // position of the first query (block-causal masks)
     int64_t block_origin = 0;
-    int64_t first_tile = 0;  // its first query tile among the batch's (number_query_tiles)
+    int32_t first_tile = 0;  // its first query tile among the batch's (number_query_tiles; launches
+                             // take at most INT32_MAX tiles)
     ElementType kv_type = ElementType::f32;  // of a cache view: f32 or bf16
 };
 

@@ -17,7 +17,7 @@ namespace unmask::kernels::cuda {
 inline int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept {
     int64_t tiles = 0;
     for (int64_t s = 0; s < count; ++s) {
-        sequences[s].first_tile = tiles;
+        sequences[s].first_tile = static_cast<int32_t>(tiles);  // a batch of more tiles is not launched
         tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile;
     }
     return tiles;

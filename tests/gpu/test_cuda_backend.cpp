@@ -636,6 +636,7 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
     // softmax is sharp and its running maximum moves between key tiles. With bf16 products, heads
     // of 64 and 128 go to the tensor-core kernel: within bf16 rounding (2e-2, as whole bf16
     // forwards), and visibly rounded (the fp32 kernel would be within 1e-4); the others stay fp32.
+    // The cache is fp32 or bf16 (its elements rounded on the host, two to a float of the input).
     const std::vector<int64_t> lengths = {5, 17, 70};
     const int64_t tokens = 92, cached_keys = 100;
     const std::vector<std::pair<int64_t, int64_t>> shapes = {{20, 2}, {32, 2}, {36, 4}, {64, 1}, {64, 4},
@@ -647,13 +648,22 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
                    k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng);
         const auto cache_k = random_floats(size_t(cached_keys * kv_width), rng),
                    cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+        auto packed_bf16 = [](const std::vector<float>& x) {
+            std::vector<float> out((x.size() + 1) / 2);
+            for (size_t i = 0; i < x.size(); ++i) {
+                const uint16_t h = float_to_bf16(x[i]);
+                std::memcpy(reinterpret_cast<char*>(out.data()) + 2 * i, &h, 2);
+            }
+            return out;
+        };
+        const auto cache_k_bf16 = packed_bf16(cache_k), cache_v_bf16 = packed_bf16(cache_v);
         for (int64_t block_size : {0, 5, 8, 64})
-            for (bool with_cache : {false, true})
+            for (const std::string cache : {"none", "fp32", "bf16"})
                 for (bool bf16_products : {false, true}) {
                     CAPTURE(head_dim);
                     CAPTURE(kv_heads);
                     CAPTURE(block_size);
-                    CAPTURE(with_cache);
+                    CAPTURE(cache);
                     CAPTURE(bf16_products);
                     auto run = [&](Backend& b, auto& in, float* out) {
                         std::vector<SequenceRows> sequences;
@@ -663,12 +673,16 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
                             first += rows;
                         }
                         sequences[1].block_origin = 10;
-                        if (with_cache)
+                        if (cache == "fp32")
                             sequences.back() = {22, 70, in[3].floats(), in[4].floats(), cached_keys, 2, 10};
+                        if (cache == "bf16")
+                            sequences.back() = {22, 70, in[5].floats(), in[6].floats(), cached_keys, 2, 10,
+                                                kernels::ElementType::bf16};
                         b.attention(in[0].floats(), in[1].floats(), in[2].floats(), sequences,
                                     {heads, kv_heads, head_dim, block_size, bf16_products}, out);
                     };
-                    auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v}, size_t(tokens * q_width), run);
+                    auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v, cache_k_bf16, cache_v_bf16},
+                                                size_t(tokens * q_width), run);
                     const double error = relative_error(gpu, cpu);
                     if (bf16_products && kernels::cuda::attention_on_tensor_cores(head_dim)) {
                         CHECK(error <= 2e-2);
@@ -682,7 +696,7 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
                                 return x;
                             };
                             const auto close = pair.both({rounded(q), rounded(k), rounded(v), rounded(cache_k),
-                                                          rounded(cache_v)},
+                                                          rounded(cache_v), cache_k_bf16, cache_v_bf16},
                                                          size_t(tokens * q_width), run);
                             CHECK(relative_error(close.second, close.first) <= 5e-3);
                         }
@@ -851,9 +865,10 @@ TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit 
         // Full forwards of both canvases filling a cache each, then partial forwards against the
         // caches in turn (one shape, recorded on its second coming, replayed after), four rounds,
         // each with a new fed token (a graph that did nothing would leave the last round's results).
+        // The second cache is bf16: its stores and reads are captured too.
         auto logits = [&](Backend& backend) {
             Forward forward(*model, backend, {length, length});
-            KVCache one(backend, nullptr, spec, length), two(backend, nullptr, spec, length);
+            KVCache one(backend, nullptr, spec, length), two(backend, nullptr, spec, length, DType::bf16);
             std::vector<int32_t> canvas_one = first, canvas_two = second;
             std::vector<std::vector<float>> out;
             for (int round = 0; round < 4; ++round)

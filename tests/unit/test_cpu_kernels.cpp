@@ -24,6 +24,7 @@
 #include "cpu/matmul_isa.hpp"
 #include "cpu/vector_math.hpp"
 #include "online_softmax.hpp"
+#include "random_values.hpp"
 
 using namespace unmask;
 using namespace unmask::kernels::cpu;
@@ -373,11 +374,9 @@ TEST_CASE("attention over bf16 keys and values gives the bits of attention over 
     // What a bf16 K/V cache holds, read by the same kernel: each element widened exactly, so the
     // result is the fp32 attention of the rounded keys and values, bit for bit.
     std::mt19937 rng(22);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
     const int64_t tokens = 37, heads = 4, kv_heads = 2, d = 16;
-    std::vector<float> q(size_t(tokens * heads * d)), k(size_t(tokens * kv_heads * d)), v(k.size());
-    for (auto* buffer : {&q, &k, &v})
-        for (auto& x : *buffer) x = normal(rng);
+    const std::vector<float> q = random_floats(size_t(tokens * heads * d), rng);
+    std::vector<float> k = random_floats(size_t(tokens * kv_heads * d), rng), v = random_floats(k.size(), rng);
     std::vector<uint16_t> k_bf16(k.size()), v_bf16(v.size());
     for (size_t i = 0; i < k.size(); ++i) {
         k_bf16[i] = float_to_bf16(k[i]);

@@ -257,8 +257,8 @@ TEST_CASE("a bf16 K/V cache decodes every reference case as PyTorch does with ke
     }
 }
 
-TEST_CASE("cache_precision is beyond an ABI 1.4 caller's struct: its cache is fp32, whatever follows the struct") {
-    // A caller of ABI 1.4 (224 bytes now, 216 then) does not reach cache_precision: fp32, whatever follows.
+TEST_CASE("an ABI 1.4 caller's params end before cache_precision: what follows them is not read") {
+    // 216 bytes then, 224 now: the caller's cache keeps the default, fp32.
     LoadedModel loaded("llada");
     unmask_generate_params params = short_params(16, 16);
     params.cache_mode = UNMASK_CACHE_DUAL;

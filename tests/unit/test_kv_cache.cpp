@@ -235,42 +235,67 @@ TEST_CASE("a cache lives in its sequence's planned state: charged there, release
     CHECK(try_reserve_sequence(tiny, spec, {35, {false, true}}, BackendKind::cpu, "a sequence"));
 }
 
-TEST_CASE("a generation whose cache does not fit the budget is OUT_OF_BUDGET, and without the cache it runs") {
-    const std::string path = test_data_path("reference/llada");
-    const auto reference = load("llada");
-    const ModelSpec& spec = reference->spec();
-    unmask_model_params load_params;
-    REQUIRE(unmask_model_params_init(&load_params) == UNMASK_OK);
-    load_params.precision = UNMASK_PRECISION_FP32;
-    unmask_model* probe = nullptr;
-    REQUIRE(unmask_model_load(path.c_str(), &load_params, &probe) == UNMASK_OK);
-    unmask_memory_usage usage{};
-    usage.struct_size = sizeof usage;
-    REQUIRE(unmask_model_memory(probe, &usage) == UNMASK_OK);
-    unmask_model_free(probe);
-    // Room for the weights, one sequence of 35 positions without a cache, and its scratch.
-    const int64_t length = 35;
-    load_params.memory_budget_bytes = int64_t(usage.reserved + sequence_state_bytes(spec, length, {}, BackendKind::cpu) +
-                                              scratch_bytes(spec, {length, length}, BackendKind::cpu, 1));
-    load_params.memory_margin = 0.0;
+// The llada reference model in fp32 with a budget of exactly its weights, one sequence of
+// `length` positions with `options` and the scratch of its forward (one thread).
+struct BudgetedModel {
     unmask_model* model = nullptr;
-    REQUIRE(unmask_model_load(path.c_str(), &load_params, &model) == UNMASK_OK);
-    unmask_generate_params params;
-    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 32;
-    params.steps = 32;
-    params.threads = 1;
-    std::vector<int32_t> out(32);
-    unmask_generation result{sizeof result, 0, out.data(), 32, 0, 0, 0};
-    const std::vector<int32_t> prompt = {1, 2, 3};
-    CHECK_MESSAGE(unmask_generate(model, &params, prompt.data(), 3, &result) == UNMASK_OK, unmask_last_error());
-    params.cache_mode = UNMASK_CACHE_DUAL;
-    CHECK(unmask_generate(model, &params, prompt.data(), 3, &result) == UNMASK_ERR_OUT_OF_BUDGET);
-    unmask_memory_usage after{};
-    after.struct_size = sizeof after;
-    REQUIRE(unmask_model_memory(model, &after) == UNMASK_OK);
-    CHECK(after.in_use == usage.reserved);  // nothing left behind
-    unmask_model_free(model);
+    uint64_t weights = 0;
+
+    BudgetedModel(int64_t length, const SequenceOptions& options) {
+        const std::string path = test_data_path("reference/llada");
+        const ModelSpec spec = load("llada")->spec();
+        unmask_model_params load_params;
+        REQUIRE(unmask_model_params_init(&load_params) == UNMASK_OK);
+        load_params.precision = UNMASK_PRECISION_FP32;
+        unmask_model* probe = nullptr;
+        REQUIRE(unmask_model_load(path.c_str(), &load_params, &probe) == UNMASK_OK);
+        weights = memory(probe).reserved;
+        unmask_model_free(probe);
+        load_params.memory_budget_bytes = int64_t(weights + sequence_state_bytes(spec, length, options, BackendKind::cpu) +
+                                                  scratch_bytes(spec, {length, length}, BackendKind::cpu, 1));
+        load_params.memory_margin = 0.0;
+        REQUIRE(unmask_model_load(path.c_str(), &load_params, &model) == UNMASK_OK);
+    }
+    ~BudgetedModel() { unmask_model_free(model); }
+
+    static unmask_memory_usage memory(const unmask_model* m) {
+        unmask_memory_usage usage{};
+        usage.struct_size = sizeof usage;
+        REQUIRE(unmask_model_memory(m, &usage) == UNMASK_OK);
+        return usage;
+    }
+    // unmask_generate of 32 positions after a 3-token prompt, on one thread.
+    unmask_status generate(int32_t cache_mode, int32_t cache_precision) const {
+        unmask_generate_params params;
+        REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+        params.gen_length = 32;
+        params.steps = 32;
+        params.threads = 1;
+        params.cache_mode = cache_mode;
+        params.cache_precision = cache_precision;
+        std::vector<int32_t> out(32);
+        unmask_generation result{sizeof result, 0, out.data(), 32, 0, 0, 0};
+        const std::vector<int32_t> prompt = {1, 2, 3};
+        return unmask_generate(model, &params, prompt.data(), 3, &result);
+    }
+};
+
+TEST_CASE("a generation whose cache does not fit the budget is OUT_OF_BUDGET, and without the cache it runs") {
+    // Room for one sequence of 35 positions without a cache.
+    const BudgetedModel budgeted(35, {});
+    CHECK_MESSAGE(budgeted.generate(UNMASK_CACHE_NONE, UNMASK_PRECISION_FP32) == UNMASK_OK, unmask_last_error());
+    CHECK(budgeted.generate(UNMASK_CACHE_DUAL, UNMASK_PRECISION_FP32) == UNMASK_ERR_OUT_OF_BUDGET);
+    CHECK(budgeted.generate(UNMASK_CACHE_DUAL, UNMASK_PRECISION_BF16) == UNMASK_ERR_OUT_OF_BUDGET);
+    CHECK(BudgetedModel::memory(budgeted.model).in_use == budgeted.weights);  // nothing left behind
+}
+
+TEST_CASE("a generation reserves a bf16 cache's bytes: it runs where the fp32 cache does not fit") {
+    const BudgetedModel budgeted(35, {true, false, DType::bf16});
+    CHECK_MESSAGE(budgeted.generate(UNMASK_CACHE_DUAL, UNMASK_PRECISION_BF16) == UNMASK_OK, unmask_last_error());
+    // The whole budget was used at the peak: the plan's bytes, no more, no less.
+    CHECK(BudgetedModel::memory(budgeted.model).peak_reserved == BudgetedModel::memory(budgeted.model).capacity);
+    CHECK(budgeted.generate(UNMASK_CACHE_DUAL, UNMASK_PRECISION_FP32) == UNMASK_ERR_OUT_OF_BUDGET);
+    CHECK(BudgetedModel::memory(budgeted.model).in_use == budgeted.weights);
 }
 
 TEST_CASE("the engine streams a block diffusion request block by block, each block final when reported") {

@@ -324,8 +324,8 @@ TEST_CASE("a replayed forward follows everything its shape is made of") {
     // Partial forwards of two variants in turn that differ in one thing the replay key must hold
     // (the same fed rows otherwise), three rounds after a full forward of each fills its cache,
     // each round with a new token among the fed ones (stale buffers must not pass for results).
-    // (The cache's length is in the key too, for a cache of another length at a freed one's
-    // address, which a test cannot arrange.)
+    // (The cache's length and element type are in the key too, for a cache of another length or
+    // type at a freed one's address, which a test cannot arrange.)
     enum class Variation { cache, canvas_length, block_origin, forward };
     for (const Variation variation : {Variation::cache, Variation::canvas_length, Variation::block_origin,
                                       Variation::forward}) {

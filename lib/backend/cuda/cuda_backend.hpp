@@ -47,7 +47,7 @@ private:
 // matmul, the attention batch's description, and the candidates' parameters and results.
 struct CudaWorkspace {
     static constexpr uint64_t matmul_bytes = uint64_t(32) << 20;  // cuBLASLt's recommendation for Hopper
-    static constexpr uint64_t attention_sequence_bytes = 72;      // kernels::cuda::AttentionSequence
+    static constexpr uint64_t attention_sequence_bytes = 64;      // kernels::cuda::AttentionSequence
     static constexpr uint64_t candidate_row_bytes = 64;           // kernels::cuda::CandidateRow
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;

@@ -1,4 +1,4 @@
-//! Hand-written declarations of libunmask's C ABI (include/unmask.h, ABI 1.4): the constants,
+//! Hand-written declarations of libunmask's C ABI (include/unmask.h, ABI 1.5): the constants,
 //! the parameter and result structs laid out as the header's (the tests below check every size
 //! and the offsets of the fields appended since ABI 1.0 against the values that
 //! tests/unit/test_struct_layout.cpp freezes for the C header), and the functions.
@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 4;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 5;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -127,6 +127,7 @@ pub struct unmask_plan_params {
     pub memory_margin: c_double,
     pub device_memory_bytes: u64,
     pub max_sequence_length: i64,
+    pub kv_cache_precision: i32,
 }
 
 #[repr(C)]
@@ -199,6 +200,7 @@ pub struct unmask_generate_params {
     pub cache_mode: i32,
     pub cache_refresh_steps: i64,
     pub cache_vicinity: i64,
+    pub cache_precision: i32,
 }
 
 #[repr(C)]
@@ -348,9 +350,9 @@ mod tests {
     fn struct_sizes_match_the_c_header() {
         // The sizes tests/unit/test_struct_layout.cpp checks for include/unmask.h.
         assert_eq!(size_of::<unmask_model_params>(), 88);
-        assert_eq!(size_of::<unmask_plan_params>(), 72);
+        assert_eq!(size_of::<unmask_plan_params>(), 80);
         assert_eq!(size_of::<unmask_memory_plan>(), 200);
-        assert_eq!(size_of::<unmask_generate_params>(), 216);
+        assert_eq!(size_of::<unmask_generate_params>(), 224);
         assert_eq!(size_of::<unmask_engine_params>(), 80);
         assert_eq!(size_of::<unmask_request_info>(), 80);
         assert_eq!(size_of::<unmask_engine_stats>(), 240);
@@ -373,6 +375,8 @@ mod tests {
         assert_eq!(offset!(unmask_generate_params, cache_mode), 196);
         assert_eq!(offset!(unmask_generate_params, cache_refresh_steps), 200);
         assert_eq!(offset!(unmask_generate_params, cache_vicinity), 208);
+        assert_eq!(offset!(unmask_generate_params, cache_precision), 216);
+        assert_eq!(offset!(unmask_plan_params, kv_cache_precision), 72);
         assert_eq!(offset!(unmask_engine_stats, memory_capacity), 192);
         assert_eq!(offset!(unmask_memory_plan, weights_by_component), 72);
         assert_eq!(offset!(unmask_memory_plan, max_length_at_concurrency), 192);
