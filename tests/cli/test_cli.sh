@@ -143,7 +143,8 @@ call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict), call
 PY
 expect_run "generate with a dual cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
-    --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --threads 2 --json
+    --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --cache-precision bf16 \
+    --threads 2 --json
 /usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
 import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
@@ -151,10 +152,21 @@ assert set(call) == {"name", "arguments"}, call
 PY
 expect_run "generate bad cache mode" 2 generate --prompt-ids 1 --cache triple
 expect_one_error_line "generate bad cache mode" "--cache must be one of dual, none, prefix"
+expect_run "generate bad cache precision" 2 generate --prompt-ids 1 --cache dual --cache-precision fp16
+expect_one_error_line "generate bad cache precision" "--cache-precision must be one of bf16, fp32"
 expect_run "generate vicinity without cache" 1 generate --prompt-ids 1 --gen-length 8 --cache-vicinity 2
 expect_one_error_line "generate vicinity without cache" "INVALID_ARGUMENT: .*need a cache_mode"
 expect_run "plan the bundled model" 0 plan --max-seq-len 128
 grep -q "^fits: " "$work/out" || fail "plan without -m plans the bundled model"
+state() { /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["per_device"]["sequence_state"])' "$work/out"; }
+expect_run "plan without a cache" 0 plan --max-seq-len 128 --json
+plain=$(state)
+expect_run "plan an fp32 cache" 0 plan --max-seq-len 128 --kv-cache --json
+fp32=$(state)
+expect_run "plan a bf16 cache" 0 plan --max-seq-len 128 --kv-cache-precision bf16 --json
+bf16=$(state)
+[ $((fp32 - plain)) -eq $((2 * (bf16 - plain))) ] && [ "$bf16" -gt "$plain" ] \
+    || fail "a bf16 cache plans half the fp32 cache's bytes: $plain, $fp32, $bf16"
 expect_run "plan" 0 plan -m "$fixtures/good/llada-moe" --budget 64MiB --max-seq-len 256 --concurrency 4 --threads 2
 grep -q "^  usable .*100.0%" "$work/out" || fail "plan shows the usable budget: $(cat "$work/out")"
 grep -q "^    experts " "$work/out" || fail "plan lists the experts' bytes"

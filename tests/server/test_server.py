@@ -187,6 +187,7 @@ class Endpoints(unittest.TestCase):
             ("/v1/completions", {"prompt": "x", "stop": ""}, 400, "stop"),
             ("/v1/completions", {"prompt": "x", "policy": "fastest"}, 400, "policy"),
             ("/v1/completions", {"prompt": "x", "cache_mode": "triple"}, 400, "cache_mode"),
+            ("/v1/completions", {"prompt": "x", "cache_precision": "fp16"}, 400, "cache_precision"),
             ("/v1/completions", {"prompt": ["a", "b"]}, 400, "prompt"),
             ("/v1/completions", {"prompt": [-5]}, 400, "prompt"),
             ("/v1/completions", {"prompt": "x", "stream": "yes"}, 400, "stream"),

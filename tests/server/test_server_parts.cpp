@@ -49,7 +49,7 @@ TEST_CASE("OpenAI fields map to generation parameters, steps defaulting to the l
         R"({"prompt": "hi", "max_tokens": 48, "temperature": 0.5, "top_p": 0.9, "seed": 7, "stop": ["\n", "}"],
             "stream": true, "stream_options": {"include_usage": true}, "n": 1, "user": "u",
             "block_length": 12, "policy": "entropy", "threshold": 0.9, "cache_mode": "dual", "early_stop": true,
-            "timeout_seconds": 2.5})",
+            "timeout_seconds": 2.5, "cache_precision": "bf16"})",
         Endpoint::completions);
     CHECK(r.prompt == "hi");
     CHECK(r.params.gen_length == 48);
@@ -61,6 +61,7 @@ TEST_CASE("OpenAI fields map to generation parameters, steps defaulting to the l
     CHECK(r.params.policy == UNMASK_POLICY_ENTROPY);
     CHECK(r.params.threshold == 0.9);
     CHECK(r.params.cache_mode == UNMASK_CACHE_DUAL);
+    CHECK(r.params.cache_precision == UNMASK_PRECISION_BF16);
     CHECK(r.params.early_stop == 1);
     CHECK(r.params.timeout_seconds == 2.5);
     CHECK(r.stop == std::vector<std::string>{"\n", "}"});
