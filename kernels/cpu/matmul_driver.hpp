@@ -21,13 +21,13 @@ inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t 
         for (int64_t k = 0; k < kc; ++k) {
             const int64_t first = (k0 + k) * w.stride + n0;
             float* row = panel + k * NR;
-            if (w.type == ElementType::f32) {
+            const uint16_t* half = static_cast<const uint16_t*>(w.data) + first;
+            if (w.type == ElementType::f32)
                 std::memcpy(row, static_cast<const float*>(w.data) + first, size_t(cols) * sizeof(float));
-            } else {
-                const uint16_t* half = static_cast<const uint16_t*>(w.data) + first;
-                for (int64_t j = 0; j < cols; ++j)
-                    row[j] = w.type == ElementType::bf16 ? bf16_to_float(half[j]) : fp16_to_float(half[j]);
-            }
+            else if (w.type == ElementType::bf16)
+                for (int64_t j = 0; j < cols; ++j) row[j] = bf16_to_float(half[j]);
+            else
+                for (int64_t j = 0; j < cols; ++j) row[j] = fp16_to_float(half[j]);
             std::fill(panel + k * NR + cols, panel + (k + 1) * NR, 0.0f);
         }
         return;

@@ -184,12 +184,13 @@ public:
 
     void store(const float* source, int64_t n, k::ElementType type, void* destination) override {
         for_row_chunks(n, [&](int64_t begin, int64_t end) {
+            uint16_t* half = static_cast<uint16_t*>(destination);
             if (type == k::ElementType::f32)
                 std::memcpy(static_cast<float*>(destination) + begin, source + begin, size_t(end - begin) * sizeof(float));
+            else if (type == k::ElementType::bf16)
+                for (int64_t i = begin; i < end; ++i) half[i] = float_to_bf16(source[i]);
             else
-                for (int64_t i = begin; i < end; ++i)
-                    static_cast<uint16_t*>(destination)[i] = type == k::ElementType::bf16 ? float_to_bf16(source[i])
-                                                                                        : float_to_fp16(source[i]);
+                for (int64_t i = begin; i < end; ++i) half[i] = float_to_fp16(source[i]);
         }, 16384);
     }
 
