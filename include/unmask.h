@@ -294,8 +294,8 @@ typedef struct unmask_plan_params {
     double memory_margin;         /* fraction of the budget kept free, in [0, 1); default 0.10 */
     uint64_t device_memory_bytes; /* 0 (default): ask the device; else plan for a device this large */
     int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
-    int32_t kv_cache_precision;   /* since ABI 1.5: UNMASK_PRECISION_FP32 (default) or _BF16, as
-                                     unmask_generate_params.cache_precision */
+    int32_t kv_cache_precision;   /* since ABI 1.5: UNMASK_PRECISION_FP32 (default) or _BF16 (needs
+                                     kv_cache = 1), as unmask_generate_params.cache_precision */
     /* (4 bytes of padding: a field appended later starts at offset 80.) */
 } unmask_plan_params;
 
@@ -441,7 +441,8 @@ typedef struct unmask_generate_params {
     int64_t cache_vicinity;      /* also recompute this many positions on each side of the block; default 0 */
     /* Since ABI 1.5: the K/V cache's elements. UNMASK_PRECISION_FP32 (default) or _BF16: half the
      * bytes per sequence, each key and value rounded to bf16 as it is stored (so even the exact
-     * cache of block diffusion models is then within bf16 rounding of no cache). */
+     * cache of block diffusion models is then within bf16 rounding of no cache). BF16 needs a
+     * cache_mode. */
     int32_t cache_precision;
     /* (4 bytes of padding end the struct: a field appended later starts at offset 224, so that an
      * ABI 1.5 caller's struct_size never covers it.) */

@@ -32,7 +32,7 @@ const unmask_cli::CommandSpec command{
      {"threads", "N", "CPU threads (default: all)"},
      {"setting", "S",
       "a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,factor=1,temperature=0,"
-      "early_stop=1,cache=dual,refresh=0,vicinity=0; repeat for several (default: a grid)"},
+      "early_stop=1,cache=dual,refresh=0,vicinity=0,cache_precision=bf16; repeat for several (default: a grid)"},
      {"json", "FILE", "also write the results as JSON"}},
     false,
     "unmask-quality"};
@@ -105,12 +105,12 @@ int main(int argc, char** argv) try {
     for (const unmask_quality::Setting& setting : settings) {
         const unmask_quality::Score s = unmask_quality::evaluate(model.get(), examples, setting, options.batch);
         std::printf("| %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
-                    setting.cache_mode.c_str(), percent(s.exact_fraction()).c_str(),
+                    setting.cache.c_str(), percent(s.exact_fraction()).c_str(),
                     percent(s.task_fraction("answer", true)).c_str(), percent(s.task_fraction("answer")).c_str(),
                     percent(s.valid_fraction()).c_str(), s.forwards_per_sequence(), s.forwards_per_token(),
                     s.tokens_per_second());
         std::fflush(stdout);
-        rows.push_back({{"setting", setting.name}, {"cache", setting.cache_mode}, {"examples", s.examples},
+        rows.push_back({{"setting", setting.name}, {"cache", setting.cache}, {"examples", s.examples},
                         {"exact", s.exact_fraction()}, {"tool_calls_exact", s.task_fraction("answer", true)},
                         {"addition_exact", s.task_fraction("answer")}, {"valid_json", s.valid_fraction()},
                         {"forwards_per_sequence", s.forwards_per_sequence()},

@@ -100,7 +100,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
         else if (key == "early_stop") p.early_stop = static_cast<int32_t>(integer(key, value) != 0);
         else if (key == "cache") {
             p.cache_mode = named(unmask_names::cache_modes(), key, value);
-            setting.cache_mode = value;
+            setting.cache = value;
         } else if (key == "refresh") p.cache_refresh_steps = integer(key, value);
         else if (key == "vicinity") p.cache_vicinity = integer(key, value);
         else if (key == "cache_precision") p.cache_precision = named(unmask_names::cache_precisions(), key, value);
@@ -108,6 +108,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
             throw std::invalid_argument("unknown setting key '" + key + "'");
     }
     if (!steps_given) p.steps = p.gen_length;
+    if (p.cache_precision == UNMASK_PRECISION_BF16) setting.cache += " bf16";
     return setting;
 }
 

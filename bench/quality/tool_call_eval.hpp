@@ -28,11 +28,11 @@ std::vector<Example> read_examples(const std::string& path, int64_t limit = 0);
 struct Setting {
     std::string name;
     unmask_generate_params params;
-    std::string cache_mode = "none";
+    std::string cache = "none";  // the cache mode, and " bf16" after it for a bf16 cache
 };
 
 // Parses "policy=low_confidence,steps=48,block=16,threshold=0.9,factor=1,temperature=0,
-// early_stop=1,cache=dual,refresh=0,vicinity=0" over `base` (omitted keys keep the base's values; steps defaults to the
+// early_stop=1,cache=dual,refresh=0,vicinity=0,cache_precision=bf16" over `base` (omitted keys keep the base's values; steps defaults to the
 // gen_length). Throws std::invalid_argument naming the key or value it cannot take.
 Setting parse_setting(const std::string& text, const unmask_generate_params& base);
 

@@ -57,6 +57,8 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         fail(Status::invalid_argument, "cache_dtype must be F32 or BF16, got {}", dtype_name(p.cache_dtype));
     if (p.cache_mode == CacheMode::none && (p.cache_refresh > 0 || p.cache_vicinity > 0))
         fail(Status::invalid_argument, "cache_refresh and cache_vicinity need a cache_mode (prefix or dual)");
+    if (p.cache_mode == CacheMode::none && p.cache_dtype != DType::f32)
+        fail(Status::invalid_argument, "a cache precision other than fp32 needs a cache_mode (prefix or dual)");
 
     if (p.dream_policy()) {
         if (block != region)

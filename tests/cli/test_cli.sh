@@ -142,14 +142,16 @@ import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict), call
 PY
-expect_run "generate with a dual cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
-    --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --cache-precision bf16 \
-    --threads 2 --json
-/usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
+for precision in fp32 bf16; do
+  expect_run "generate with a dual $precision cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
+      --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --cache-precision $precision \
+      --threads 2 --json
+  /usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
 import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"}, call
 PY
+done
 expect_run "generate bad cache mode" 2 generate --prompt-ids 1 --cache triple
 expect_one_error_line "generate bad cache mode" "--cache must be one of dual, none, prefix"
 expect_run "generate bad cache precision" 2 generate --prompt-ids 1 --cache dual --cache-precision fp16

@@ -138,5 +138,10 @@ TEST_CASE("the quality harness refuses settings it cannot run") {
     CHECK(cached.params.cache_mode == UNMASK_CACHE_DUAL);
     CHECK(cached.params.cache_refresh_steps == 4);
     CHECK(cached.params.cache_vicinity == 2);
-    CHECK(cached.cache_mode == "dual");
+    CHECK(cached.cache == "dual");
+    CHECK(cached.params.cache_precision == UNMASK_PRECISION_FP32);
+    const auto narrow = unmask_quality::parse_setting("cache=prefix,cache_precision=bf16", base);
+    CHECK(narrow.params.cache_precision == UNMASK_PRECISION_BF16);
+    CHECK(narrow.cache == "prefix bf16");
+    CHECK_THROWS_AS(unmask_quality::parse_setting("cache=dual,cache_precision=fp16", base), std::invalid_argument);
 }

@@ -535,6 +535,8 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"params->cache_precision must be UNMASK_PRECISION_FP32 or UNMASK_PRECISION_BF16, got 3",
          [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_FP16; }},
         {"params->cache_precision must be", [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_AUTO; }},
+        {"cache precision other than fp32 needs a cache_mode",
+         [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_BF16; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);

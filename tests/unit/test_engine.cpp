@@ -113,7 +113,7 @@ struct Gate {
 
 }  // namespace
 
-TEST_CASE("requests batched in the engine give the same tokens as alone (no cross-talk), whatever their cache modes") {
+TEST_CASE("requests batched in the engine give the same tokens as alone (no cross-talk), whatever their caches") {
     Model model("good/llada-long");
     struct Case {
         std::vector<int32_t> prompt;
@@ -136,6 +136,7 @@ TEST_CASE("requests batched in the engine give the same tokens as alone (no cros
         if (i == 2 || i == 3) p.cache_mode = UNMASK_CACHE_DUAL;
         if (i == 5 || i == 6) p.cache_mode = UNMASK_CACHE_PREFIX;
         if (i == 6) p.cache_vicinity = 3;
+        if (i == 3 || i == 6) p.cache_precision = UNMASK_PRECISION_BF16;  // beside fp32 caches
         std::vector<int32_t> prompt;
         for (int j = 0; j <= i; ++j) prompt.push_back(1 + (7 * i + j) % 50);
         cases.push_back({prompt, p});

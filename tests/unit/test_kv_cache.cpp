@@ -150,7 +150,7 @@ TEST_CASE("a partial forward against a freshly filled cache gives the full forwa
     }
 }
 
-TEST_CASE("a bf16 cache holds each key and value of an fp32 cache rounded to nearest even, in half the bytes") {
+TEST_CASE("a bf16 cache holds the first layer's keys and values of an fp32 cache rounded to nearest even, in half the bytes") {
     const auto model = load("llada");
     const ModelSpec& spec = model->spec();
     auto backend = make_cpu_backend(2);

@@ -248,11 +248,19 @@ TEST_CASE("unmask_plan reports the breakdown of a model directory") {
     REQUIRE_MESSAGE(unmask_plan(path.c_str(), &params, &cached_bf16) == UNMASK_OK, unmask_last_error());
     CHECK(cached.sequence_state > plan.sequence_state);
     CHECK(cached.sequence_state - plan.sequence_state == 2 * (cached_bf16.sequence_state - plan.sequence_state));
-    CHECK(cached_bf16.max_concurrent_at_length >= cached.max_concurrent_at_length);
+    CHECK(cached_bf16.max_concurrent_at_length > cached.max_concurrent_at_length);
     params.kv_cache_precision = UNMASK_PRECISION_FP16;
     CHECK(unmask_plan(path.c_str(), &params, &cached) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("params->kv_cache_precision must be") != std::string::npos);
+    // A bf16 cache needs a cache; an ABI 1.4 caller's struct (72 bytes) ends before the field.
     params.kv_cache = 0;
+    params.kv_cache_precision = UNMASK_PRECISION_BF16;
+    CHECK(unmask_plan(path.c_str(), &params, &cached) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("needs params->kv_cache = 1") != std::string::npos);
+    params.struct_size = 72;
+    CHECK(unmask_plan(path.c_str(), &params, &cached) == UNMASK_OK);
+    CHECK(cached.sequence_state == plan.sequence_state);
+    params.struct_size = sizeof params;
     params.kv_cache_precision = UNMASK_PRECISION_FP32;
 
     // The same figures as loading the model and reading its description.

@@ -78,7 +78,8 @@ class Bindings(unittest.TestCase):
         self.assertEqual(plan["fits"], 1)
         self.assertEqual(plan["max_concurrent"], 4)
         self.assertGreater(plan["sequence_state"], 0)
-        halved = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache=True, kv_cache_precision="bf16")
+        halved = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache_precision="bf16")  # implies kv_cache
+        self.assertEqual(unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache_precision=2), halved)
         uncached = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128)
         self.assertEqual(plan["sequence_state"] - uncached["sequence_state"],
                          2 * (halved["sequence_state"] - uncached["sequence_state"]))
@@ -89,9 +90,10 @@ class Bindings(unittest.TestCase):
         self.assertEqual(len(result.ids), 48)
         self.assertEqual(result.steps, 48)
         self.assertEqual(result.finish_reason, "eos")
-        cached = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48, block_length=16,
-                                     cache_mode="dual", cache_precision="bf16")
-        self.assertEqual(cached.text, result.text)
+        cached = [self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48, block_length=16,
+                                      cache_mode="dual", cache_precision=precision) for precision in ("fp32", "bf16")]
+        self.assertEqual(cached[1].text, cached[0].text)
+        self.assertEqual(cached[0].text, result.text)
         with self.assertRaises(ValueError):
             unmask.generate_params(cache_precision="fp8")
 

@@ -15,6 +15,7 @@ OK, ERR_TIMEOUT = 0, 7
 POLICIES = {"low_confidence": 0, "random": 1, "origin": 2, "maskgit_plus": 3, "topk_margin": 4, "entropy": 5}
 CACHE_MODES = {"none": 0, "prefix": 1, "dual": 2}
 PRECISIONS = {"auto": 0, "fp32": 1, "bf16": 2, "fp16": 3}
+CACHE_PRECISIONS = {"fp32": 1, "bf16": 2}  # a K/V cache's
 FINISH_REASONS = {1: "length", 2: "eos", 3: "cancelled", 4: "timeout", 5: "error"}
 STREAM_BLOCK, STREAM_STEP = 1, 2
 SHUTDOWN_DRAIN, SHUTDOWN_IMMEDIATE = 0, 1

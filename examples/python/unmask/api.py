@@ -120,7 +120,7 @@ def generate_params(**settings) -> _ffi.GenerateParams:
         if name == "cache_mode" and isinstance(value, str):
             value = _lookup(_ffi.CACHE_MODES, value, name)
         if name == "cache_precision" and isinstance(value, str):
-            value = _lookup(_ffi.PRECISIONS, value, name)
+            value = _lookup(_ffi.CACHE_PRECISIONS, value, name)
         setattr(params, name, value)
     if "steps" not in settings:
         params.steps = params.gen_length
@@ -388,15 +388,20 @@ class Engine(_Owned):
 
 
 def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memory_budget_bytes: int = 0,
-         kv_cache: bool = False, cfg: bool = False, threads: int = 0, kv_cache_precision: str = "fp32") -> Dict[str, Any]:
+         kv_cache: bool = False, cfg: bool = False, threads: int = 0,
+         kv_cache_precision: Union[str, int] = "fp32") -> Dict[str, Any]:
     """What a deployment of the model at `path` needs, from its config alone (see unmask_plan);
-    `kv_cache_precision` "fp32" or "bf16"."""
+    `kv_cache_precision` "fp32" or "bf16" (which implies `kv_cache`, as `unmask plan` does)."""
     params = _ffi.PlanParams()
     _check(lib.unmask_plan_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_plan_params_init_sized")
     params.max_concurrent, params.max_sequence_length = max_concurrent, max_sequence_length
     params.memory_budget_bytes, params.kv_cache, params.cfg, params.threads = memory_budget_bytes, int(kv_cache), \
         int(cfg), threads
-    params.kv_cache_precision = _lookup(_ffi.PRECISIONS, kv_cache_precision, "kv_cache_precision")
+    if isinstance(kv_cache_precision, str):
+        kv_cache_precision = _lookup(_ffi.CACHE_PRECISIONS, kv_cache_precision, "kv_cache_precision")
+    params.kv_cache_precision = kv_cache_precision
+    if kv_cache_precision != _ffi.CACHE_PRECISIONS["fp32"]:
+        params.kv_cache = 1
     out = _sized(_ffi.MemoryPlan)
     _check(lib.unmask_plan(str(path).encode(), ctypes.byref(params), ctypes.byref(out)), "unmask_plan")
     return _as_dict(out)
