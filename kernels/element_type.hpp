@@ -4,8 +4,13 @@
 
 #include <cstdint>
 
+#include "host_device.hpp"
+
 namespace unmask::kernels {
 
 enum class ElementType : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
+
+// Bytes of one element.
+UNMASK_HOST_DEVICE constexpr int64_t element_bytes(ElementType type) { return type == ElementType::f32 ? 4 : 2; }
 
 }  // namespace unmask::kernels

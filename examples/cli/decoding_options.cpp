@@ -96,9 +96,11 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
             if (v < INT32_MIN || v > INT32_MAX) throw UsageError("'" + key + "' is out of range");
             return static_cast<int32_t>(v);
         };
-        if (key == "policy") p.policy = value.is_string() ? named(unmask_names::policies(), value.get<std::string>(), "'policy'") : int32();
-        else if (key == "eos_confidence")
-            p.eos_confidence = value.is_string() ? named(unmask_names::eos_confidences(), value.get<std::string>(), "'eos_confidence'") : int32();
+        auto name_or_int32 = [&, &key = key, &value = value](const Names& names) -> int32_t {
+            return value.is_string() ? named(names, value.get<std::string>(), "'" + key + "'") : int32();
+        };
+        if (key == "policy") p.policy = name_or_int32(unmask_names::policies());
+        else if (key == "eos_confidence") p.eos_confidence = name_or_int32(unmask_names::eos_confidences());
         else if (key == "gen_length") p.gen_length = integer();
         else if (key == "steps") p.steps = integer(), steps_given = true;
         else if (key == "block_length") p.block_length = integer();
@@ -118,14 +120,10 @@ void apply_json_params(const nlohmann::json& request, const std::vector<std::str
         else if (key == "eos_token_id") p.eos_token_id = integer();
         else if (key == "eot_token_id") p.eot_token_id = integer();
         else if (key == "timeout_seconds") p.timeout_seconds = number();
-        else if (key == "cache_mode")
-            p.cache_mode = value.is_string() ? named(unmask_names::cache_modes(), value.get<std::string>(), "'cache_mode'") : int32();
+        else if (key == "cache_mode") p.cache_mode = name_or_int32(unmask_names::cache_modes());
         else if (key == "cache_refresh_steps") p.cache_refresh_steps = integer();
         else if (key == "cache_vicinity") p.cache_vicinity = integer();
-        else if (key == "cache_precision")
-            p.cache_precision = value.is_string()
-                                    ? named(unmask_names::cache_precisions(), value.get<std::string>(), "'cache_precision'")
-                                    : int32();
+        else if (key == "cache_precision") p.cache_precision = name_or_int32(unmask_names::cache_precisions());
         else throw UsageError("'" + key + "' is not a generation parameter");
     }
     if (!steps_given) p.steps = p.gen_length;

@@ -35,7 +35,7 @@ void attention_tile(const float* q, const void* k, const void* v, const Attentio
                     int64_t q_begin, int64_t q_end, float* out, AttentionScratch& scratch) {
     const int64_t rows = q_end - q_begin, keys = shape.keys, d = shape.head_dim;
     const int64_t kv_head = head / (shape.heads / shape.kv_heads);
-    const int64_t head_offset = kv_head * d * (shape.kv_type == ElementType::f32 ? 4 : 2);  // bytes
+    const int64_t head_offset = kv_head * d * element_bytes(shape.kv_type);  // bytes
     scratch.scores.resize(static_cast<size_t>(rows * keys));
     scratch.panel.resize(matmul_scratch_floats());
     float* scores = scratch.scores.data();

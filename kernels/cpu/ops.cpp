@@ -20,7 +20,7 @@ float WeightVector::at(int64_t i) const noexcept {
 void embedding_rows(const WeightMatrix& table, const int32_t* ids, int64_t rows, float* out) {
     for (int64_t r = 0; r < rows; ++r) {
         const WeightVector row{static_cast<const uint8_t*>(table.data) +
-                                   ids[r] * table.stride * (table.type == ElementType::f32 ? 4 : 2),
+                                   ids[r] * table.stride * element_bytes(table.type),
                                table.type, table.cols};
         float* dst = out + r * table.cols;
         for (int64_t i = 0; i < table.cols; ++i) dst[i] = row.at(i);

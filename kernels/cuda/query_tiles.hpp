@@ -76,8 +76,7 @@ UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v
     const int64_t kv_head = head / (dims.heads / dims.kv_heads);
     const bool cached = t.seq.keys != nullptr;
     t.kv_type = cached ? t.seq.kv_type : ElementType::f32;
-    const int64_t element_bytes = t.kv_type == ElementType::f32 ? 4 : 2;
-    const int64_t head_offset = kv_head * d * element_bytes;
+    const int64_t head_offset = kv_head * d * element_bytes(t.kv_type);
     const void* keys = cached ? t.seq.keys : k + t.seq.first_row * t.kv_stride;
     const void* values = cached ? t.seq.values : v + t.seq.first_row * t.kv_stride;
     t.keys = static_cast<const char*>(keys) + head_offset;

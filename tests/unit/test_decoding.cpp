@@ -81,15 +81,21 @@ Generated generate(const unmask_model* model, const unmask_generate_params& para
     return g;
 }
 
+// The reference decoding cases of model `name` (tests/reference/make_reference_fixtures.py).
+nlohmann::json decoding_cases(const std::string& name) {
+    std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
+    REQUIRE(in.good());
+    const auto cases = nlohmann::json::parse(in);
+    REQUIRE(!cases.empty());
+    return cases;
+}
+
 }  // namespace
 
 TEST_CASE("greedy decoding reproduces the PyTorch references token for token, for every policy and schedule") {
     for (const std::string name : {"llada", "llada-moe", "dream"}) {
         LoadedModel loaded(name);
-        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
-        REQUIRE(in.good());
-        const auto cases = nlohmann::json::parse(in);
-        REQUIRE(!cases.empty());
+        const auto cases = decoding_cases(name);
         for (const auto& c : cases) {
             CAPTURE(name);
             CAPTURE(c["name"].get<std::string>());
@@ -109,8 +115,7 @@ TEST_CASE("with the cache refreshed every step, prefix and dual caches give exac
     // stop): a cache filled by full forwards and read back gives the same numbers as none.
     for (const std::string name : {"llada", "llada-moe", "dream"}) {
         LoadedModel loaded(name);
-        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
-        const auto cases = nlohmann::json::parse(in);
+        const auto cases = decoding_cases(name);
         for (const auto& c : cases) {
             for (const int32_t mode : {UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}) {
                 CAPTURE(name);
@@ -132,8 +137,7 @@ TEST_CASE("block diffusion matches the PyTorch reference of block-causal generat
     // The cache of committed blocks is exact under block-causal attention, so every mode, without
     // any refresh, gives the reference's tokens.
     LoadedModel loaded("llada-block");
-    std::ifstream in(test_data_path("reference/llada-block/decoding.json"));
-    const auto cases = nlohmann::json::parse(in);
+    const auto cases = decoding_cases("llada-block");
     REQUIRE(cases.size() == 5);
     struct Cache {
         int32_t mode;
@@ -239,8 +243,7 @@ TEST_CASE("a bf16 K/V cache decodes every reference case as PyTorch does with ke
     // changes some cases' tokens (their logits move by about 1e-3), so these are its own tokens.
     for (const std::string name : {"llada", "llada-block", "llada-moe", "dream"}) {
         LoadedModel loaded(name);
-        std::ifstream in(test_data_path("reference/" + name + "/decoding.json"));
-        const auto cases = nlohmann::json::parse(in);
+        const auto cases = decoding_cases(name);
         for (const auto& c : cases) {
             CAPTURE(name);
             CAPTURE(c["name"].get<std::string>());
