@@ -334,6 +334,7 @@ TEST_CASE("the few-row grouped kernel computes groups of up to 16 rows and leave
         CAPTURE(every_group);
         DeviceBuffer in = pair.put(cuda, x), table = pair.put(cuda, pointers), groups_at = pair.put(cuda, offsets),
                      out = pair.put(cuda, std::vector<float>(size_t(rows * n), untouched));
+        cuda.synchronize();  // the uploads are on the backend's stream, the launch on the legacy one
         REQUIRE(kernels::cuda::few_row_grouped_matmul(
                     in.floats(), reinterpret_cast<const void* const*>(table.floats()), groups_at.ints(), groups,
                     kernels::ElementType::bf16, n, k, true, every_group, out.floats(), nullptr) == cudaSuccess);
@@ -391,6 +392,7 @@ TEST_CASE("the tensor-core grouped kernel computes groups of any size and writes
         auto run = [&](const std::vector<int32_t>& group_offsets) {
             DeviceBuffer at = pair.put(cuda, group_offsets),
                          out = pair.put(cuda, std::vector<float>(size_t((rows + spare) * n), untouched));
+            cuda.synchronize();  // the uploads are on the backend's stream, the launch on the legacy one
             REQUIRE(kernels::cuda::grouped_matmul_tensor_cores(in.floats(), rows,
                                                                reinterpret_cast<const void* const*>(table.floats()),
                                                                at.ints(), groups, type, n, k, out.floats(),
