@@ -19,7 +19,7 @@ struct CallTime {
     double seconds = 0;
 };
 
-class ProfiledBackend final : public Backend {
+class ProfiledBackend : public Backend {
 public:
     explicit ProfiledBackend(Backend& inner) : inner_(inner) {}
 

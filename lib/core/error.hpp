@@ -39,6 +39,14 @@ private:
     Status status_;
 };
 
+// A device this process can no longer use (a GPU whose context a faulting kernel corrupted):
+// status DEVICE, and every later call on that device fails the same way, so whoever meets it
+// stops using the device rather than retrying (an engine fails: Health::failed).
+class DeviceLost : public Error {
+public:
+    explicit DeviceLost(std::string message) : Error(Status::device, std::move(message)) {}
+};
+
 // Throws Error(status, formatted message). The message names the thing that was wrong and the
 // value that was seen.
 template <typename... Args>

@@ -142,6 +142,10 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     if (!shutting_down() && full() && wait_for_room)
         room_.wait_for(lock, std::min(*wait_for_room, std::chrono::duration<double>(max_wait_seconds)),
                        [&] { return shutting_down() || !full(); });
+    if (health_ == Health::failed) {
+        ++stats_.rejected;
+        fail(failure_.first, "the engine failed and takes no new requests: {}", failure_.second);
+    }
     if (shutting_down()) {
         ++stats_.rejected;
         fail(Status::shutting_down, "the engine is {} and takes no new requests", health_name(health_));
@@ -221,16 +225,19 @@ void Engine::schedule() {
         }
         health_ = Health::stopped;
     } catch (const std::exception& e) {
-        // Nothing below should throw past run_step; if it does, fail every request rather than hang.
+        // Only a lost device should come past run_step: no step can run after it, so every request
+        // fails and the engine stays failed (as on any other escape, rather than hang).
+        const Status status = dynamic_cast<const DeviceLost*>(&e) != nullptr ? Status::device : Status::internal;
         if (!lock.owns_lock()) lock.lock();
         health_ = Health::failed;
+        failure_ = {status, e.what()};
         std::vector<std::shared_ptr<Request>> all(queue_.begin(), queue_.end());
         all.insert(all.end(), running_.begin(), running_.end());
         queue_.clear();
         running_.clear();
         lock.unlock();
-        options_.logger.error("the engine's scheduler failed: {}", e.what());
-        for (auto& r : all) end(r, RequestFinish::error, Status::internal, e.what());
+        options_.logger.error("the engine failed{}: {}", status == Status::device ? " (its device is lost)" : "", e.what());
+        for (auto& r : all) end(r, RequestFinish::error, status, e.what());
         lock.lock();
     }
     lock.unlock();
@@ -249,6 +256,8 @@ void Engine::run_step() {
             try {
                 // A new request's caches come from its state pool, sized for them at admission.
                 r->sequence_.make_caches(*backend_, r->memory_.pool.get());
+            } catch (const DeviceLost&) {
+                throw;  // the engine fails (schedule): no later step could run
             } catch (const Error& e) {
                 end(r, RequestFinish::error, e.status(), e.what());
                 continue;
@@ -284,6 +293,8 @@ void Engine::run_step() {
     };
     try {
         step(*forward_, sequences, step_stats, observe);
+    } catch (const DeviceLost&) {
+        throw;
     } catch (const Error& e) {
         options_.logger.error("a step of {} requests failed: {}", active.size(), e.what());
         for (auto& r : active) end(r, RequestFinish::error, e.status(), e.what());

@@ -17,7 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -73,7 +75,8 @@ public:
 
     // Queues a request. `wait_for_room` empty: QUEUE_FULL at once when the queue is full; else
     // waits that long for room. Throws INVALID_ARGUMENT / TOO_LONG for a bad request,
-    // OUT_OF_BUDGET for one that could never fit, SHUTTING_DOWN after shutdown began.
+    // OUT_OF_BUDGET for one that could never fit, SHUTTING_DOWN after shutdown began, and the
+    // failure's status (DEVICE for a lost device) once the engine failed.
     std::shared_ptr<Request> submit(RequestInput input, std::optional<std::chrono::duration<double>> wait_for_room);
 
     enum class ShutdownMode { drain, immediate };
@@ -109,6 +112,7 @@ private:
     std::vector<std::shared_ptr<Request>> running_;  // the scheduler's; size read under mutex_
     uint64_t next_id_ = 1;
     Health health_ = Health::loading;
+    std::pair<Status, std::string> failure_;  // why health_ is failed: what submit then answers
     bool draining_ = false, stopping_ = false;
     EngineStats stats_;
     std::thread scheduler_;

@@ -22,6 +22,7 @@
 #include "backend/cuda/cublaslt_matmul.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
+#include "backend/cuda/device_loss.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
@@ -977,6 +978,47 @@ TEST_CASE("a refused device allocation is OUT_OF_BUDGET, not a crash") {
     float back[4] = {};
     pair.cuda->copy_to_host(back, b, sizeof back);
     CHECK(back[3] == 4.0f);
+}
+
+TEST_CASE("host: the CUDA errors that corrupt a context lose the device; the others do not") {
+    for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorMisalignedAddress,
+                          cudaErrorIllegalInstruction, cudaErrorHardwareStackError, cudaErrorAssert,
+                          cudaErrorECCUncorrectable, cudaErrorLaunchTimeout})
+        CHECK(cuda::corrupts_context(e));
+    for (cudaError_t e : {cudaSuccess, cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaErrorInvalidConfiguration,
+                          cudaErrorNoDevice, cudaErrorStreamCaptureInvalidated, cudaErrorNotReady})
+        CHECK_FALSE(cuda::corrupts_context(e));
+    // A device number no machine has, so that the other cases' devices are untouched.
+    constexpr int device = 1000;
+    CHECK_FALSE(cuda::device_lost(device).has_value());
+    cuda::mark_device_lost(device, "first");
+    cuda::mark_device_lost(device, "second");
+    REQUIRE(cuda::device_lost(device).has_value());
+    CHECK(*cuda::device_lost(device) == "first");  // the error that lost it, not a later echo
+    CHECK_FALSE(cuda::device_lost(device + 1).has_value());
+}
+
+// Last in the file (doctest runs the cases in file order) and, in check.sh, in a process of its
+// own: after it, the process's context on GPU 0 is unusable.
+TEST_CASE("a kernel's illegal address loses the device: DeviceLost at once from then on, in every backend") {
+    Pair pair({});
+    Backend& cuda = *pair.cuda;
+    DeviceBuffer fine = cuda.allocate(64);
+    auto* unmapped = reinterpret_cast<float*>(uintptr_t(1) << 46);
+    cuda.add(unmapped, unmapped, int64_t(1) << 20);
+    try {
+        cuda.synchronize();
+        FAIL("an illegal address went unnoticed");
+    } catch (const DeviceLost& e) {
+        CHECK(e.status() == Status::device);
+        CHECK(std::string(e.what()).find("GPU 0 is lost") != std::string::npos);
+    }
+    REQUIRE(cuda::device_lost(0).has_value());
+    // Every later call fails at once, with the first error's reason, on this backend and any new one.
+    CHECK_THROWS_AS(cuda.allocate(64), DeviceLost);
+    CHECK_THROWS_AS(cuda.add(fine.floats(), fine.floats(), 16), DeviceLost);
+    CHECK_THROWS_AS(cuda.synchronize(), DeviceLost);
+    CHECK_THROWS_AS(make_cuda_backend(CudaWeights::upload(std::span<const Weight>{}, 0, nullptr)), DeviceLost);
 }
 
 int main(int argc, char** argv) {

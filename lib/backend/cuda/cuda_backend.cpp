@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/cublaslt_matmul.hpp"
+#include "backend/cuda/device_loss.hpp"
 #include "backend/replay_cache.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
@@ -36,6 +37,13 @@ static_assert(sizeof(k::CandidateRow) == CudaWorkspace::candidate_row_bytes);
 void check(cudaError_t error, const char* what) {
     if (error == cudaSuccess) return;
     cudaGetLastError();  // clear a non-sticky error, or the next launch's check would report it again
+    if (cuda::corrupts_context(error)) {
+        int device = -1;
+        cudaGetDevice(&device);
+        const std::string reason = fmt::format("CUDA {} failed: {}", what, cudaGetErrorString(error));
+        cuda::mark_device_lost(device, reason);
+        throw DeviceLost(fmt::format("GPU {} is lost ({}); this process can no longer use it", device, reason));
+    }
     fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
 }
 
@@ -44,12 +52,14 @@ void check_allocation(cudaError_t error, const char* what, uint64_t bytes) {
     if (error == cudaSuccess) return;
     cudaGetLastError();  // not sticky: clear it
     if (error == cudaErrorMemoryAllocation) fail(Status::out_of_budget, "{} of {} bytes was refused", what, bytes);
-    fail(Status::device, "CUDA {} of {} bytes failed: {}", what, bytes, cudaGetErrorString(error));
+    check(error, fmt::format("{} of {} bytes", what, bytes).c_str());
 }
 
 // Makes `device` the calling thread's current device (cudaSetDevice only when it is not: every
 // call of a backend comes here, and the check costs less).
 void select_device(int device) {
+    if (const auto reason = cuda::device_lost(device))
+        throw DeviceLost(fmt::format("GPU {} was lost earlier ({}); this process can no longer use it", device, *reason));
     int current = -1;
     if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
     check(cudaSetDevice(device), "cudaSetDevice");
