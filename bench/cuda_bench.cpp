@@ -18,8 +18,10 @@
 // - BM_cuda_attention: one layer's attention of LLaDA-8B's shape (32 heads of 128) over `tokens`
 //   positions, bidirectional, on CUDA cores in fp32 (tensor_cores=0) or on tensor cores in bf16
 //   (tensor_cores=1, what bf16 models take); FLOP/s of q·kᵀ and p·v.
-// - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; bytes read per second
-//   against the H200's 4.3 TB/s. sampled=0: greedy, one pass over each row (the target's case);
+// - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; the kernel timed with
+//   CUDA events over back-to-back launches, its bytes read per second against the H200's 4.3 TB/s
+//   (call_us: the backend's whole call, with its copies and wait, timed on the host). rows=32: a
+//   dual-cache step's block (few rows: a block of 1,024 threads each). sampled=0: greedy, one pass over each row (the target's case);
 //   sampled=1: LLaDA's sampler at T = 1, whose Gumbel noise costs a Philox draw and two float64
 //   logs for every token within reach of the maximum (all of them on these logits): a compute
 //   figure, not a bandwidth one. top_p=1 adds a nucleus of 0.95 (as Dream samples), whose
@@ -32,6 +34,7 @@
 //   tokens the experts get ~4 rows each (the few-row grouped kernel), at 512 ~64 (the tensor-core
 //   grouped kernel; both read the offsets on the device).
 #include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <map>
@@ -44,6 +47,8 @@
 #include "backend/profiled_backend.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
+#include "cuda/candidate_rows.hpp"
+#include "cuda/candidates.hpp"
 #include "core/float_convert.hpp"
 #include "format/dtype.hpp"
 #include "model/forward.hpp"
@@ -55,6 +60,8 @@
 using namespace unmask;
 
 namespace {
+
+namespace k = kernels::cuda;
 
 constexpr double h200_bf16_flops = 790e12;
 constexpr double h200_bytes_per_second = 4.3e12;
@@ -233,12 +240,60 @@ void BM_cuda_candidates(benchmark::State& state) {
     const std::vector<const CandidateParams*> params(size_t(rows), &sampling);
     std::vector<Candidate> out(static_cast<size_t>(rows));
 
+    // The kernel alone: its parameters on the device once, launches back to back between two
+    // events (no upload, copy or synchronisation in the figure).
+    std::vector<k::CandidateRow> flat;
+    for (int64_t r = 0; r < rows; ++r) flat.push_back(k::candidate_row(sampling, positions[size_t(r)], 0));
+    const int32_t no_banned = -1;
+    DeviceBuffer device_rows = backend->allocate(flat.size() * sizeof(k::CandidateRow)),
+                 device_banned = backend->allocate(sizeof no_banned),
+                 device_out = backend->allocate(out.size() * sizeof(Candidate));
+    backend->copy_to_device(device_rows, flat.data(), flat.size() * sizeof(k::CandidateRow));
+    backend->copy_to_device(device_banned, &no_banned, sizeof no_banned);
+    backend->synchronize();
+    cudaStream_t stream = nullptr;
+    cudaEvent_t begin = nullptr, end = nullptr;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreate(&begin) != cudaSuccess || cudaEventCreate(&end) != cudaSuccess)
+        return state.SkipWithError("cannot create a stream and events");
+    const k::GumbelRange gumbel = k::gumbel_range();
+    const auto* row_params = reinterpret_cast<const k::CandidateRow*>(device_rows.floats());
+    auto* candidates = reinterpret_cast<Candidate*>(device_out.floats());
+    auto launch = [&] {
+        return k::candidates(device_logits.floats(), rows, vocab, row_params, device_banned.ints(), gumbel, candidates,
+                             stream);
+    };
+    if (launch() != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess)
+        return state.SkipWithError("the candidates kernel failed");
+    double kernel_seconds = 0;
+    int64_t launches = 0;
+    for (auto _ : state) {
+        constexpr int batch = 20;
+        cudaEventRecord(begin, stream);
+        for (int i = 0; i < batch; ++i) launch();
+        cudaEventRecord(end, stream);
+        cudaEventSynchronize(end);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, begin, end);
+        kernel_seconds += ms / 1e3;
+        launches += batch;
+    }
+    // The backend's call as the forward makes it (parameters up, candidates down, a wait), timed
+    // on the host: what the kernel's figure leaves out.
+    const int64_t calls = 20;
     const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) backend->candidates(device_logits.floats(), rows, vocab, positions.data(), params, out.data());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double bytes = double(rows * vocab) * sizeof(float) * double(state.iterations());
-    state.counters["GB/s"] = bytes / seconds / 1e9;
-    state.counters["bandwidth_fraction"] = bytes / seconds / h200_bytes_per_second;
+    for (int64_t i = 0; i < calls; ++i)
+        backend->candidates(device_logits.floats(), rows, vocab, positions.data(), params, out.data());
+    const double call_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+    cudaStreamDestroy(stream);
+
+    const double per_kernel = kernel_seconds / double(launches), bytes = double(rows * vocab) * sizeof(float);
+    state.counters["kernel_us"] = per_kernel * 1e6;
+    state.counters["call_us"] = call_seconds * 1e6;
+    state.counters["GB/s"] = bytes / per_kernel / 1e9;
+    state.counters["bandwidth_fraction"] = bytes / per_kernel / h200_bytes_per_second;
 }
 
 // args: tokens
@@ -351,6 +406,7 @@ BENCHMARK(BM_cuda_attention)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_cuda_candidates)
+    ->Args({32, 0, 0})
     ->Args({512, 0, 0})
     ->Args({512, 1, 0})
     ->Args({512, 1, 1})

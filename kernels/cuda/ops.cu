@@ -39,19 +39,22 @@ __global__ void add_bias_kernel(float* x, int64_t rows, int64_t dim, WeightView 
     UNMASK_GRID_STRIDE(i, rows * dim) x[i] += load(bias.data, bias.type, i % dim);
 }
 
-// One thread per (row, head, pair); the angle in float64, as on the CPU.
+// One thread per (row, pair): the angle, its cosine and sine once in float64, as on the CPU, then
+// the pair rotated in every head (a warp's lanes take neighbouring pairs: coalesced).
 __global__ void rope_kernel(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
                             double theta, int64_t rotary_dims, bool interleaved) {
     const int64_t half = rotary_dims / 2;
-    UNMASK_GRID_STRIDE(item, rows * heads * half) {
-        const int64_t i = item % half, h = (item / half) % heads, t = item / (half * heads);
+    UNMASK_GRID_STRIDE(item, rows * half) {
+        const int64_t i = item % half, t = item / half;
         const double angle = positions[t] * pow(theta, -2.0 * double(i) / double(rotary_dims));
         const auto c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
-        float* head = x + (t * heads + h) * head_dim;
         const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-        const float x1 = head[a], x2 = head[b];
-        head[a] = x1 * c - x2 * s;
-        head[b] = x2 * c + x1 * s;
+        for (int64_t h = 0; h < heads; ++h) {
+            float* head = x + (t * heads + h) * head_dim;
+            const float x1 = head[a], x2 = head[b];
+            head[a] = x1 * c - x2 * s;
+            head[b] = x2 * c + x1 * s;
+        }
     }
 }
 
@@ -116,8 +119,8 @@ cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaS
 
 cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
                  int64_t rotary_dims, bool interleaved, cudaStream_t stream) {
-    const int64_t n = rows * heads * (rotary_dims / 2);
-    if (n == 0) return cudaSuccess;
+    const int64_t n = rows * (rotary_dims / 2);  // threads: each rotates its pair in every head
+    if (n == 0 || heads == 0) return cudaSuccess;
     return launch_kernel(rope_kernel, grid_for(n, threads), threads, 0, stream, x, rows, heads, head_dim, positions,
                          theta, rotary_dims, interleaved);
 }

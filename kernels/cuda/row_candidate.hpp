@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <cuda_runtime_api.h>  // float4
+
 #include "candidate.hpp"
 #include "core/philox.hpp"
 #include "cuda/filter_threshold.hpp"
@@ -51,15 +53,48 @@ UNMASK_HOST_DEVICE inline double multiply_rounded(double a, double b) {
 #endif
 }
 
-// Logit i after the banned tokens and the distribution temperature (as the CPU computes it). A NaN
-// logit counts as -inf: the block's reductions need a total order to agree on one answer.
-UNMASK_HOST_DEVICE inline float scaled_logit(const float* logits, int64_t i, const CandidateRow& p,
-                                             const int32_t* banned) {
+// Logit i (of value v) after the banned tokens and the distribution temperature (as the CPU
+// computes it). A NaN logit counts as -inf: the block's reductions need a total order to agree on
+// one answer.
+UNMASK_HOST_DEVICE inline float scaled_logit(float v, int64_t i, const CandidateRow& p, const int32_t* banned) {
     for (int32_t b = 0; b < p.banned_count; ++b)
         if (banned[p.banned_begin + b] == i) return -INFINITY;
-    const float v = logits[i];
     if (std::isnan(v)) return -INFINITY;
     return p.distribution_temperature != 1.0 ? static_cast<float>(v / p.distribution_temperature) : v;
+}
+
+// Calls visit(i, logits[i]) for the calling thread's share of the row's vocab logits. The row is
+// read in 16-byte loads of four logits, `batch` of them issued before any is used (a scalar head
+// up to the first 16-byte boundary, and a scalar tail), so that each thread keeps several loads in
+// flight. Which thread sees which logit, and so the order of a thread's sums, follows from that;
+// nothing else in the results depends on it.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
+template <typename Block, typename Visit>
+UNMASK_HOST_DEVICE void for_each_logit(const Block& block, const float* logits, int64_t vocab, Visit&& visit) {
+    constexpr int batch = 4;
+    const auto address = reinterpret_cast<uintptr_t>(logits);
+    int64_t head = address % 4 != 0 ? vocab : static_cast<int64_t>((16 - address % 16) % 16 / 4);
+    if (head > vocab) head = vocab;
+    const int64_t quads = (vocab - head) / 4, thread = block.thread(), threads = block.threads();
+    for (int64_t i = thread; i < head; i += threads) visit(i, logits[i]);
+    const auto* body = reinterpret_cast<const float4*>(logits + head);
+    auto visit4 = [&](int64_t q, const float4& v) {
+        const int64_t i = head + 4 * q;
+        visit(i, v.x);
+        visit(i + 1, v.y);
+        visit(i + 2, v.z);
+        visit(i + 3, v.w);
+    };
+    int64_t q = thread;
+    for (; q + (batch - 1) * threads < quads; q += batch * threads) {
+        float4 v[batch];  // constant trip counts: unrolled, the loads in registers
+        for (int b = 0; b < batch; ++b) v[b] = body[q + b * threads];
+        for (int b = 0; b < batch; ++b) visit4(q + b * threads, v[b]);
+    }
+    for (; q < quads; q += threads) visit4(q, body[q]);
+    for (int64_t i = head + 4 * quads + thread; i < vocab; i += threads) visit(i, logits[i]);
 }
 
 // The candidate of `logits` (vocab of them) under `p`, written to `out` by thread 0. `banned`:
@@ -70,29 +105,31 @@ UNMASK_HOST_DEVICE inline float scaled_logit(const float* logits, int64_t i, con
 template <typename Block>
 UNMASK_HOST_DEVICE void row_candidate(const Block& block, const float* logits, int64_t vocab, const CandidateRow& p,
                                       const int32_t* banned, GumbelRange gumbel, Candidate* out) {
-    auto z = [&](int64_t i) { return scaled_logit(logits, i, p, banned); };
+    auto z = [&](int64_t i) { return scaled_logit(logits[i], i, p, banned); };
 
     // Top-p, then top-k, over the unfiltered distribution: thresholds relative to the maximum,
     // found first.
     float threshold = -INFINITY;
     if (p.top_p < 1.0 || (p.top_k > 0 && p.top_k < vocab)) {
         Best peak{-INFINITY, INT64_MAX};
-        for (int64_t i = block.thread(); i < vocab; i += block.threads()) peak = better(peak, Best{z(i), i});
+        for_each_logit(block, logits, vocab,
+                       [&](int64_t i, float v) { peak = better(peak, Best{scaled_logit(v, i, p, banned), i}); });
         peak = block.best(peak);
         if (std::isfinite(peak.value))  // the same in every thread
             threshold = filter_threshold(block, z, vocab, p.top_p, p.top_k, peak.value);
     }
-    auto kept = [&](int64_t i) {
-        const float v = z(i);
+    auto kept_value = [&](int64_t i, float raw) {
+        const float v = scaled_logit(raw, i, p, banned);
         return v < threshold ? -INFINITY : v;
     };
+    auto kept = [&](int64_t i) { return kept_value(i, logits[i]); };
 
     // One pass over the kept logits: each thread's top-1 (the first of equal maxima) and runner-up,
     // and its softmax statistics, online; then the block's.
     Best top{-INFINITY, INT64_MAX}, runner{-INFINITY, INT64_MAX};
     OnlineSoftmax stats;
-    for (int64_t i = block.thread(); i < vocab; i += block.threads()) {
-        const float v = kept(i);
+    for_each_logit(block, logits, vocab, [&](int64_t i, float raw) {
+        const float v = kept_value(i, raw);
         const Best b{v, i};
         if (better(top, b).index == i) {
             runner = better(runner, top);
@@ -101,7 +138,7 @@ UNMASK_HOST_DEVICE void row_candidate(const Block& block, const float* logits, i
             runner = better(runner, b);
         }
         stats.add(v);
-    }
+    });
     const Best first = block.best(top);
     Candidate result{};
     if (!std::isfinite(first.value)) {  // every token banned or -inf: report token 0, as the CPU does

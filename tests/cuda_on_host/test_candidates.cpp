@@ -55,6 +55,19 @@ bool relatively_close(double a, double b) {
     return a == b || std::abs(a - b) <= 1e-4 * std::max(std::abs(a), std::abs(b));
 }
 
+// The kernel's candidate (device) against the CPU's: the same tokens, and within float64-against-
+// float rounding of the probabilities and the entropy.
+void check_close(const kernels::Candidate& cpu, const kernels::Candidate& device) {
+    CHECK(device.token == cpu.token);
+    CHECK(device.top1_token == cpu.top1_token);
+    // float64 sums on the device, float sums on the CPU: within 1e-4 of each probability however
+    // small, and 1e-5 of the entropy's scale
+    CHECK(relatively_close(device.probability, cpu.probability));
+    CHECK(relatively_close(device.top1_probability, cpu.top1_probability));
+    CHECK(relatively_close(device.top2_probability, cpu.top2_probability));
+    CHECK(device.negative_entropy == doctest::Approx(cpu.negative_entropy).epsilon(1e-5));
+}
+
 }  // namespace
 
 TEST_CASE("the CUDA kernel's top-p and top-k bisections give the CPU's sorted thresholds") {
@@ -148,18 +161,41 @@ TEST_CASE("the candidates kernel gives the CPU's candidates") {
             CAPTURE(r / (2 * variants.size()));  // the shape
             CAPTURE(r / 2 % variants.size());    // the variant
             const auto& [cpu, device] = results[r];
-            CHECK(device.token == cpu.token);
-            CHECK(device.top1_token == cpu.top1_token);
-            // float64 sums on the device, float sums on the CPU: within 1e-4 of each probability
-            // however small, and 1e-5 of the entropy's scale
-            CHECK(relatively_close(device.probability, cpu.probability));
-            CHECK(relatively_close(device.top1_probability, cpu.top1_probability));
-            CHECK(relatively_close(device.top2_probability, cpu.top2_probability));
-            CHECK(device.negative_entropy == doctest::Approx(cpu.negative_entropy).epsilon(1e-5));
+            check_close(cpu, device);
             ++rows;
             sampled_apart += cpu.token != cpu.top1_token ? 1 : 0;
         }
     }
     CHECK(rows == 5 * 4 * 6 * 2);
     CHECK(sampled_apart > 20);  // the noise chose tokens other than the top-1 often enough to matter
+}
+
+TEST_CASE("the candidates kernel reads every logit of rows at any alignment, in blocks of 256 and 1,024 threads") {
+    // Rows of 1,001 logits start at every 4-byte offset from a 16-byte boundary: a scalar head, the
+    // 16-byte loads in batches of four and the remainder, and a scalar tail. Each row's maximum
+    // (and the runner-up) sits in a different part of it, so a logit left unread changes the top-1
+    // or top-2; 200 rows launch the 256-thread kernel, their first 100 the 1,024-thread one.
+    const int64_t vocab = 1001;
+    std::mt19937 rng(29);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> logits(size_t(200 * vocab));
+    for (float& v : logits) v = normal(rng);
+    std::vector<kernels::cpu::CandidateParams> params(200);
+    std::vector<uint32_t> positions(200);
+    for (size_t r = 0; r < 200; ++r) {
+        positions[r] = uint32_t(r);
+        const int64_t top = int64_t(r * 37 % size_t(vocab)), second = (top + 1 + int64_t(r) * 11) % vocab;
+        logits[r * size_t(vocab) + size_t(top)] = 9.0f;
+        logits[r * size_t(vocab) + size_t(second)] = 8.5f;
+    }
+    const auto many = both(logits, vocab, params, positions);
+    const std::vector<float> first_half(logits.begin(), logits.begin() + 100 * vocab);
+    const auto few = both(first_half, vocab, std::vector(params.begin(), params.begin() + 100),
+                          std::vector(positions.begin(), positions.begin() + 100));
+    for (size_t r = 0; r < many.size(); ++r) {
+        CAPTURE(r);
+        CHECK(many[r].first.top1_token == int32_t(r * 37 % size_t(vocab)));
+        check_close(many[r].first, many[r].second);
+        if (r < few.size()) check_close(few[r].first, few[r].second);
+    }
 }

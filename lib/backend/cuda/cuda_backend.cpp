@@ -153,6 +153,32 @@ private:
     size_t next_ = 0;
 };
 
+// Host memory the device copies into directly (a copy to pageable memory goes through a staging
+// buffer of the driver's, and waits for it), grown as needed and kept.
+class PinnedHostBuffer {
+public:
+    PinnedHostBuffer() = default;
+    ~PinnedHostBuffer() {
+        if (memory_ != nullptr) cudaFreeHost(memory_);
+    }
+    PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+    PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+
+    void* at_least(size_t bytes) {
+        if (bytes <= bytes_) return memory_;
+        if (memory_ != nullptr) cudaFreeHost(memory_);
+        memory_ = nullptr;
+        bytes_ = 0;
+        check_allocation(cudaMallocHost(&memory_, bytes), "cudaMallocHost", bytes);
+        bytes_ = bytes;
+        return memory_;
+    }
+
+private:
+    void* memory_ = nullptr;
+    size_t bytes_ = 0;
+};
+
 class CudaBackend final : public Backend {
 public:
     CudaBackend(std::shared_ptr<const CudaWeights> weights, std::shared_ptr<MemoryLedger> memory,
@@ -483,8 +509,10 @@ public:
         check(k::candidates(logits, rows, vocab, reinterpret_cast<const k::CandidateRow*>(staged),
                             reinterpret_cast<const int32_t*>(staged + params_bytes), gumbel, device_out, stream_),
               "candidates");
-        check(cudaMemcpyAsync(out, device_out, out_bytes, cudaMemcpyDeviceToHost, stream_), "copy of candidates");
+        void* results = pinned_results_.at_least(out_bytes);
+        check(cudaMemcpyAsync(results, device_out, out_bytes, cudaMemcpyDeviceToHost, stream_), "copy of candidates");
         synchronize();
+        std::memcpy(out, results, out_bytes);
     }
 
 private:
@@ -728,6 +756,7 @@ private:
     DeviceBuffer matmul_workspace_;
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
+    PinnedHostBuffer pinned_results_;      // the candidates, on their way to the caller
     DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_, routing_fault_;
     DeviceBuffer expert_tables_;  // the planned region of expert tables, filled from the front
     size_t expert_tables_used_ = 0;
