@@ -35,6 +35,34 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// A tile's keys and values into shared memory (zero past the tile's keys and the head's
+// dimensions, up to the padded width). Each thread issues the loads of `chunk` elements of k and of
+// v before it stores any, so that 2 x chunk loads are in flight (compile-time trip counts:
+// unrolled, the elements in registers); a warp's lanes read neighbouring columns.
+template <int PerLane>
+__device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, int64_t d, int64_t padded,
+                                           int64_t stride, float* k_tile, float* v_tile) {
+    constexpr int columns = 32 * PerLane, per_thread = key_tile * columns / (warps * 32), chunk = 8;
+    static_assert(per_thread % chunk == 0);
+    for (int first = 0; first < per_thread; first += chunk) {
+        float keys[chunk], values[chunk];
+        for (int u = 0; u < chunk; ++u) {
+            const int index = int(threadIdx.x) + (first + u) * warps * 32;
+            const int64_t j = index / columns, c = index % columns, key = key0 + j;
+            const bool inside = key < t.tile_keys && c < d;
+            keys[u] = inside ? load(t.keys, t.kv_type, key * t.kv_stride + c) : 0.0f;
+            values[u] = inside ? load(t.values, t.kv_type, key * t.kv_stride + c) : 0.0f;
+        }
+        for (int u = 0; u < chunk; ++u) {
+            const int index = int(threadIdx.x) + (first + u) * warps * 32;
+            const int64_t j = index / columns, c = index % columns;
+            if (c >= padded) continue;
+            k_tile[j * stride + c] = keys[u];
+            v_tile[j * stride + c] = values[u];
+        }
+    }
+}
+
 template <int PerLane>  // head_dim <= 32 * PerLane
 __global__ void __launch_bounds__(warps * 32)
     attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
@@ -70,12 +98,7 @@ __global__ void __launch_bounds__(warps * 32)
 
     for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
         __syncthreads();  // the previous tile is read (and, the first time, the queries written)
-        for (int64_t i = threadIdx.x; i < key_tile * padded; i += blockDim.x) {
-            const int64_t j = i / padded, c = i % padded, key = key0 + j;
-            const bool inside = key < t.tile_keys && c < d;
-            k_tile[j * stride + c] = inside ? load(t.keys, t.kv_type, key * t.kv_stride + c) : 0.0f;
-            v_tile[j * stride + c] = inside ? load(t.values, t.kv_type, key * t.kv_stride + c) : 0.0f;
-        }
+        stage_keys<PerLane>(t, key0, d, padded, stride, k_tile, v_tile);
         __syncthreads();
 
         // Scores of this lane's key against the warp's rows.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -56,12 +57,57 @@ __device__ __forceinline__ void store_bf16x4(bf16* destination, float4 v) {
     *reinterpret_cast<uint2*>(destination) = bits;
 }
 
-// Elements i..i+3 of `data` (f32, 16-byte aligned, or bf16, 8-byte aligned) into `destination` as bf16.
-__device__ __forceinline__ void copy_bf16x4(bf16* destination, const void* data, ElementType type, int64_t i) {
-    if (type == ElementType::bf16)
-        *reinterpret_cast<uint2*>(destination) = *reinterpret_cast<const uint2*>(static_cast<const bf16*>(data) + i);
-    else
-        store_bf16x4(destination, *reinterpret_cast<const float4*>(static_cast<const float*>(data) + i));
+// Four elements as they are read: 16 bytes of f32, or 8 of bf16 (already what the tile holds).
+template <bool Bf16>
+using Quad = std::conditional_t<Bf16, uint2, float4>;
+
+template <bool Bf16>
+__device__ __forceinline__ Quad<Bf16> load_quad(const void* data, int64_t i) {
+    if constexpr (Bf16) return *reinterpret_cast<const uint2*>(static_cast<const bf16*>(data) + i);
+    else return *reinterpret_cast<const float4*>(static_cast<const float*>(data) + i);
+}
+
+template <bool Bf16>
+__device__ __forceinline__ void store_quad(bf16* destination, const Quad<Bf16>& q) {
+    if constexpr (Bf16) *reinterpret_cast<uint2*>(destination) = q;
+    else store_bf16x4(destination, q);
+}
+
+// A pass's keys and values into shared memory as bf16 (keys past the tile's: 0). Each thread
+// issues the loads of `chunk` quads of k and of v before it stores any, so that 2 x chunk loads
+// are in flight (compile-time trip counts: unrolled, the quads in registers).
+template <int D, bool Bf16>
+__device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, bf16* k_tile, bf16* v_tile) {
+    using L = Layout<D>;
+    constexpr int quads_per_row = D / 4, per_thread = key_tile * quads_per_row / (warps * 32), chunk = 4;
+    static_assert(per_thread % chunk == 0);
+    for (int first = 0; first < per_thread; first += chunk) {
+        Quad<Bf16> keys[chunk], values[chunk];
+        bool inside[chunk];
+        for (int u = 0; u < chunk; ++u) {
+            const int index = int(threadIdx.x) + (first + u) * warps * 32;
+            const int j = index / quads_per_row, c = index % quads_per_row * 4;
+            const int64_t key = key0 + j;
+            inside[u] = key < t.tile_keys;
+            if (inside[u]) {
+                keys[u] = load_quad<Bf16>(t.keys, key * t.kv_stride + c);
+                values[u] = load_quad<Bf16>(t.values, key * t.kv_stride + c);
+            }
+        }
+        for (int u = 0; u < chunk; ++u) {
+            const int index = int(threadIdx.x) + (first + u) * warps * 32;
+            const int j = index / quads_per_row, c = index % quads_per_row * 4;
+            bf16* k_row = k_tile + j * L::input_stride + c;
+            bf16* v_row = v_tile + j * L::input_stride + c;
+            if (inside[u]) {
+                store_quad<Bf16>(k_row, keys[u]);
+                store_quad<Bf16>(v_row, values[u]);
+            } else {
+                store_bf16x4(k_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+                store_bf16x4(v_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+            }
+        }
+    }
 }
 
 template <int D>
@@ -108,19 +154,8 @@ __global__ void __launch_bounds__(warps * 32)
 
     for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
         __syncthreads();  // the previous pass's keys and values are read
-        for (int i = threadIdx.x; i < key_tile * D / 4; i += blockDim.x) {
-            const int j = i / (D / 4), c = i % (D / 4) * 4;
-            const int64_t key = key0 + j;
-            bf16* k_row = k_tile + j * L::input_stride + c;
-            bf16* v_row = v_tile + j * L::input_stride + c;
-            if (key < t.tile_keys) {
-                copy_bf16x4(k_row, t.keys, t.kv_type, key * t.kv_stride + c);
-                copy_bf16x4(v_row, t.values, t.kv_type, key * t.kv_stride + c);
-            } else {
-                store_bf16x4(k_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-                store_bf16x4(v_row, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-            }
-        }
+        if (t.kv_type == ElementType::bf16) stage_keys<D, true>(t, key0, k_tile, v_tile);
+        else stage_keys<D, false>(t, key0, k_tile, v_tile);
         __syncthreads();
 
         // Scores: the warp's 16 rows against the pass's keys, 16 keys at a time.
