@@ -33,6 +33,8 @@
 //   un-permute; the bytes of the experts the tokens chose over the time, against 4.3 TB/s. At 32
 //   tokens the experts get ~4 rows each (the few-row grouped kernel), at 512 ~64 (the tensor-core
 //   grouped kernel; both read the offsets on the device).
+// - BM_cuda_engine: the engine on one GPU at concurrency 1, 8 and 32 (dual cache, threshold 0.9),
+//   generated tokens/s and the ratio to concurrency 1.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -40,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -56,6 +59,7 @@
 #include "model/model.hpp"
 #include "profile_counters.hpp"
 #include "synthetic_model.hpp"
+#include "unmask.h"
 
 using namespace unmask;
 
@@ -378,6 +382,77 @@ void BM_cuda_moe_experts(benchmark::State& state) {
     state.counters["bandwidth_fraction"] = bytes / seconds / h200_bytes_per_second;
 }
 
+// args: layers. The same 32 requests (16-token prompts, 64 generated in blocks of 32, the dual
+// cache, threshold 0.9) served at 1, 8 and 32 concurrent on one GPU through the C API, as a
+// service runs them; generated tokens/s at each level and the ratio to concurrency 1 (target:
+// >= 4 at 8). `layers` of the LLaDA-8B shape (fewer than 32 to keep the upload short: batching's
+// gain is per layer).
+void BM_cuda_engine(benchmark::State& state) {
+    if (!have_device(state)) return;
+    unmask_model_params model_params;
+    unmask_model_params_init(&model_params);
+    model_params.precision = UNMASK_PRECISION_BF16;
+    model_params.backend = UNMASK_BACKEND_CUDA;
+    model_params.checksum_mode = UNMASK_CHECKSUM_SKIP;
+    unmask_model* model = nullptr;
+    const auto path = unmask_bench::synthetic_llada({4096, state.range(0), 32, 12288, 126464});
+    if (unmask_model_load(path.c_str(), &model_params, &model) != UNMASK_OK)
+        return state.SkipWithError(unmask_last_error());
+    unmask_generate_params params;
+    unmask_generate_params_init(&params);
+    params.gen_length = 64;
+    params.steps = 64;
+    params.block_length = 32;
+    params.threshold = 0.9;
+    params.cache_mode = UNMASK_CACHE_DUAL;
+    const int requests = 32;
+    for (auto _ : state) {
+        double baseline = 0;
+        for (int32_t concurrency : {1, 8, 32}) {
+            unmask_engine_params engine_params;
+            unmask_engine_params_init(&engine_params);
+            engine_params.max_concurrent_requests = concurrency;
+            engine_params.max_queued_requests = requests;
+            engine_params.max_sequence_length = 80;
+            unmask_engine* engine = nullptr;
+            if (unmask_engine_create(model, &engine_params, &engine) != UNMASK_OK) {
+                state.SkipWithError(unmask_last_error());
+                break;
+            }
+            std::vector<unmask_request*> submitted;
+            const auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < requests; ++i) {
+                std::vector<int32_t> prompt(16);
+                for (size_t j = 0; j < prompt.size(); ++j)
+                    prompt[j] = static_cast<int32_t>(100 + 37 * j + 11 * size_t(i));
+                unmask_request* r = nullptr;
+                if (unmask_engine_submit(engine, &params, prompt.data(), 16, 60.0, &r) == UNMASK_OK)
+                    submitted.push_back(r);
+            }
+            int64_t generated = 0, finished = 0;
+            for (unmask_request* r : submitted) {
+                unmask_request_wait(r, -1);
+                unmask_request_info info{};
+                info.struct_size = sizeof info;
+                if (unmask_request_info_get(r, &info) == UNMASK_OK &&
+                    (info.finish_reason == UNMASK_FINISH_LENGTH || info.finish_reason == UNMASK_FINISH_EOS)) {
+                    generated += info.token_count;
+                    ++finished;
+                }
+                unmask_request_free(r);
+            }
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            unmask_engine_free(engine);
+            const double rate = double(generated) / seconds;
+            if (concurrency == 1) baseline = rate;
+            state.counters["tokens/s@" + std::to_string(concurrency)] = rate;
+            state.counters["ratio@" + std::to_string(concurrency)] = baseline > 0 ? rate / baseline : 0.0;
+            state.counters["finished@" + std::to_string(concurrency)] = double(finished);  // of 32
+        }
+    }
+    unmask_model_free(model);
+}
+
 }  // namespace
 
 BENCHMARK(BM_cuda_forward)
@@ -413,4 +488,5 @@ BENCHMARK(BM_cuda_candidates)
     ->ArgNames({"rows", "sampled", "top_p"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_cuda_engine)->Arg(8)->ArgNames({"layers"})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_cuda_moe_experts)->Arg(32)->Arg(512)->ArgNames({"tokens"})->Unit(benchmark::kMillisecond)->UseRealTime();
