@@ -21,7 +21,7 @@
 // - BM_cuda_candidates: logits -> candidates over rows x 126464 fp32 logits; the kernel timed with
 //   CUDA events over back-to-back launches, its bytes read per second against the H200's 4.3 TB/s
 //   (call_us: the backend's whole call, with its copies and wait, timed on the host). rows=32: a
-//   dual-cache step's block (few rows: a block of 1,024 threads each). sampled=0: greedy, one pass over each row (the target's case);
+//   dual-cache step's block. sampled=0: greedy, one pass over each row (the target's case);
 //   sampled=1: LLaDA's sampler at T = 1, whose Gumbel noise costs a Philox draw and two float64
 //   logs for every token within reach of the maximum (all of them on these logits): a compute
 //   figure, not a bandwidth one. top_p=1 adds a nucleus of 0.95 (as Dream samples), whose
@@ -274,7 +274,8 @@ void BM_cuda_candidates(benchmark::State& state) {
     for (auto _ : state) {
         constexpr int batch = 20;
         cudaEventRecord(begin, stream);
-        for (int i = 0; i < batch; ++i) launch();
+        for (int i = 0; i < batch; ++i)
+            if (launch() != cudaSuccess) return state.SkipWithError("the candidates kernel failed");
         cudaEventRecord(end, stream);
         cudaEventSynchronize(end);
         float ms = 0;

@@ -595,7 +595,8 @@ UNMASK_API unmask_status unmask_engine_shutdown(unmask_engine *engine, int32_t m
  * for room. On success *out_request is the caller's handle (free it with unmask_request_free).
  * Errors: INVALID_ARGUMENT (bad parameters, naming the field), TOO_LONG (beyond the engine's
  * max_sequence_length), OUT_OF_BUDGET (a request that could never fit, with the longest length
- * that would), QUEUE_FULL, SHUTTING_DOWN. Thread-safe. */
+ * that would), QUEUE_FULL, SHUTTING_DOWN; once the engine has FAILED (health), the failure's status
+ * and reason: DEVICE for a lost GPU, INTERNAL otherwise. Thread-safe. */
 UNMASK_API unmask_status unmask_engine_submit(unmask_engine *engine, const unmask_generate_params *params,
                                               const int32_t *prompt, int64_t prompt_length, double wait_seconds,
                                               unmask_request **out_request);
@@ -659,7 +660,7 @@ typedef struct unmask_engine_stats {
     int64_t requests_running;
     int64_t requests_waiting;
     uint64_t requests_submitted;
-    uint64_t requests_rejected;           /* QUEUE_FULL or SHUTTING_DOWN at submission */
+    uint64_t requests_rejected;           /* QUEUE_FULL, SHUTTING_DOWN or a FAILED engine's at submission */
     uint64_t finished[6];                 /* by UNMASK_FINISH_* (index 0 unused) */
     uint64_t steps_total;                 /* denoising steps, summed over requests */
     uint64_t forwards_total;              /* model evaluations, summed over requests */

@@ -6,11 +6,10 @@
 namespace unmask::kernels::cuda {
 namespace {
 
-// Threads per block: a block takes a row. With many rows 256 (several blocks share each SM);
-// with few, each row's block is alone on its SM and takes 1,024 threads, so that it keeps more of
-// the SM's loads in flight.
-constexpr int many_rows_threads = 256, few_rows_threads = 1024;
-constexpr int64_t few_rows = 128;
+// A block of 1,024 threads takes a row: with few rows (a dual-cache step's block) each block is
+// alone on its SM and keeps more of its loads in flight; with many, two blocks share an SM. One
+// count whatever the batch, so that a row's sums, and so its candidate, never depend on it.
+constexpr int threads = 1024;
 
 // The calling thread's block, for row_candidate.
 struct ThreadBlock {
@@ -20,8 +19,7 @@ struct ThreadBlock {
     __device__ Best best(Best v) const { return block_best(v); }
 };
 
-template <int Threads>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(threads)
     candidates_kernel(const float* logits, int64_t vocab, const CandidateRow* params, const int32_t* banned,
                       GumbelRange gumbel, Candidate* out) {
     const CandidateRow p = params[blockIdx.x];  // in registers, not read from memory at each use
@@ -34,11 +32,8 @@ cudaError_t candidates(const float* logits, int64_t rows, int64_t vocab, const C
                        const int32_t* banned, GumbelRange gumbel, Candidate* out, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX || vocab <= 0) return cudaErrorInvalidValue;
-    if (rows <= few_rows)
-        return launch_kernel(candidates_kernel<few_rows_threads>, static_cast<unsigned>(rows), few_rows_threads, 0,
-                             stream, logits, vocab, params, banned, gumbel, out);
-    return launch_kernel(candidates_kernel<many_rows_threads>, static_cast<unsigned>(rows), many_rows_threads, 0,
-                         stream, logits, vocab, params, banned, gumbel, out);
+    return launch_kernel(candidates_kernel, static_cast<unsigned>(rows), threads, 0, stream, logits, vocab, params,
+                         banned, gumbel, out);
 }
 
 }  // namespace unmask::kernels::cuda

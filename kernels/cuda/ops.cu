@@ -39,21 +39,30 @@ __global__ void add_bias_kernel(float* x, int64_t rows, int64_t dim, WeightView 
     UNMASK_GRID_STRIDE(i, rows * dim) x[i] += load(bias.data, bias.type, i % dim);
 }
 
-// One thread per (row, pair): the angle, its cosine and sine once in float64, as on the CPU, then
-// the pair rotated in every head (a warp's lanes take neighbouring pairs: coalesced).
+// One thread per (row, pair, group of rope_heads heads): the angle, its cosine and sine in float64,
+// as on the CPU, then the pair of each of the group's heads loaded before any is stored (a warp's
+// lanes take neighbouring pairs: coalesced).
+constexpr int64_t rope_heads = 8;
 __global__ void rope_kernel(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
                             double theta, int64_t rotary_dims, bool interleaved) {
-    const int64_t half = rotary_dims / 2;
-    UNMASK_GRID_STRIDE(item, rows * half) {
-        const int64_t i = item % half, t = item / half;
+    const int64_t half = rotary_dims / 2, groups = (heads + rope_heads - 1) / rope_heads;
+    UNMASK_GRID_STRIDE(item, rows * groups * half) {
+        const int64_t i = item % half, group = item / half % groups, t = item / (half * groups);
         const double angle = positions[t] * pow(theta, -2.0 * double(i) / double(rotary_dims));
         const auto c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
         const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-        for (int64_t h = 0; h < heads; ++h) {
-            float* head = x + (t * heads + h) * head_dim;
-            const float x1 = head[a], x2 = head[b];
-            head[a] = x1 * c - x2 * s;
-            head[b] = x2 * c + x1 * s;
+        float* first = x + (t * heads + group * rope_heads) * head_dim;
+        const int64_t count = heads - group * rope_heads < rope_heads ? heads - group * rope_heads : rope_heads;
+        float x1[rope_heads], x2[rope_heads];
+        for (int64_t h = 0; h < rope_heads; ++h) {
+            if (h >= count) break;
+            x1[h] = first[h * head_dim + a];
+            x2[h] = first[h * head_dim + b];
+        }
+        for (int64_t h = 0; h < rope_heads; ++h) {
+            if (h >= count) break;
+            first[h * head_dim + a] = x1[h] * c - x2[h] * s;
+            first[h * head_dim + b] = x2[h] * c + x1[h] * s;
         }
     }
 }
@@ -119,8 +128,8 @@ cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaS
 
 cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
                  int64_t rotary_dims, bool interleaved, cudaStream_t stream) {
-    const int64_t n = rows * (rotary_dims / 2);  // threads: each rotates its pair in every head
-    if (n == 0 || heads == 0) return cudaSuccess;
+    const int64_t n = rows * ((heads + rope_heads - 1) / rope_heads) * (rotary_dims / 2);
+    if (n == 0) return cudaSuccess;
     return launch_kernel(rope_kernel, grid_for(n, threads), threads, 0, stream, x, rows, heads, head_dim, positions,
                          theta, rotary_dims, interleaved);
 }

@@ -63,38 +63,37 @@ UNMASK_HOST_DEVICE inline float scaled_logit(float v, int64_t i, const Candidate
     return p.distribution_temperature != 1.0 ? static_cast<float>(v / p.distribution_temperature) : v;
 }
 
-// Calls visit(i, logits[i]) for the calling thread's share of the row's vocab logits. The row is
-// read in 16-byte loads of four logits, `batch` of them issued before any is used (a scalar head
-// up to the first 16-byte boundary, and a scalar tail), so that each thread keeps several loads in
-// flight. Which thread sees which logit, and so the order of a thread's sums, follows from that;
-// nothing else in the results depends on it.
+// Calls visit(i, logits[i]) for the calling thread's share of the row's vocab logits. Where every
+// row of the batch starts on 16 bytes (vocab a multiple of 4, the first row on 16 bytes) the row
+// is read in 16-byte loads of four logits, `batch` of them issued before any is used, so that each
+// thread keeps several loads in flight; otherwise one logit at a time. Either way a row's share per
+// thread is the same in every row and every batch, so its sums are too.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
 template <typename Block, typename Visit>
 UNMASK_HOST_DEVICE void for_each_logit(const Block& block, const float* logits, int64_t vocab, Visit&& visit) {
     constexpr int batch = 4;
-    const auto address = reinterpret_cast<uintptr_t>(logits);
-    int64_t head = address % 4 != 0 ? vocab : static_cast<int64_t>((16 - address % 16) % 16 / 4);
-    if (head > vocab) head = vocab;
-    const int64_t quads = (vocab - head) / 4, thread = block.thread(), threads = block.threads();
-    for (int64_t i = thread; i < head; i += threads) visit(i, logits[i]);
-    const auto* body = reinterpret_cast<const float4*>(logits + head);
+    const int64_t thread = block.thread(), threads = block.threads();
+    if (reinterpret_cast<uintptr_t>(logits) % 16 != 0 || vocab % 4 != 0) {
+        for (int64_t i = thread; i < vocab; i += threads) visit(i, logits[i]);
+        return;
+    }
+    const int64_t quads = vocab / 4;
+    const auto* row = reinterpret_cast<const float4*>(logits);
     auto visit4 = [&](int64_t q, const float4& v) {
-        const int64_t i = head + 4 * q;
-        visit(i, v.x);
-        visit(i + 1, v.y);
-        visit(i + 2, v.z);
-        visit(i + 3, v.w);
+        visit(4 * q, v.x);
+        visit(4 * q + 1, v.y);
+        visit(4 * q + 2, v.z);
+        visit(4 * q + 3, v.w);
     };
     int64_t q = thread;
     for (; q + (batch - 1) * threads < quads; q += batch * threads) {
         float4 v[batch];  // constant trip counts: unrolled, the loads in registers
-        for (int b = 0; b < batch; ++b) v[b] = body[q + b * threads];
+        for (int b = 0; b < batch; ++b) v[b] = row[q + b * threads];
         for (int b = 0; b < batch; ++b) visit4(q + b * threads, v[b]);
     }
-    for (; q < quads; q += threads) visit4(q, body[q]);
-    for (int64_t i = head + 4 * quads + thread; i < vocab; i += threads) visit(i, logits[i]);
+    for (; q < quads; q += threads) visit4(q, row[q]);
 }
 
 // The candidate of `logits` (vocab of them) under `p`, written to `out` by thread 0. `banned`:

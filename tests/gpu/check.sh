@@ -77,12 +77,17 @@ log "configure and build the suite and the benchmarks (CUDA for sm_90)"
 cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=ON -DUNMASK_NCCL=OFF \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DUNMASK_BUILD_EXAMPLES=OFF > "$out/build.log" 2>&1 ||
   { tail -50 "$out/build.log"; exit 1; }
-bench_built=true
+# A failed build fails the run even where older binaries are left (a warm machine's): with a
+# suite, its cases still run, to show what else is wrong.
+bench_built=true build_failed=false
 if ! build unmask_cuda_tests unmask-bench; then
+  build_failed=true
+  echo "the build FAILED (see build.log)" | tee -a "$out/summary.txt"
   [ -x build-gpu/tests/unmask_cuda_tests ] || exit 1
   [ -x build-gpu/bench/unmask-bench ] || bench_built=false
 fi
 status=0
+! $build_failed || status=1
 log "test models"
 data=$PWD/build-gpu/test-data
 python=python3  # the first that has PyTorch (a machine's python3 may be a pyenv or venv without it)
@@ -195,7 +200,9 @@ elif [ $((SECONDS - started)) -gt "$bench_deadline" ]; then
 else
   log "the benchmarks of the target figures"
   # bench.txt is written as each benchmark ends; bench.json only when all have.
-  timeout $((run_deadline - (SECONDS - started))) build-gpu/bench/unmask-bench --benchmark_filter="$targets" \
+  bench_seconds=$((run_deadline - (SECONDS - started)))
+  [ $bench_seconds -gt 10 ] || bench_seconds=10
+  timeout $bench_seconds build-gpu/bench/unmask-bench --benchmark_filter="$targets" \
     --benchmark_min_time=0.2 --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 |
     tee "$out/bench.txt" || { status=1; echo "the benchmarks were stopped or failed" | tee -a "$out/summary.txt"; }
   if grep -q "ERROR OCCURRED" "$out/bench.txt"; then  # a benchmark that skipped itself with an error

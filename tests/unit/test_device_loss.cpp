@@ -28,10 +28,16 @@ struct OwnedCpu {
 // The CPU backend, counting every call (ProfiledBackend), lost after `healthy_forwards` forwards.
 class LosingBackend : OwnedCpu, public ProfiledBackend {
 public:
-    LosingBackend(MemoryLedger& scratch, int64_t healthy_forwards, std::atomic<int64_t>& calls)
-        : OwnedCpu{make_cpu_backend(1, scratch)}, ProfiledBackend(*cpu), healthy_(healthy_forwards), calls_(calls) {}
+    // Lost only once `armed` (every request submitted), so that no submission meets the failure.
+    LosingBackend(MemoryLedger& scratch, int64_t healthy_forwards, std::atomic<int64_t>& calls,
+                  const std::atomic<bool>& armed)
+        : OwnedCpu{make_cpu_backend(1, scratch)}, ProfiledBackend(*cpu), healthy_(healthy_forwards), calls_(calls),
+          armed_(armed) {}
     void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
-        if (forwards_++ >= healthy_) throw DeviceLost("GPU 0 is lost (planted); this process can no longer use it");
+        if (forwards_++ >= healthy_) {
+            while (!armed_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            throw DeviceLost("GPU 0 is lost (planted); this process can no longer use it");
+        }
         ProfiledBackend::embedding(table, ids, rows, out);
         calls_ = total_calls();
     }
@@ -44,6 +50,7 @@ private:
     }
     int64_t healthy_, forwards_ = 0;
     std::atomic<int64_t>& calls_;
+    const std::atomic<bool>& armed_;
 };
 
 std::shared_ptr<Request> submit(Engine& engine, const ModelSpec& spec) {
@@ -64,15 +71,17 @@ TEST_CASE("a lost device fails the engine for good: every request DEVICE, health
     const auto model = load_model(test_data_path("reference/llada"), options);
     MemoryLedger memory("test memory", uint64_t(1) << 32);
     std::atomic<int64_t> calls{0};
+    std::atomic<bool> armed{false};
     EngineOptions engine_options;
     engine_options.max_concurrent_requests = 2;
     engine_options.threads = 1;
     engine_options.make_backend = [&](MemoryLedger& scratch) {
-        return std::make_unique<LosingBackend>(scratch, 3, calls);  // lost in the first request's 4th step
+        return std::make_unique<LosingBackend>(scratch, 3, calls, armed);  // lost in the 4th step
     };
     Engine engine(*model, memory, std::move(engine_options));
     const std::vector<std::shared_ptr<Request>> requests = {submit(engine, model->spec()), submit(engine, model->spec()),
                                                             submit(engine, model->spec())};  // the third queued
+    armed = true;
     for (const auto& request : requests) {
         REQUIRE(request->wait(std::chrono::seconds(60)));
         const RequestResult result = request->result();

@@ -39,9 +39,8 @@ void check(cudaError_t error, const char* what) {
     cudaGetLastError();  // clear a non-sticky error, or the next launch's check would report it again
     if (cuda::corrupts_context(error)) {
         int device = -1;
-        cudaGetDevice(&device);
         const std::string reason = fmt::format("CUDA {} failed: {}", what, cudaGetErrorString(error));
-        cuda::mark_device_lost(device, reason);
+        if (cudaGetDevice(&device) == cudaSuccess) cuda::mark_device_lost(device, reason);
         throw DeviceLost(fmt::format("GPU {} is lost ({}); this process can no longer use it", device, reason));
     }
     fail(Status::device, "CUDA {} failed: {}", what, cudaGetErrorString(error));
