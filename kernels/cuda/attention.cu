@@ -49,7 +49,7 @@ __device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, int
         for (int u = 0; u < chunk; ++u) {
             const int index = int(threadIdx.x) + (first + u) * warps * 32;
             const int64_t j = index / columns, c = index % columns, key = key0 + j;
-            const bool inside = key < t.tile_keys && c < d;
+            const bool inside = key < t.key_end && c < d;
             keys[u] = inside ? load(t.keys, t.kv_type, key * t.kv_stride + c) : 0.0f;
             values[u] = inside ? load(t.values, t.kv_type, key * t.kv_stride + c) : 0.0f;
         }
@@ -66,7 +66,7 @@ __device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, int
 template <int PerLane>  // head_dim <= 32 * PerLane
 __global__ void __launch_bounds__(warps * 32)
     attention_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
-                     int64_t sequence_count, AttentionDims dims, float* out) {
+                     int64_t sequence_count, AttentionDims dims, float* out, float* partials) {
     UNMASK_DYNAMIC_SHARED(float4, shared_memory);
     const QueryTile t = query_tile_of(k, v, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
     if (t.queries == 0) return;  // not a tile of this batch: the whole block leaves, before any barrier
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(warps * 32)
         for (int j = 0; j < PerLane; ++j) acc[r][j] = 0.0f;
     }
 
-    for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
+    for (int64_t key0 = t.key_begin; key0 < t.key_end; key0 += key_tile) {
         __syncthreads();  // the previous tile is read (and, the first time, the queries written)
         stage_keys<PerLane>(t, key0, d, padded, stride, k_tile, v_tile);
         __syncthreads();
@@ -146,6 +146,23 @@ __global__ void __launch_bounds__(warps * 32)
         }
     }
 
+    if (t.splits > 1) {  // the partial softmax of this split, for combine_kernel
+#pragma unroll
+        for (int r = 0; r < rows_per_warp; ++r) {
+            if (first_row + r >= t.queries) break;
+            float* partial = partial_of(partials, t, first_row + r, blockIdx.y, t.split, dims);
+#pragma unroll
+            for (int c = 0; c < PerLane; ++c) {
+                const int64_t column = lane + 32 * c;
+                if (column < d) partial[column] = acc[r][c];
+            }
+            if (lane == 0) {
+                partial[d] = running_max[r];
+                partial[d + 1] = total[r];
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int r = 0; r < rows_per_warp; ++r) {
         if (first_row + r >= t.queries) break;
@@ -159,34 +176,75 @@ __global__ void __launch_bounds__(warps * 32)
     }
 }
 
+// One block per (tile, head); only the first split's block of a split sequence's tile works: per
+// row and column, the splits' outputs and totals rescaled to their common maximum and summed (a
+// row that sees no key gets 0, as in the kernels).
+__global__ void __launch_bounds__(warps * 32)
+    combine_kernel(const AttentionSequence* sequences, int64_t sequence_count, AttentionDims dims,
+                   const float* partials, float* out) {
+    const AttentionSequence seq = sequence_of_tile(sequences, sequence_count, blockIdx.x);
+    if (key_splits(seq) == 1 || (int64_t(blockIdx.x) - seq.first_tile) % key_splits(seq) != 0) return;
+    // A split sequence reads a cache view: query_tile_of does not touch k or v.
+    const QueryTile t = query_tile_of(nullptr, nullptr, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
+    const int64_t d = dims.head_dim;
+    for (int64_t i = threadIdx.x; i < t.queries * d; i += blockDim.x) {
+        const int64_t r = i / d, c = i % d;
+        float maximum = -INFINITY;
+        for (int64_t s = 0; s < t.splits; ++s)
+            maximum = fmaxf(maximum, partial_of(partials, t, r, blockIdx.y, s, dims)[d]);
+        float value = 0.0f;
+        if (maximum != -INFINITY) {
+            float sum = 0.0f, total = 0.0f;
+            for (int64_t s = 0; s < t.splits; ++s) {
+                const float* partial = partial_of(partials, t, r, blockIdx.y, s, dims);
+                const float scale = expf(partial[d] - maximum);  // 0 for a split that saw no key
+                sum = fmaf(scale, partial[c], sum);
+                total = fmaf(scale, partial[d + 1], total);
+            }
+            value = total > 0.0f ? sum / total : 0.0f;
+        }
+        out[t.query_offset + r * t.q_stride + c] = value;
+    }
+}
+
 template <int PerLane>
 cudaError_t launch(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                   cudaStream_t stream) {
+                   float* partials, cudaStream_t stream) {
     static std::atomic<uint64_t> devices_done{0};  // its largest shared memory allowed, per device
     if (const cudaError_t e = allow_shared_memory(attention_kernel<PerLane>, shared_bytes(32 * PerLane), devices_done);
         e != cudaSuccess)
         return e;
     const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
-    return launch_kernel(attention_kernel<PerLane>, grid, warps * 32, shared_bytes(dims.head_dim), stream, q, k, v,
-                         sequences, sequence_count, dims, out);
+    if (const cudaError_t e = launch_kernel(attention_kernel<PerLane>, grid, warps * 32, shared_bytes(dims.head_dim),
+                                            stream, q, k, v, sequences, sequence_count, dims, out, partials);
+        e != cudaSuccess || partials == nullptr)
+        return e;
+    return combine_attention_splits(sequences, sequence_count, tile_count, dims, partials, out, stream);
 }
 
 }  // namespace
 
+cudaError_t combine_attention_splits(const AttentionSequence* sequences, int64_t sequence_count, int64_t tile_count,
+                                     const AttentionDims& dims, const float* partials, float* out, cudaStream_t stream) {
+    if (tile_count == 0 || sequence_count == 0 || dims.heads == 0) return cudaSuccess;
+    const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
+    return launch_kernel(combine_kernel, grid, warps * 32, 0, stream, sequences, sequence_count, dims, partials, out);
+}
+
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                      cudaStream_t stream) {
+                      float* partials, cudaStream_t stream) {
     if (tile_count == 0 || sequence_count == 0 || dims.heads == 0) return cudaSuccess;
     if (dims.head_dim <= 0 || dims.head_dim > max_attention_head_dim || dims.kv_heads <= 0 ||
         dims.heads % dims.kv_heads != 0 || dims.heads > 65535 || sequence_count < 0 || tile_count < 0 ||
         tile_count > INT32_MAX)
         return cudaErrorInvalidValue;
     const int64_t per_lane = (dims.head_dim + 31) / 32;
-    if (per_lane <= 1) return launch<1>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
-    if (per_lane <= 2) return launch<2>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
-    if (per_lane <= 4) return launch<4>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
-    return launch<8>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
+    if (per_lane <= 1) return launch<1>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
+    if (per_lane <= 2) return launch<2>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
+    if (per_lane <= 4) return launch<4>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
+    return launch<8>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
 }
 
 }  // namespace unmask::kernels::cuda

@@ -36,12 +36,23 @@ struct AttentionDims {
 inline constexpr int64_t max_attention_head_dim = 256;
 // Query rows per block.
 inline constexpr int64_t attention_query_tile = 32;
+// Key splits (query_tiles.hpp's key_splits): at most this many per sequence, of at least this many
+// keys each.
+inline constexpr int64_t attention_max_splits = 4;
+inline constexpr int64_t attention_split_keys = 128;
+
+// The floats of `partials` a batch of `rows` query rows may need (when any sequence splits its keys).
+constexpr int64_t attention_partial_floats(int64_t rows, int64_t heads, int64_t head_dim) {
+    return rows * heads * attention_max_splits * (head_dim + 2);
+}
 
 // `sequences` (device memory, numbered by number_query_tiles in query_tiles.hpp, tile_count tiles
-// in all). Rows no sequence owns are left alone.
+// in all). Rows no sequence owns are left alone. `partials` (device memory, attention_partial_floats
+// of the batch's rows) holds the split sequences' partial softmaxes, which a second kernel then
+// combines into `out`; it may be null when no sequence splits.
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                      cudaStream_t stream);
+                      float* partials, cudaStream_t stream);
 
 // Whether attention_tensor_cores takes heads of `head_dim` dimensions (64 or 128).
 bool attention_on_tensor_cores(int64_t head_dim) noexcept;
@@ -50,6 +61,11 @@ bool attention_on_tensor_cores(int64_t head_dim) noexcept;
 // q, k, v and every cache view 16-byte aligned (rows of head_dim elements).
 cudaError_t attention_tensor_cores(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                                   cudaStream_t stream);
+                                   float* partials, cudaStream_t stream);
+
+// The split sequences' partial softmaxes (attention's `partials`) combined into `out`: both
+// kernels end with it.
+cudaError_t combine_attention_splits(const AttentionSequence* sequences, int64_t sequence_count, int64_t tile_count,
+                                     const AttentionDims& dims, const float* partials, float* out, cudaStream_t stream);
 
 }  // namespace unmask::kernels::cuda

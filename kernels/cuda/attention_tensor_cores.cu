@@ -88,7 +88,7 @@ __device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, bf1
             const int index = int(threadIdx.x) + (first + u) * warps * 32;
             const int j = index / quads_per_row, c = index % quads_per_row * 4;
             const int64_t key = key0 + j;
-            inside[u] = key < t.tile_keys;
+            inside[u] = key < t.key_end;
             if (inside[u]) {
                 keys[u] = load_quad<Bf16>(t.keys, key * t.kv_stride + c);
                 values[u] = load_quad<Bf16>(t.values, key * t.kv_stride + c);
@@ -113,7 +113,7 @@ __device__ __forceinline__ void stage_keys(const QueryTile& t, int64_t key0, bf1
 template <int D>
 __global__ void __launch_bounds__(warps * 32)
     attention_tensor_cores_kernel(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
-                                  int64_t sequence_count, AttentionDims dims, float* out) {
+                                  int64_t sequence_count, AttentionDims dims, float* out, float* partials) {
     using L = Layout<D>;
     UNMASK_DYNAMIC_SHARED(unsigned char, shared);
     auto* q_tile = reinterpret_cast<bf16*>(shared);
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(warps * 32)
 #pragma unroll
     for (int kd = 0; kd < D / 16; ++kd) wmma::load_matrix_sync(queries_of_warp[kd], warp_q + kd * 16, L::input_stride);
 
-    for (int64_t key0 = 0; key0 < t.tile_keys; key0 += key_tile) {
+    for (int64_t key0 = t.key_begin; key0 < t.key_end; key0 += key_tile) {
         __syncthreads();  // the previous pass's keys and values are read
         if (t.kv_type == ElementType::bf16) stage_keys<D, true>(t, key0, k_tile, v_tile);
         else stage_keys<D, false>(t, key0, k_tile, v_tile);
@@ -220,6 +220,21 @@ __global__ void __launch_bounds__(warps * 32)
     }
 
     __syncwarp();
+    if (t.splits > 1) {  // the partial softmax of this split, for attention.cu's combine kernel
+        for (int r = 0; r < warp_rows; ++r) {
+            const float row_max = __shfl_sync(0xFFFFFFFFu, running_max, 2 * r);
+            const float row_total = __shfl_sync(0xFFFFFFFFu, total, 2 * r);
+            if (warp * warp_rows + r >= t.queries) break;  // the whole warp
+            float* partial = partial_of(partials, t, warp * warp_rows + r, blockIdx.y, t.split, dims);
+#pragma unroll
+            for (int c = lane; c < D; c += 32) partial[c] = warp_outputs[r * L::output_stride + c];
+            if (lane == 0) {
+                partial[D] = row_max;
+                partial[D + 1] = row_total;
+            }
+        }
+        return;
+    }
     // Each row written by the whole warp, a column per lane (coalesced).
     const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
     for (int r = 0; r < warp_rows; ++r) {
@@ -234,14 +249,17 @@ __global__ void __launch_bounds__(warps * 32)
 template <int D>
 cudaError_t launch(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                   cudaStream_t stream) {
+                   float* partials, cudaStream_t stream) {
     static std::atomic<uint64_t> devices_done{0};
     if (const cudaError_t e = allow_shared_memory(attention_tensor_cores_kernel<D>, Layout<D>::total, devices_done);
         e != cudaSuccess)
         return e;
     const dim3 grid(static_cast<unsigned>(tile_count), static_cast<unsigned>(dims.heads));
-    return launch_kernel(attention_tensor_cores_kernel<D>, grid, warps * 32, Layout<D>::total, stream, q, k, v,
-                         sequences, sequence_count, dims, out);
+    if (const cudaError_t e = launch_kernel(attention_tensor_cores_kernel<D>, grid, warps * 32, Layout<D>::total,
+                                            stream, q, k, v, sequences, sequence_count, dims, out, partials);
+        e != cudaSuccess || partials == nullptr)
+        return e;
+    return combine_attention_splits(sequences, sequence_count, tile_count, dims, partials, out, stream);
 }
 
 }  // namespace
@@ -250,14 +268,14 @@ bool attention_on_tensor_cores(int64_t head_dim) noexcept { return head_dim == 6
 
 cudaError_t attention_tensor_cores(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                                    int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
-                                   cudaStream_t stream) {
+                                   float* partials, cudaStream_t stream) {
     if (tile_count == 0 || sequence_count == 0 || dims.heads == 0) return cudaSuccess;
     if (!attention_on_tensor_cores(dims.head_dim) || dims.kv_heads <= 0 || dims.heads % dims.kv_heads != 0 ||
         dims.heads > 65535 || sequence_count < 0 || tile_count < 0 || tile_count > INT32_MAX || !on_16_bytes(q) ||
         !on_16_bytes(k) || !on_16_bytes(v))
         return cudaErrorInvalidValue;
-    if (dims.head_dim == 64) return launch<64>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
-    return launch<128>(q, k, v, sequences, sequence_count, tile_count, dims, out, stream);
+    if (dims.head_dim == 64) return launch<64>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
+    return launch<128>(q, k, v, sequences, sequence_count, tile_count, dims, out, partials, stream);
 }
 
 }  // namespace unmask::kernels::cuda

@@ -12,13 +12,30 @@
 
 namespace unmask::kernels::cuda {
 
+// The key splits of a sequence (flash-decoding). A sequence of one query tile (a decoding step's
+// block over a K/V cache: 32 heads make only 32 blocks, too few for a GPU) has its keys cut into
+// up to attention_max_splits ranges of at least attention_split_keys keys, one block each, whose
+// partial softmaxes are combined after; any other sequence, one. A function of the sequence alone,
+// so that its result never depends on its batch.
+UNMASK_HOST_DEVICE inline int64_t key_splits(const AttentionSequence& s) {
+    if (s.rows > attention_query_tile || s.keys == nullptr) return 1;
+    const int64_t splits = s.key_count / attention_split_keys;
+    return splits < 1 ? 1 : splits > attention_max_splits ? attention_max_splits : splits;
+}
+
+// The keys of each split of `s`: whole passes of 64 keys (a multiple of both kernels' key tiles).
+UNMASK_HOST_DEVICE inline int64_t keys_per_split(const AttentionSequence& s) {
+    const int64_t splits = key_splits(s), keys = s.keys != nullptr ? s.key_count : s.rows;
+    return ((keys + splits - 1) / splits + 63) / 64 * 64;
+}
+
 // Sets first_tile of `count` sequences (host memory) in order, each holding ceil(rows / tile)
-// tiles, and returns the batch's number of tiles.
+// query tiles times its key splits, and returns the batch's number of tiles.
 inline int64_t number_query_tiles(AttentionSequence* sequences, int64_t count) noexcept {
     int64_t tiles = 0;
     for (int64_t s = 0; s < count; ++s) {
         sequences[s].first_tile = static_cast<int32_t>(tiles);  // a batch of more tiles is not launched
-        tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile;
+        tiles += (sequences[s].rows + attention_query_tile - 1) / attention_query_tile * key_splits(sequences[s]);
     }
     return tiles;
 }
@@ -58,6 +75,8 @@ struct QueryTile {
     ElementType kv_type = ElementType::f32;  // of keys and values: f32, or bf16 in a cache view
     int64_t key_count = 0;          // keys of the sequence
     int64_t tile_keys = 0;          // keys the tile's last query sees: every query sees a prefix of them
+    int64_t split = 0, splits = 1;  // which of the sequence's key splits the block takes
+    int64_t key_begin = 0, key_end = 0;  // its keys (a multiple of 64 from the first; empty past tile_keys)
 };
 
 UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v, const AttentionSequence* sequences,
@@ -65,7 +84,9 @@ UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v
                                                   int64_t head) {
     QueryTile t;
     t.seq = sequence_of_tile(sequences, sequence_count, tile);
-    t.first_query = (tile - t.seq.first_tile) * attention_query_tile;
+    t.splits = key_splits(t.seq);
+    t.split = (tile - t.seq.first_tile) % t.splits;
+    t.first_query = (tile - t.seq.first_tile) / t.splits * attention_query_tile;
     const int64_t remaining = t.seq.rows - t.first_query;
     if (remaining <= 0) return t;
     t.queries = static_cast<int>(remaining < attention_query_tile ? remaining : attention_query_tile);
@@ -84,7 +105,19 @@ UNMASK_HOST_DEVICE inline QueryTile query_tile_of(const float* k, const float* v
     t.key_count = cached ? t.seq.key_count : t.seq.rows;
     // Visibility grows with the position, so the tile's last query sees the most keys.
     t.tile_keys = visible_keys(t.seq, t.first_query + t.queries - 1, dims.block_size, t.key_count);
+    const int64_t chunk = keys_per_split(t.seq);
+    t.key_begin = t.split * chunk < t.tile_keys ? t.split * chunk : t.tile_keys;
+    t.key_end = t.key_begin + chunk < t.tile_keys ? t.key_begin + chunk : t.tile_keys;
     return t;
+}
+
+// Where a split block keeps its query rows' partial softmax: per (row, head, split) the unscaled
+// output (head_dim floats), then the running maximum and total.
+template <typename Float>  // float or const float
+UNMASK_HOST_DEVICE inline Float* partial_of(Float* partials, const QueryTile& t, int64_t row, int64_t head,
+                                            int64_t split, const AttentionDims& dims) {
+    const int64_t global_row = t.seq.first_row + t.first_query + row;
+    return partials + ((global_row * dims.heads + head) * attention_max_splits + split) * (dims.head_dim + 2);
 }
 
 }  // namespace unmask::kernels::cuda

@@ -42,7 +42,8 @@ constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 6
 // buffers, staging for the device) must serve: sequences of up to `sequence_length` keys, `vocab`
 // logits per row, forwards of up to `tokens` rows, matmul inputs of up to `matmul_input` floats,
 // routing among `experts` experts (0: a dense model) with `expert_weight_lists` distinct lists of
-// expert weights in grouped_matmuls calls (gate, up and down of every layer that routes).
+// expert weights in grouped_matmuls calls (gate, up and down of every layer that routes), and
+// attention over `attention_heads` query heads of `head_dim`.
 struct WorkspaceLimits {
     int64_t sequence_length = 0;
     int64_t vocab = 0;
@@ -50,6 +51,7 @@ struct WorkspaceLimits {
     int64_t matmul_input = 0;
     int64_t experts = 0;
     int64_t expert_weight_lists = 0;
+    int64_t attention_heads = 0, head_dim = 0;  // of the query heads
 };
 
 // One sequence's queries within a packed batch of activations, and the keys they attend to:

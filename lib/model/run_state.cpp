@@ -50,6 +50,8 @@ WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& lim
     w.matmul_input = largest_matmul_input(spec, limits);
     w.experts = routed_layers > 0 ? spec.experts : 0;
     w.expert_weight_lists = 3 * routed_layers;  // Forward::moe's gate, up and down of each
+    w.attention_heads = spec.attention_heads;
+    w.head_dim = spec.head_dim;
     return w;
 }
 

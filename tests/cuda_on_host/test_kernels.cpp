@@ -308,10 +308,12 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
     std::mt19937 rng(3);
     // Three sequences of 5, 17 and 70 rows (a partial query tile, and several); the second's
     // block-causal region starts at 10. With a cache (fp32 or bf16), the last reads 100 keys in
-    // which its queries sit at position 2. Queries scaled up so the softmax is sharp and its
+    // which its queries sit at position 2, and the second 600 in which they sit at 300: one query
+    // tile over that many keys, split across 4 blocks (flash-decoding) whose partial softmaxes are
+    // combined, the last two splits past what a block-causal mask lets its queries see. Queries scaled up so the softmax is sharp and its
     // running maximum moves between key tiles. Heads of 64 and 128 go to the tensor-core kernel too
     // (bf16 products: within bf16 rounding, 2e-2, as whole bf16 forwards).
-    const int64_t heads = 4, tokens = 92, cached_keys = 100;
+    const int64_t heads = 4, tokens = 92, cached_keys = 100, long_keys = 600;
     const std::vector<int64_t> lengths = {5, 17, 70};
     for (const auto& [head_dim, kv_heads] :
          std::vector<std::pair<int64_t, int64_t>>{{20, 2}, {36, 4}, {64, 1}, {128, 2}}) {
@@ -319,9 +321,14 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
         const auto q = random_floats(size_t(tokens * q_width), rng, 3.0f),
                    k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng),
                    cache_k = random_floats(size_t(cached_keys * kv_width), rng),
-                   cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+                   cache_v = random_floats(size_t(cached_keys * kv_width), rng),
+                   long_k = random_floats(size_t(long_keys * kv_width), rng),
+                   long_v = random_floats(size_t(long_keys * kv_width), rng);
         const std::vector<uint16_t> cache_k_bf16 = to_half(cache_k, ElementType::bf16),
-                                    cache_v_bf16 = to_half(cache_v, ElementType::bf16);
+                                    cache_v_bf16 = to_half(cache_v, ElementType::bf16),
+                                    long_k_bf16 = to_half(long_k, ElementType::bf16),
+                                    long_v_bf16 = to_half(long_v, ElementType::bf16);
+        std::vector<float> partials(size_t(cuda::attention_partial_floats(tokens, heads, head_dim)));
         for (int64_t block_size : {0, 5, 64})
             for (const std::string cache : {"none", "fp32", "bf16"}) {
                 CAPTURE(head_dim);
@@ -340,7 +347,12 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
                 if (bf16)
                     sequences.back() = {22,  70, cache_k_bf16.data(), cache_v_bf16.data(), cached_keys, 2, 10, 0,
                                         ElementType::bf16};
+                if (with_cache && !bf16) sequences[1] = {5, 17, long_k.data(), long_v.data(), long_keys, 300, 10, 0};
+                if (bf16)
+                    sequences[1] = {5, 17, long_k_bf16.data(), long_v_bf16.data(), long_keys, 300, 10, 0,
+                                    ElementType::bf16};
                 const int64_t tiles = cuda::number_query_tiles(sequences.data(), int64_t(sequences.size()));
+                CHECK(tiles == (with_cache ? 1 + 4 + 3 : 1 + 1 + 3));  // the long cache's tile split 4 ways
                 const cuda::AttentionDims dims{heads, kv_heads, head_dim, block_size};
 
                 std::vector<float> expected(q.size(), 0.0f);
@@ -358,13 +370,14 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
                 }
                 std::vector<float> got(q.size(), 0.0f);
                 REQUIRE_LAUNCHED(cuda::attention(q.data(), k.data(), v.data(), sequences.data(),
-                                                 int64_t(sequences.size()), tiles, dims, got.data(), nullptr));
+                                                 int64_t(sequences.size()), tiles, dims, got.data(), partials.data(),
+                                                 nullptr));
                 CHECK(relative_error(got, expected) <= 1e-5);
                 if (!cuda::attention_on_tensor_cores(head_dim)) continue;
                 std::fill(got.begin(), got.end(), 0.0f);
                 REQUIRE_LAUNCHED(cuda::attention_tensor_cores(q.data(), k.data(), v.data(), sequences.data(),
                                                               int64_t(sequences.size()), tiles, dims, got.data(),
-                                                              nullptr));
+                                                              partials.data(), nullptr));
                 const double error = relative_error(got, expected);
                 CHECK(error <= 2e-2);
                 CHECK(error > 1e-5);  // bf16 products: visibly rounded

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -74,9 +75,10 @@ struct Pair {
 
     explicit Pair(std::span<const Weight> weights)
         : cuda(make_cuda_backend(CudaWeights::upload(weights, 0, &ledger))) {
-        // Room for every test's attention keys, candidate rows and matmul inputs (256 rows of 1024);
+        // Room for every test's attention keys (up to 1024), candidate rows and matmul inputs (256
+        // rows of 1024);
         // the CPU refuses work beyond it, the GPU grows its staging.
-        for (Backend* b : {cpu.get(), cuda.get()}) b->reserve_workspace({256, 8192, 256, 256 * 1024});
+        for (Backend* b : {cpu.get(), cuda.get()}) b->reserve_workspace({1024, 8192, 256, 256 * 1024});
     }
 
     template <typename T>
@@ -559,7 +561,7 @@ TEST_CASE("host: query tiles are numbered in order, ceil(rows / tile) per sequen
     CHECK(sequences[3].first_tile == 4);
 }
 
-TEST_CASE("host: the query tiles cover every row once per head, with the head's keys and the mask's") {
+TEST_CASE("host: the query tiles cover every row once per head and key split, with the head's keys and the mask's") {
     namespace kc = kernels::cuda;
     std::mt19937 rng(11);
     auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
@@ -587,7 +589,9 @@ TEST_CASE("host: the query tiles cover every row once per head, with the head's 
             seq.block_origin = uniform(0, 10);
             seq.key_count = seq.rows;
             if (uniform(0, 1) == 1) {  // a cache view: more keys, the queries somewhere among them
-                seq.key_count = seq.rows + uniform(0, 40);
+                // One query tile over hundreds of keys splits them (flash-decoding).
+                const bool long_cache = seq.rows <= kc::attention_query_tile && uniform(0, 1) == 1;
+                seq.key_count = seq.rows + (long_cache ? uniform(200, 700) : uniform(0, 40));
                 seq.query_position = uniform(0, seq.key_count - seq.rows);
                 caches.emplace_back(static_cast<size_t>(2 * seq.key_count * kv_stride + 1));
                 seq.keys = caches.back().data();
@@ -596,8 +600,18 @@ TEST_CASE("host: the query tiles cover every row once per head, with the head's 
         }
         const std::vector<float> k(static_cast<size_t>(total_rows * kv_stride + 1)), v(k.size());
         const int64_t tiles = kc::number_query_tiles(sequences.data(), count);
+        std::vector<int> splits_of_row(static_cast<size_t>(total_rows));
+        for (const kc::AttentionSequence& seq : sequences) {
+            const int64_t splits = kc::key_splits(seq);
+            const bool one_tile_over_a_cache = seq.keys != nullptr && seq.rows <= kc::attention_query_tile;
+            CHECK(splits == (one_tile_over_a_cache ? std::clamp<int64_t>(seq.key_count / kc::attention_split_keys, 1,
+                                                                         kc::attention_max_splits)
+                                                   : 1));
+            for (int64_t i = 0; i < seq.rows; ++i) splits_of_row[size_t(seq.first_row + i)] = int(splits);
+        }
         for (int64_t head = 0; head < dims.heads; ++head) {
             std::vector<int> covered(static_cast<size_t>(total_rows));
+            std::map<std::pair<int64_t, int64_t>, int64_t> next_key;  // (first row, first query) -> the keys so far
             const int64_t kv_head = head / (dims.heads / dims.kv_heads);
             for (int64_t t = 0; t < tiles; ++t) {
                 const kc::QueryTile q = kc::query_tile_of(k.data(), v.data(), sequences.data(), count, dims, t, head);
@@ -621,8 +635,16 @@ TEST_CASE("host: the query tiles cover every row once per head, with the head's 
                     most = std::max(most, expected);
                 }
                 CHECK(q.tile_keys == most);
+                // The splits of a tile take its visible keys in order, in whole passes of 64.
+                CHECK(q.splits == kc::key_splits(seq));
+                int64_t& keys_so_far = next_key[{seq.first_row, q.first_query}];
+                CHECK(q.key_begin == keys_so_far);
+                CHECK((q.key_begin % 64 == 0 || q.key_begin == q.tile_keys));
+                CHECK(q.key_end >= q.key_begin);
+                keys_so_far = q.key_end;
+                if (q.split == q.splits - 1) CHECK(q.key_end == q.tile_keys);
             }
-            CHECK(std::ranges::all_of(covered, [](int c) { return c == 1; }));
+            CHECK(covered == splits_of_row);
         }
     }
 }
@@ -640,8 +662,10 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
     // of 64 and 128 go to the tensor-core kernel: within bf16 rounding (2e-2, as whole bf16
     // forwards), and visibly rounded (the fp32 kernel would be within 1e-4); the others stay fp32.
     // The cache is fp32 or bf16 (its elements rounded on the host, two to a float of the input).
+    // With a cache the second reads 600 keys in which its queries sit at 300: one query tile over
+    // them, its keys split across 4 blocks whose partial softmaxes are combined (flash-decoding).
     const std::vector<int64_t> lengths = {5, 17, 70};
-    const int64_t tokens = 92, cached_keys = 100;
+    const int64_t tokens = 92, cached_keys = 100, long_keys = 600;
     const std::vector<std::pair<int64_t, int64_t>> shapes = {{20, 2}, {32, 2}, {36, 4}, {64, 1}, {64, 4},
                                                              {80, 2}, {128, 2}, {256, 2}};
     for (const auto& shape : shapes) {
@@ -650,7 +674,9 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
         const auto q = random_floats(size_t(tokens * q_width), rng, 3.0f),
                    k = random_floats(size_t(tokens * kv_width), rng), v = random_floats(size_t(tokens * kv_width), rng);
         const auto cache_k = random_floats(size_t(cached_keys * kv_width), rng),
-                   cache_v = random_floats(size_t(cached_keys * kv_width), rng);
+                   cache_v = random_floats(size_t(cached_keys * kv_width), rng),
+                   long_k = random_floats(size_t(long_keys * kv_width), rng),
+                   long_v = random_floats(size_t(long_keys * kv_width), rng);
         auto packed_bf16 = [](const std::vector<float>& x) {
             std::vector<float> out((x.size() + 1) / 2);
             for (size_t i = 0; i < x.size(); ++i) {
@@ -659,7 +685,8 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
             }
             return out;
         };
-        const auto cache_k_bf16 = packed_bf16(cache_k), cache_v_bf16 = packed_bf16(cache_v);
+        const auto cache_k_bf16 = packed_bf16(cache_k), cache_v_bf16 = packed_bf16(cache_v),
+                   long_k_bf16 = packed_bf16(long_k), long_v_bf16 = packed_bf16(long_v);
         for (int64_t block_size : {0, 5, 8, 64})
             for (const std::string cache : {"none", "fp32", "bf16"})
                 for (bool bf16_products : {false, true}) {
@@ -676,15 +703,21 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
                             first += rows;
                         }
                         sequences[1].block_origin = 10;
-                        if (cache == "fp32")
+                        if (cache == "fp32") {
                             sequences.back() = {22, 70, in[3].floats(), in[4].floats(), cached_keys, 2, 10};
-                        if (cache == "bf16")
+                            sequences[1] = {5, 17, in[7].floats(), in[8].floats(), long_keys, 300, 10};
+                        }
+                        if (cache == "bf16") {
                             sequences.back() = {22, 70, in[5].floats(), in[6].floats(), cached_keys, 2, 10,
                                                 kernels::ElementType::bf16};
+                            sequences[1] = {5, 17, in[9].floats(), in[10].floats(), long_keys, 300, 10,
+                                            kernels::ElementType::bf16};
+                        }
                         b.attention(in[0].floats(), in[1].floats(), in[2].floats(), sequences,
                                     {heads, kv_heads, head_dim, block_size, bf16_products}, out);
                     };
-                    auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v, cache_k_bf16, cache_v_bf16},
+                    auto [cpu, gpu] = pair.both({q, k, v, cache_k, cache_v, cache_k_bf16, cache_v_bf16, long_k, long_v,
+                                                 long_k_bf16, long_v_bf16},
                                                 size_t(tokens * q_width), run);
                     const double error = relative_error(gpu, cpu);
                     if (bf16_products && kernels::cuda::attention_on_tensor_cores(head_dim)) {
@@ -699,7 +732,8 @@ TEST_CASE("attention with grouped heads, block-causal masks and cache views matc
                                 return x;
                             };
                             const auto close = pair.both({rounded(q), rounded(k), rounded(v), rounded(cache_k),
-                                                          rounded(cache_v), cache_k_bf16, cache_v_bf16},
+                                                          rounded(cache_v), cache_k_bf16, cache_v_bf16,
+                                                          rounded(long_k), rounded(long_v), long_k_bf16, long_v_bf16},
                                                          size_t(tokens * q_width), run);
                             CHECK(relative_error(close.second, close.first) <= 5e-3);
                         }

@@ -487,6 +487,11 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     const CudaWorkspace w = cuda_workspace(workspace);
     CHECK(w.rounded == uint64_t(workspace.matmul_input) * 2);  // bf16 copies of the activations
     CHECK(w.attention == 512 * CudaWorkspace::attention_sequence_bytes);
+    // Split sequences' partial softmaxes: per row and head, up to 4 outputs with a maximum and total.
+    CHECK(workspace.attention_heads == spec.attention_heads);
+    CHECK(workspace.head_dim == spec.head_dim);
+    CHECK(w.attention_partials ==
+          uint64_t(512 * spec.attention_heads) * CudaWorkspace::attention_max_splits * uint64_t(spec.head_dim + 2) * 4);
     CHECK(w.candidates == 128 * (CudaWorkspace::candidate_row_bytes + 4 * 4 + sizeof(Candidate)));
     CHECK(w.routing == uint64_t(spec.experts) * 4);  // per-expert counts
     CHECK(w.routing_fault == 4);
@@ -495,8 +500,8 @@ TEST_CASE("a CUDA plan's scratch holds cuBLASLt's workspace and staging sized fo
     CHECK(w.expert_tables == uint64_t(3 * spec.layers) * allocation_bytes(uint64_t(spec.experts) * 8));
     CHECK(w.graphs == CudaWorkspace::graph_slots * CudaWorkspace::graph_constant_bytes);
     const uint64_t expected = allocation_bytes(CudaWorkspace::matmul_bytes) + allocation_bytes(w.rounded) +
-                              allocation_bytes(w.attention) + allocation_bytes(w.candidates) +
-                              allocation_bytes(w.routing) + allocation_bytes(w.routing_fault) +
+                              allocation_bytes(w.attention) + allocation_bytes(w.attention_partials) +
+                              allocation_bytes(w.candidates) + allocation_bytes(w.routing) + allocation_bytes(w.routing_fault) +
                               allocation_bytes(w.expert_tables) + allocation_bytes(w.graphs);
     CHECK(cuda_workspace_bytes(workspace) == expected);
     // A dense model's plan holds no routing.

@@ -32,6 +32,7 @@ namespace {
 namespace k = kernels::cuda;
 
 static_assert(sizeof(k::AttentionSequence) == CudaWorkspace::attention_sequence_bytes);
+static_assert(k::attention_max_splits == CudaWorkspace::attention_max_splits);
 static_assert(sizeof(k::CandidateRow) == CudaWorkspace::candidate_row_bytes);
 
 void check(cudaError_t error, const char* what) {
@@ -221,6 +222,7 @@ public:
         const CudaWorkspace w = cuda_workspace(limits);
         staging(rounded_, w.rounded);
         staging(attention_sequences_, w.attention);
+        staging(attention_partials_, w.attention_partials);
         staging(candidate_io_, w.candidates);
         staging(routing_, w.routing);
         if (w.routing_fault > 0) routing_fault();
@@ -421,16 +423,23 @@ public:
         }
         if (rows.empty()) return;
         const int64_t tiles = k::number_query_tiles(rows.data(), static_cast<int64_t>(rows.size()));
+        // Room for the partial softmaxes of sequences whose keys are split across blocks.
+        float* partials = nullptr;
+        if (std::ranges::any_of(rows, [](const k::AttentionSequence& s) { return k::key_splits(s) > 1; }))
+            partials = static_cast<float*>(staging(
+                attention_partials_,
+                size_t(k::attention_partial_floats(tokens, params.heads, params.head_dim)) * sizeof(float)));
         const void* device_rows =
             upload_parameters(attention_sequences_, rows.data(), rows.size() * sizeof(k::AttentionSequence));
         const k::AttentionDims dims{params.heads, params.kv_heads, params.head_dim, params.block_size};
         const auto* described = static_cast<const k::AttentionSequence*>(device_rows);
         const auto count = static_cast<int64_t>(rows.size());
         if (params.bf16_products && k::attention_on_tensor_cores(params.head_dim) && aligned) {
-            check(k::attention_tensor_cores(q, kv_k, v, described, count, tiles, dims, out, stream_), "attention");
+            check(k::attention_tensor_cores(q, kv_k, v, described, count, tiles, dims, out, partials, stream_),
+                  "attention");
             return;
         }
-        check(k::attention(q, kv_k, v, described, count, tiles, dims, out, stream_), "attention");
+        check(k::attention(q, kv_k, v, described, count, tiles, dims, out, partials, stream_), "attention");
     }
     void swiglu(float* gate, const float* up, int64_t n) override {
         select_device(device_);
@@ -756,7 +765,7 @@ private:
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
     PinnedHostBuffer pinned_results_;      // the candidates, on their way to the caller
-    DeviceBuffer rounded_, attention_sequences_, candidate_io_, routing_, routing_fault_;
+    DeviceBuffer rounded_, attention_sequences_, attention_partials_, candidate_io_, routing_, routing_fault_;
     DeviceBuffer expert_tables_;  // the planned region of expert tables, filled from the front
     size_t expert_tables_used_ = 0;
     std::unordered_multimap<const Weight*, ExpertTable> expert_tables_by_first_;

@@ -44,13 +44,16 @@ private:
 
 // The device buffers of a CUDA backend for forwards up to `limits` (cuda_workspace_bytes is their
 // sum in allocation granules): cuBLASLt's workspace, the activations rounded to bf16/fp16 for a
-// matmul, the attention batch's description, and the candidates' parameters and results.
+// matmul, the attention batch's description and its split sequences' partial softmaxes, and the
+// candidates' parameters and results.
 struct CudaWorkspace {
     static constexpr uint64_t matmul_bytes = uint64_t(32) << 20;  // cuBLASLt's recommendation for Hopper
     static constexpr uint64_t attention_sequence_bytes = 64;      // kernels::cuda::AttentionSequence
+    static constexpr uint64_t attention_max_splits = 4;           // kernels::cuda::attention_max_splits
     static constexpr uint64_t candidate_row_bytes = 64;           // kernels::cuda::CandidateRow
     static constexpr uint64_t banned_per_row = 4;                 // room for this many banned tokens per row
     uint64_t rounded = 0, attention = 0, candidates = 0;
+    uint64_t attention_partials = 0;  // split sequences' partial softmaxes (kernels/cuda/attention.hpp)
     uint64_t routing = 0;        // group_by_expert's per-expert counts
     uint64_t routing_fault = 0;  // its flag of a bad routing table
     uint64_t expert_tables = 0;  // grouped_matmuls: each list of expert weights' device pointers
