@@ -18,21 +18,48 @@ __global__ void embedding_kernel(WeightView table, int64_t cols, const int32_t* 
     }
 }
 
+// Element i of `rounded` (bf16 or f16) set to v rounded to nearest even, as round_to does.
+__device__ __forceinline__ void store_rounded(const Rounded& rounded, int64_t i, float v) {
+    if (rounded.type == ElementType::bf16) static_cast<__nv_bfloat16*>(rounded.data)[i] = __float2bfloat16_rn(v);
+    else static_cast<__half*>(rounded.data)[i] = __float2half_rn(v);
+}
+
 // One block per row: the sum of squares in float64, as on the CPU. With `y` (rows of `dim`),
 // x += y first: the residual add fused with the norm (each thread reads back only what it wrote).
+// With Quads (dim a multiple of 4, every row on 16 bytes) in 16-byte loads and stores; with
+// rounded.data, the output also rounded into rows of `dim` there.
+template <bool Quads>
 __global__ void rmsnorm_kernel(float* x, const float* y, int64_t dim, int64_t x_stride, WeightView w, double eps,
-                               float* out, int64_t out_stride) {
+                               float* out, int64_t out_stride, Rounded rounded) {
     float* in = x + blockIdx.x * x_stride;
     float* dst = out + blockIdx.x * out_stride;
+    const int64_t step = Quads ? 4 : 1, first = threadIdx.x * step, stride = blockDim.x * step;
     double sum = 0;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-        float value = in[i];
-        if (y != nullptr) in[i] = value += y[blockIdx.x * dim + i];
-        sum += double(value) * value;
+    for (int64_t i = first; i < dim; i += stride) {
+        float value[step];
+        if constexpr (Quads) {
+            const float4 v = *reinterpret_cast<const float4*>(in + i);
+            value[0] = v.x, value[1] = v.y, value[2] = v.z, value[3] = v.w;
+        } else {
+            value[0] = in[i];
+        }
+        if (y != nullptr) {
+            for (int64_t j = 0; j < step; ++j) value[j] += y[blockIdx.x * dim + i + j];
+            if constexpr (Quads) *reinterpret_cast<float4*>(in + i) = make_float4(value[0], value[1], value[2], value[3]);
+            else in[i] = value[0];
+        }
+        for (int64_t j = 0; j < step; ++j) sum += double(value[j]) * value[j];
     }
     sum = block_sum(sum);
     const auto scale = static_cast<float>(1.0 / sqrt(sum / double(dim) + eps));
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = in[i] * scale * load(w.data, w.type, i);
+    for (int64_t i = first; i < dim; i += stride) {
+        float value[step];
+        for (int64_t j = 0; j < step; ++j) value[j] = in[i + j] * scale * load(w.data, w.type, i + j);
+        if constexpr (Quads) *reinterpret_cast<float4*>(dst + i) = make_float4(value[0], value[1], value[2], value[3]);
+        else dst[i] = value[0];
+        if (rounded.data != nullptr)
+            for (int64_t j = 0; j < step; ++j) store_rounded(rounded, blockIdx.x * dim + i + j, value[j]);
+    }
 }
 
 __global__ void add_bias_kernel(float* x, int64_t rows, int64_t dim, WeightView bias) {
@@ -67,10 +94,11 @@ __global__ void rope_kernel(float* x, int64_t rows, int64_t heads, int64_t head_
     }
 }
 
-__global__ void swiglu_kernel(float* gate, const float* up, int64_t n) {
+__global__ void swiglu_kernel(float* gate, const float* up, int64_t n, Rounded rounded) {
     UNMASK_GRID_STRIDE(i, n) {
-        const float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
+        const float g = gate[i], value = g / (1.0f + expf(-g)) * up[i];
+        gate[i] = value;
+        if (rounded.data != nullptr) store_rounded(rounded, i, value);
     }
 }
 
@@ -104,21 +132,32 @@ cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_
                          out);
 }
 
-cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
-                    int64_t out_stride, cudaStream_t stream) {
+namespace {
+
+cudaError_t launch_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, int64_t x_stride, WeightView w,
+                           double eps, float* out, int64_t out_stride, Rounded rounded, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
-    if (rows > INT32_MAX) return cudaErrorInvalidValue;
+    if (rows > INT32_MAX || (rounded.data != nullptr && rounded.type == ElementType::f32)) return cudaErrorInvalidValue;
+    const auto on_16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const bool quads = dim % 4 == 0 && x_stride % 4 == 0 && out_stride % 4 == 0 && on_16(x) && on_16(out) &&
+                       (y == nullptr || on_16(y));
+    const auto kernel = quads ? rmsnorm_kernel<true> : rmsnorm_kernel<false>;
+    return launch_kernel(kernel, static_cast<unsigned>(rows), threads, 0, stream, x, y, dim, x_stride, w, eps, out,
+                         out_stride, rounded);
+}
+
+}  // namespace
+
+cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
+                    int64_t out_stride, cudaStream_t stream, Rounded rounded) {
     // x is only read without y.
-    return launch_kernel(rmsnorm_kernel, static_cast<unsigned>(rows), threads, 0, stream, const_cast<float*>(x),
-                         nullptr, dim, x_stride, w, eps, out, out_stride);
+    return launch_rmsnorm(const_cast<float*>(x), nullptr, rows, dim, x_stride, w, eps, out, out_stride, rounded,
+                          stream);
 }
 
 cudaError_t add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, WeightView w, double eps, float* out,
-                        cudaStream_t stream) {
-    if (rows == 0) return cudaSuccess;
-    if (rows > INT32_MAX) return cudaErrorInvalidValue;
-    return launch_kernel(rmsnorm_kernel, static_cast<unsigned>(rows), threads, 0, stream, x, y, dim, dim, w, eps, out,
-                         dim);
+                        cudaStream_t stream, Rounded rounded) {
+    return launch_rmsnorm(x, y, rows, dim, dim, w, eps, out, dim, rounded, stream);
 }
 
 cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream) {
@@ -134,9 +173,10 @@ cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const 
                          theta, rotary_dims, interleaved);
 }
 
-cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream, Rounded rounded) {
     if (n == 0) return cudaSuccess;
-    return launch_kernel(swiglu_kernel, grid_for(n, threads), threads, 0, stream, gate, up, n);
+    if (rounded.data != nullptr && rounded.type == ElementType::f32) return cudaErrorInvalidValue;
+    return launch_kernel(swiglu_kernel, grid_for(n, threads), threads, 0, stream, gate, up, n, rounded);
 }
 
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream) {

@@ -20,15 +20,24 @@ struct WeightView {
     ElementType type = ElementType::f32;
 };
 
+// Where a kernel also writes its output rounded to nearest even (bf16 or f16), as round_to would:
+// the input of the matmul after it, at its weights' precision, without a pass of its own. None
+// when data is null.
+struct Rounded {
+    void* data = nullptr;
+    ElementType type = ElementType::bf16;
+};
+
 // out[r, :] = table[ids[r], :] (rows of `cols` elements)
 cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
                       cudaStream_t stream);
-// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, rows of `dim` at the given strides (in place allowed)
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, rows of `dim` at the given strides (in place
+// allowed); `rounded`: also rounded into contiguous rows of `dim`
 cudaError_t rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, WeightView w, double eps, float* out,
-                    int64_t out_stride, cudaStream_t stream);
+                    int64_t out_stride, cudaStream_t stream, Rounded rounded = {});
 // x += y, then out = rmsnorm(x) * w, for contiguous rows of `dim` (the residual add fused with the norm)
 cudaError_t add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, WeightView w, double eps, float* out,
-                        cudaStream_t stream);
+                        cudaStream_t stream, Rounded rounded = {});
 // x[r, :] += bias
 cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaStream_t stream);
 // Rotates the first rotary_dims of every head (half-split pairs (i, i + half), or interleaved
@@ -36,7 +45,7 @@ cudaError_t add_bias(float* x, int64_t rows, int64_t dim, WeightView bias, cudaS
 cudaError_t rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions, double theta,
                  int64_t rotary_dims, bool interleaved, cudaStream_t stream);
 // gate = silu(gate) * up
-cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);
+cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream, Rounded rounded = {});
 // x += y
 cudaError_t add(float* x, const float* y, int64_t n, cudaStream_t stream);
 // out[i, :] = x[rows[i], :]

@@ -304,6 +304,58 @@ TEST_CASE("embedding, norms, rope, swiglu, additions, gathers, guidance and roun
     CHECK(cuda::round_to(x.data(), int64_t(n), ElementType::f32, got.data(), nullptr) == cudaErrorInvalidValue);
 }
 
+TEST_CASE("norms and SwiGLU take 16-byte loads where they can, and write their output rounded as round_to would") {
+    std::mt19937 rng(4);
+    // Widths of whole 16-byte runs (loads of four) and not (one element at a time); with the
+    // residual add and without; in place (a per-head norm) and not.
+    const int64_t rows = 6;
+    const std::vector<uint16_t> norm = to_half(random_floats(96, rng), ElementType::f16);
+    for (const int64_t width : {int64_t(96), int64_t(7)})
+        for (ElementType type : {ElementType::bf16, ElementType::f16}) {
+            CAPTURE(width);
+            CAPTURE(static_cast<int>(type));
+            const size_t n = size_t(rows * width);
+            const std::vector<float> x = random_floats(n, rng), y = random_floats(n, rng);
+            std::vector<float> got(n), expected(n), sum(x);
+            std::vector<uint16_t> rounded(n);
+            REQUIRE_LAUNCHED(cuda::rmsnorm(x.data(), rows, width, width, {norm.data(), ElementType::f16}, 1e-5,
+                                           got.data(), width, nullptr, {rounded.data(), type}));
+            cpu::rmsnorm(x.data(), rows, width, {norm.data(), ElementType::f16, width}, 1e-5, expected.data(), width,
+                         width);
+            CHECK(relative_error(got, expected) <= 1e-6);
+            CHECK(rounded == to_half(got, type));
+
+            REQUIRE_LAUNCHED(cuda::add_rmsnorm(sum.data(), y.data(), rows, width, {norm.data(), ElementType::f16},
+                                               1e-5, got.data(), nullptr, {rounded.data(), type}));
+            std::vector<float> added(n);
+            for (size_t i = 0; i < n; ++i) added[i] = x[i] + y[i];
+            CHECK(sum == added);
+            cpu::rmsnorm(added.data(), rows, width, {norm.data(), ElementType::f16, width}, 1e-5, expected.data(),
+                         width, width);
+            CHECK(relative_error(got, expected) <= 1e-6);
+            CHECK(rounded == to_half(got, type));
+
+            std::vector<float> in_place(x);
+            REQUIRE_LAUNCHED(cuda::rmsnorm(in_place.data(), rows, width, width, {norm.data(), ElementType::f16}, 1e-5,
+                                           in_place.data(), width, nullptr));
+            cpu::rmsnorm(x.data(), rows, width, {norm.data(), ElementType::f16, width}, 1e-5, expected.data(), width,
+                         width);
+            CHECK(relative_error(in_place, expected) <= 1e-6);
+
+            std::vector<float> gate(x);
+            REQUIRE_LAUNCHED(cuda::swiglu(gate.data(), y.data(), int64_t(n), nullptr, {rounded.data(), type}));
+            expected = x;
+            cpu::swiglu(expected.data(), y.data(), int64_t(n));
+            CHECK(relative_error(gate, expected) <= 1e-6);
+            CHECK(rounded == to_half(gate, type));
+        }
+    // A rounded copy in fp32 is no rounding: refused.
+    std::vector<float> x = random_floats(8, rng), out(8);
+    CHECK(cuda::rmsnorm(x.data(), 2, 4, 4, {norm.data(), ElementType::f16}, 1e-5, out.data(), 4, nullptr,
+                        {out.data(), ElementType::f32}) == cudaErrorInvalidValue);
+    CHECK(cuda::swiglu(x.data(), x.data(), 8, nullptr, {out.data(), ElementType::f32}) == cudaErrorInvalidValue);
+}
+
 TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-causal masks and cache views") {
     std::mt19937 rng(3);
     // Three sequences of 5, 17 and 70 rows (a partial query tile, and several); the second's

@@ -191,6 +191,43 @@ TEST_CASE("matmuls of one input in mixed precisions each match the CPU's matmul"
     CHECK(actual == expected);  // on the GPU too: one rounding per precision is the same rounding
 }
 
+TEST_CASE("a matmul right after a norm or SwiGLU takes their rounded output; after any other call it rounds anew") {
+    std::mt19937 rng(13);
+    const int64_t rows = 24, dim = 128, n = 72;
+    HostWeight w = random_weight({n, dim}, DType::bf16, rng, 0.05f), norm = random_weight({dim}, DType::bf16, rng);
+    const auto weights = weights_of({&w, &norm});
+    Pair pair(weights);
+    Backend& cuda = *pair.cuda;
+    const auto x = random_floats(size_t(rows * dim), rng), y = random_floats(size_t(rows * dim), rng);
+    DeviceBuffer in = pair.put(cuda, x), normed = pair.put(cuda, x),
+                 out = pair.put(cuda, std::vector<float>(size_t(rows * n))),
+                 fresh = pair.put(cuda, std::vector<float>(size_t(rows * n)));
+    cuda.matmul(in.floats(), rows, weights[0], nullptr, out.floats());  // the matmuls now round to bf16
+    // Norm then matmul (the fused copy), against norm, a synchronising copy, then matmul (rounded
+    // anew): the same rounding, so the same bits.
+    for (bool fused : {true, false}) {
+        cuda.rmsnorm(in.floats(), rows, dim, dim, weights[1], 1e-5, normed.floats(), dim);
+        if (!fused) (void)pair.get(cuda, normed, 1);
+        cuda.matmul(normed.floats(), rows, weights[0], nullptr, (fused ? out : fresh).floats());
+    }
+    CHECK(pair.get(cuda, out, size_t(rows * n)) == pair.get(cuda, fresh, size_t(rows * n)));
+    // A call between the norm and the matmul that changes the norm's output: the matmul must see
+    // the change (the CPU's answer), not the copy the norm wrote.
+    auto [cpu, gpu] = pair.both({x, y}, size_t(rows * n), [&](Backend& b, auto& buffers, float* result) {
+        DeviceBuffer scratch = pair.put(b, std::vector<float>(size_t(rows * dim)));
+        b.rmsnorm(buffers[0].floats(), rows, dim, dim, weights[1], 1e-5, scratch.floats(), dim);
+        b.add(scratch.floats(), buffers[1].floats(), rows * dim);
+        b.matmul(scratch.floats(), rows, weights[0], nullptr, result);
+    });
+    CHECK(relative_error(gpu, cpu) <= 1e-2);
+    // SwiGLU then matmul: the same.
+    auto [cpu2, gpu2] = pair.both({x, y}, size_t(rows * n), [&](Backend& b, auto& buffers, float* result) {
+        b.swiglu(buffers[0].floats(), buffers[1].floats(), rows * dim);
+        b.matmul(buffers[0].floats(), rows, weights[0], nullptr, result);
+    });
+    CHECK(relative_error(gpu2, cpu2) <= 1e-2);
+}
+
 TEST_CASE("embedding, rmsnorm, add_rmsnorm, rope, swiglu, add, gathers, guidance and bf16 stores match the CPU") {
     std::mt19937 rng(2);
     const int64_t rows = 9, dim = 96, heads = 3, head_dim = 32, vocab = 50;

@@ -209,12 +209,12 @@ public:
 
     DeviceBuffer allocate(size_t bytes) override {
         not_while_capturing();
-        select_device(device_);
+        begin();
         return device_allocate(memory_.get(), bytes, memory_);
     }
     DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) override {
         not_while_capturing();
-        select_device(device_);
+        begin();
         return device_allocate(&ledger, bytes, &ledger == memory_.get() ? memory_ : nullptr);
     }
     // Sizes the staging buffers up front (cuda_workspace_bytes), so planned forwards allocate nothing.
@@ -246,7 +246,7 @@ public:
         char* constants = graph_constants();
         const ReplayCache::Decision decision = replays_.decide(key);
         if (decision.action == ReplayCache::Action::run) return work();
-        select_device(device_);
+        begin();
         cudaGraphExec_t& graph = graphs_.at(decision.slot);
         if (decision.action == ReplayCache::Action::record) {
             // The slot's old graph stays until the new one is made (its constants are rewritten
@@ -280,13 +280,13 @@ public:
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
         check_copy_bytes(bytes, destination);
         not_while_capturing();
-        select_device(device_);
+        begin();
         uploads_->copy(destination.floats(), source, bytes, stream_);
     }
     void copy_to_host(void* destination, const DeviceBuffer& source, size_t bytes) override {
         check_copy_bytes(bytes, source);
         not_while_capturing();
-        select_device(device_);
+        begin();
         check(cudaMemcpyAsync(destination, source.floats(), bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
         synchronize();
     }
@@ -294,7 +294,7 @@ public:
     // flag is cleared for the work after).
     void synchronize() override {
         not_while_capturing();
-        select_device(device_);
+        begin();
         int32_t fault = 0;
         if (routing_fault_.bytes() > 0)
             check(cudaMemcpyAsync(&fault, routing_fault_.ints(), sizeof fault, cudaMemcpyDeviceToHost, stream_),
@@ -307,20 +307,26 @@ public:
     }
 
     void embedding(const Weight& table, const int32_t* ids, int64_t rows, float* out) override {
-        select_device(device_);
+        begin();
         check(k::embedding(view(table), table.shape.at(1), ids, rows, out, stream_), "embedding");
     }
     void rmsnorm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const Weight& w, double eps, float* out,
                  int64_t out_stride) override {
-        select_device(device_);
-        check(k::rmsnorm(x, rows, dim, x_stride, view(w), eps, out, out_stride, stream_), "rmsnorm");
+        begin();
+        // In place it is a per-head norm of q or k (attention reads them), or the final norm of the
+        // few output rows: a copy for a matmul only out of place.
+        const k::Rounded rounded = rounding_for(rows * dim, out_stride == dim && out != x);
+        check(k::rmsnorm(x, rows, dim, x_stride, view(w), eps, out, out_stride, stream_, rounded), "rmsnorm");
+        remember_rounded(out, rows * dim, rounded);
     }
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        const Consuming consuming(*this);
         const MatmulJob job{&w, bias, out, 0, rows};
         MatmulInput input{x, rows, w.shape.at(1)};
         run_matmuls(input, std::span(&job, 1));
     }
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
+        const Consuming consuming(*this);
         if (outputs.empty()) return;
         std::vector<MatmulJob> jobs;
         for (const MatmulOutput& o : outputs) jobs.push_back({o.weight, o.bias, o.out, 0, rows});
@@ -338,6 +344,7 @@ public:
         const int64_t groups = grouped_matmul_groups(outputs);
         if (groups == 0 || slots == 0) return;
         select_device(device_);
+        const Consuming consuming(*this);
         MatmulInput input{x, slots, outputs.front().weights.front()->shape.at(1)};
         std::vector<const ExpertTable*> tables;
         bool kernel = input.inner > 0 && groups <= 65535 && slots <= INT32_MAX;
@@ -391,12 +398,12 @@ public:
     }
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
-        select_device(device_);
+        begin();
         check(k::rope(x, rows, heads, head_dim, positions, rope.theta, rope.rotary_dims, rope.interleaved, stream_),
               "rope");
     }
     void store(const float* source, int64_t n, k::ElementType type, void* destination) override {
-        select_device(device_);
+        begin();
         if (type == k::ElementType::f32)
             check(cudaMemcpyAsync(destination, source, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
                   "store");
@@ -405,7 +412,7 @@ public:
     }
     void attention(const float* q, const float* kv_k, const float* v, std::span<const SequenceRows> sequences,
                    const AttentionParams& params, float* out) override {
-        select_device(device_);
+        begin();
         if (params.head_dim > k::max_attention_head_dim)
             fail(Status::unsupported, "the CUDA attention kernel takes heads of up to {} dimensions, not {}",
                  k::max_attention_head_dim, params.head_dim);
@@ -442,21 +449,25 @@ public:
         check(k::attention(q, kv_k, v, described, count, tiles, dims, out, partials, stream_), "attention");
     }
     void swiglu(float* gate, const float* up, int64_t n) override {
-        select_device(device_);
-        check(k::swiglu(gate, up, n, stream_), "swiglu");
+        begin();
+        const k::Rounded rounded = rounding_for(n, true);
+        check(k::swiglu(gate, up, n, stream_, rounded), "swiglu");
+        remember_rounded(gate, n, rounded);
     }
     void add(float* x, const float* y, int64_t n) override {
-        select_device(device_);
+        begin();
         check(k::add(x, y, n, stream_), "add");
     }
     void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                      float* out) override {
-        select_device(device_);
-        check(k::add_rmsnorm(x, y, rows, dim, view(w), eps, out, stream_), "add_rmsnorm");
+        begin();
+        const k::Rounded rounded = rounding_for(rows * dim, true);
+        check(k::add_rmsnorm(x, y, rows, dim, view(w), eps, out, stream_, rounded), "add_rmsnorm");
+        remember_rounded(out, rows * dim, rounded);
     }
     void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,
                float* weights) override {
-        select_device(device_);
+        begin();
         if (params.experts > k::max_route_experts || params.experts_per_token > k::max_experts_per_token)
             fail(Status::unsupported, "the CUDA router takes up to {} experts and {} per token, not {} and {}",
                  k::max_route_experts, k::max_experts_per_token, params.experts, params.experts_per_token);
@@ -473,7 +484,7 @@ public:
     void group_by_expert(const int32_t* experts, const float* weights, int64_t rows, int64_t per_token,
                          int64_t expert_count, int32_t* slot_rows, int32_t* token_slots, float* token_scales,
                          int32_t* offsets) override {
-        select_device(device_);
+        begin();
         int32_t* fault = routing_fault();
         ++groupings_;
         auto* counts = static_cast<int32_t*>(staging(routing_, size_t(expert_count) * sizeof(int32_t)));
@@ -483,21 +494,21 @@ public:
     }
     void unpermute_add(float* x, int64_t rows, int64_t dim, int64_t per_token, const int32_t* token_slots,
                        const float* token_scales, const float* y) override {
-        select_device(device_);
+        begin();
         check(k::unpermute_add(x, rows, dim, per_token, token_slots, token_scales, y, stream_), "unpermute_add");
     }
     void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {
-        select_device(device_);
+        begin();
         check(k::gather_rows(x, dim, rows, count, out, stream_), "gather_rows");
     }
     void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override {
-        select_device(device_);
+        begin();
         check(k::combine_guidance(cond, uncond, static_cast<float>(scale + 1.0), n, stream_), "combine_guidance");
     }
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override {
         not_while_capturing();
-        select_device(device_);
+        begin();
         if (rows == 0) return;
         std::vector<k::CandidateRow> flat(static_cast<size_t>(rows));
         std::vector<int32_t> banned;
@@ -547,13 +558,45 @@ private:
     const void* input_for(MatmulInput& input, DType dtype) {
         if (dtype == DType::f32) return input.x;
         if (input.rounded == nullptr || input.rounded_as != dtype) {
-            void* staged = staging(rounded_, size_t(input.rows * input.inner) * 2);
-            check(k::round_to(input.x, input.rows * input.inner, element_type(dtype), staged, stream_),
-                  "rounding activations");
-            input.rounded = staged;
+            const RoundedOutput& last = rounded_output_;
+            if (last.of == input.x && last.dtype == dtype && last.floats >= input.rows * input.inner) {
+                input.rounded = last.data;  // written by the norm or SwiGLU that made x
+            } else {
+                void* staged = staging(rounded_, size_t(input.rows * input.inner) * 2);
+                rounded_output_ = {};  // its copy is overwritten
+                check(k::round_to(input.x, input.rows * input.inner, element_type(dtype), staged, stream_),
+                      "rounding activations");
+                input.rounded = staged;
+            }
             input.rounded_as = dtype;
+            rounded_as_ = dtype;
         }
         return input.rounded;
+    }
+
+    // Every call but the matmuls' begins here: on the device, and the last call's rounded output
+    // forgotten (this call may write over what it was rounded from).
+    void begin() {
+        select_device(device_);
+        rounded_output_ = {};
+    }
+    // A matmul call: it may read the last call's rounded output, which is forgotten after it.
+    struct Consuming {
+        CudaBackend& backend;
+        explicit Consuming(CudaBackend& b) : backend(b) {}
+        ~Consuming() { backend.rounded_output_ = {}; }
+        Consuming(const Consuming&) = delete;
+        Consuming& operator=(const Consuming&) = delete;
+    };
+    // Where a norm or SwiGLU about to write `floats` floats (contiguous: in rows that a matmul
+    // reads as they are) also writes them rounded: the staging buffer the matmuls round into, at
+    // the precision they last rounded to; nowhere before any matmul rounded, or for fp32 weights.
+    k::Rounded rounding_for(int64_t floats, bool contiguous) {
+        if (rounded_as_ == DType::f32 || !contiguous || floats == 0) return {};
+        return {staging(rounded_, size_t(floats) * 2), element_type(rounded_as_)};
+    }
+    void remember_rounded(const float* out, int64_t floats, const k::Rounded& rounded) {
+        if (rounded.data != nullptr) rounded_output_ = {out, floats, rounded_as_, rounded.data};
     }
 
     // Jobs over the input's rows, all of its width.
@@ -763,6 +806,16 @@ private:
     cudaStream_t stream_ = nullptr;
     DeviceBuffer matmul_workspace_;
     std::unique_ptr<cuda::CublasLtMatmul> matmul_;
+    // The last call's output when a norm or SwiGLU wrote it rounded too (rounding_for): the matmul
+    // call right after it reads that copy instead of rounding x again. Any other call forgets it.
+    struct RoundedOutput {
+        const float* of = nullptr;
+        int64_t floats = 0;
+        DType dtype = DType::f32;
+        const void* data = nullptr;
+    };
+    RoundedOutput rounded_output_;
+    DType rounded_as_ = DType::f32;  // the precision the matmuls last rounded their input to
     std::unique_ptr<UploadRing> uploads_;  // made on the device, after the stream
     PinnedHostBuffer pinned_results_;      // the candidates, on their way to the caller
     DeviceBuffer rounded_, attention_sequences_, attention_partials_, candidate_io_, routing_, routing_fault_;
