@@ -103,7 +103,8 @@ DeviceBuffer device_allocate(MemoryLedger* ledger, size_t bytes, std::shared_ptr
 
 // Host -> device copies through a ring of pinned buffers: the caller's memory may go as soon as a
 // call returns (a copy from pageable memory promises no such thing), and the host waits only for
-// the copy `slots` uploads back, long done in practice.
+// the copy `slots` uploads back, long done in practice. A copy larger than a slot's most goes in
+// pieces, so the ring never holds more than slots x max_slot_bytes of pinned memory (32 MiB).
 class UploadRing {
 public:
     UploadRing() {
@@ -119,20 +120,27 @@ public:
     UploadRing(const UploadRing&) = delete;
     UploadRing& operator=(const UploadRing&) = delete;
 
+    static constexpr size_t max_slot_bytes = size_t(4) << 20;
+
     void copy(void* destination, const void* source, size_t bytes, cudaStream_t stream) {
-        if (bytes == 0) return;
-        Slot& slot = slots_[next_++ % slots_.size()];
-        check(cudaEventSynchronize(slot.done), "an earlier copy to the device");
-        if (slot.bytes < bytes) {
-            if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
-            slot.buffer = nullptr;
-            slot.bytes = 0;
-            check_allocation(cudaMallocHost(&slot.buffer, bytes), "cudaMallocHost", bytes);
-            slot.bytes = bytes;
+        for (size_t done = 0; done < bytes;) {
+            const size_t piece = std::min(bytes - done, max_slot_bytes);
+            Slot& slot = slots_[next_++ % slots_.size()];
+            check(cudaEventSynchronize(slot.done), "an earlier copy to the device");
+            if (slot.bytes < piece) {
+                if (slot.buffer != nullptr) cudaFreeHost(slot.buffer);
+                slot.buffer = nullptr;
+                slot.bytes = 0;
+                check_allocation(cudaMallocHost(&slot.buffer, piece), "cudaMallocHost", piece);
+                slot.bytes = piece;
+            }
+            std::memcpy(slot.buffer, static_cast<const char*>(source) + done, piece);
+            check(cudaMemcpyAsync(static_cast<char*>(destination) + done, slot.buffer, piece, cudaMemcpyHostToDevice,
+                                  stream),
+                  "copy to device");
+            check(cudaEventRecord(slot.done, stream), "cudaEventRecord");
+            done += piece;
         }
-        std::memcpy(slot.buffer, source, bytes);
-        check(cudaMemcpyAsync(destination, slot.buffer, bytes, cudaMemcpyHostToDevice, stream), "copy to device");
-        check(cudaEventRecord(slot.done, stream), "cudaEventRecord");
     }
 
 private:
