@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "abi_sizes.hpp"
 #include "core/error.hpp"
 #include "unmask.h"
 
@@ -72,13 +73,6 @@ void write_defaults(Params* params, size_t size, Params defaults, size_t oldest_
     std::memcpy(params, &defaults, size);
 }
 
-// The size of every parameter struct in ABI 1.3, which the unsized initialisers (for programs
-// built against headers before 1.4, when they were functions) keep writing.
-inline constexpr size_t model_params_v1_3_size = 80, plan_params_v1_3_size = 72, generate_params_v1_3_size = 216,
-                        engine_params_v1_3_size = 80;
-static_assert(sizeof(unmask_model_params) >= model_params_v1_3_size && sizeof(unmask_plan_params) >= plan_params_v1_3_size &&
-              sizeof(unmask_generate_params) >= generate_params_v1_3_size &&
-              sizeof(unmask_engine_params) >= engine_params_v1_3_size);
 
 // Checks an output struct's struct_size the same way; returns how many bytes may be written.
 template <typename Out>

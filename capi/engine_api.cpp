@@ -16,16 +16,6 @@ using namespace unmask::capi;
 
 namespace {
 
-// Sizes of the first published versions (ABI 1.1): literal, so appending fields never raises the
-// minimum a caller must pass.
-constexpr size_t engine_params_v1_size = 80;
-constexpr size_t request_info_v1_size = 80;
-constexpr size_t engine_stats_v1_size = 240;
-constexpr size_t service_config_v1_size = 4168;
-
-static_assert(sizeof(unmask_service_config) >= service_config_v1_size &&
-              sizeof(unmask_engine_params) >= engine_params_v1_size &&
-              sizeof(unmask_request_info) >= request_info_v1_size && sizeof(unmask_engine_stats) >= engine_stats_v1_size);
 
 // Copies a configured string into a fixed field of unmask_service_config, NUL-terminated.
 template <size_t N>

@@ -103,9 +103,6 @@ std::vector<int32_t> prompt_canvas(const ModelSpec& spec, const DecodeParams& d,
 
 namespace {
 
-constexpr size_t generation_v1_size = 48;
-static_assert(sizeof(unmask_generation) >= generation_v1_size);
-
 int threads_for(const unmask_generate_params& p) {
     if (p.threads > 0) return p.threads;
     return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));

@@ -5,19 +5,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "abi_sizes.hpp"
 #include "decode/decode_params.hpp"
 #include "unmask.h"
 
 namespace unmask::capi {
 
-// The size of the first published version (ABI 1.0): literal, so appending fields never raises
-// the minimum a caller must pass.
-inline constexpr size_t generate_params_v1_size = 168;
-static_assert(sizeof(unmask_generate_params) >= generate_params_v1_size);
-// ABI 1.1's struct was 200 bytes; 1.2 appended the cache fields, the first of them (cache_mode,
-// at 196) inside 1.1's tail padding: a 1.1 caller's struct_size covers it, but not its value.
-inline constexpr size_t generate_params_v1_1_size = 200;
-inline constexpr size_t generate_params_v1_2_size = 216;
 
 unmask_generate_params default_generate_params();
 // A K/V cache's UNMASK_PRECISION_* (FP32 or BF16) as its element type; INVALID_ARGUMENT naming

@@ -13,17 +13,6 @@ using namespace unmask::capi;
 
 namespace {
 
-// Sizes of the first published versions of the structs (ABI 1.0): literal, so appending fields
-// never raises the minimum a caller must pass. Never change these.
-constexpr size_t model_params_v1_size = 56;
-constexpr size_t model_description_v1_size = 104;
-constexpr size_t tensor_description_v1_size = 104;
-constexpr size_t memory_usage_v1_size = 48;  // ABI 1.1
-static_assert(sizeof(unmask_memory_usage) >= memory_usage_v1_size &&
-              sizeof(unmask_model_params) >= model_params_v1_size &&
-              sizeof(unmask_model_description) >= model_description_v1_size &&
-              sizeof(unmask_tensor_description) >= tensor_description_v1_size);
-
 int32_t public_dtype(DType dtype) {
     switch (dtype) {
         case DType::f16: return UNMASK_DTYPE_F16;

@@ -13,12 +13,6 @@ using namespace unmask::capi;
 
 namespace {
 
-// Sizes of the first published versions (ABI 1.1): literal, so appending fields never raises the
-// minimum a caller must pass.
-constexpr size_t plan_params_v1_size = 72;
-constexpr size_t memory_plan_v1_size = 200;
-static_assert(sizeof(unmask_plan_params) >= plan_params_v1_size && sizeof(unmask_memory_plan) >= memory_plan_v1_size);
-
 unmask_plan_params default_plan_params() {
     unmask_plan_params p{};
     p.struct_size = sizeof p;

@@ -1,5 +1,6 @@
 // The one error type of the core. Core code throws unmask::Error; the C API boundary (capi/)
-// turns it into an unmask_status and the thread's last-error message. Codes mirror unmask.h.
+// turns it into an unmask_status and the thread's last-error message. Codes equal unmask.h's
+// (capi/abi_enums.cpp checks every enum the ABI exposes).
 #pragma once
 
 #include <cstdint>

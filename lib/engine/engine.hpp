@@ -47,7 +47,7 @@ struct EngineOptions {
     std::function<std::unique_ptr<Backend>(MemoryLedger& scratch)> make_backend;
 };
 
-// Mirrors UNMASK_HEALTH_*.
+// Equals UNMASK_HEALTH_* (capi/abi_enums.cpp).
 enum class Health : int32_t { loading = 0, ready = 1, draining = 2, failed = 3, stopped = 4 };
 const char* health_name(Health health) noexcept;
 

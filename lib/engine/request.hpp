@@ -24,7 +24,7 @@ namespace unmask {
 
 using Clock = std::chrono::steady_clock;
 
-// Mirrors UNMASK_FINISH_*.
+// Equals UNMASK_FINISH_* (capi/abi_enums.cpp).
 enum class RequestFinish : int32_t { none = 0, length = 1, eos = 2, cancelled = 3, timeout = 4, error = 5 };
 inline constexpr int request_finish_count = 6;
 const char* finish_name(RequestFinish finish) noexcept;
