@@ -63,7 +63,17 @@ struct DecodeParams {
     DType cache_dtype = DType::f32;  // the K/V cache's elements: f32, or bf16 (half the bytes, rounded)
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
-    bool dream_policy() const noexcept { return policy >= CommitPolicy::origin; }
+    bool dream_policy() const noexcept {
+        switch (policy) {
+            case CommitPolicy::origin:
+            case CommitPolicy::maskgit_plus:
+            case CommitPolicy::topk_margin:
+            case CommitPolicy::entropy: return true;
+            case CommitPolicy::low_confidence:
+            case CommitPolicy::random: break;
+        }
+        return false;
+    }
 };
 
 // Checks the parameters against each other and the model for a generation region of

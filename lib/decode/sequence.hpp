@@ -1,5 +1,6 @@
-// One request's decoding state: the canvas, where it is in its schedule, and how each step's
-// candidates become commits. The batching loop (generate.cpp, later the engine) asks every
+// One request's decoding state: the canvas and where it is in its schedule; its commit strategy
+// (commit_strategy.hpp) says how each step's candidates become commits, feed_window.hpp what
+// each step feeds. The batching loop (generate.cpp, later the engine) asks every
 // sequence what to feed, runs one forward for all of them, and hands each its candidates.
 #pragma once
 
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "core/philox.hpp"
+#include "decode/commit_strategy.hpp"
 #include "decode/decode_params.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/kv_cache.hpp"
@@ -82,10 +83,6 @@ private:
     void prepare_step();
     int64_t block_begin() const noexcept;  // the positions the current step decodes
     int64_t block_end() const noexcept;
-    double confidence(const Candidate& c, int32_t position) const;
-    // The uniform draw of `stream` for `position` at this step: philox(seed; 0, position, step, stream).
-    double position_uniform(int32_t position, RandomStream stream) const;
-    std::vector<int32_t> choose(std::span<const Candidate> candidates, int64_t count) const;
     void finish_if_done();
 
     const ModelSpec& spec_;
@@ -94,9 +91,7 @@ private:
     std::vector<bool> fixed_;  // prompt and other given positions (masked in the CFG copy)
     int64_t region_begin_ = 0, block_length_ = 0, block_ = 0, blocks_ = 0;
     int64_t steps_ = 0, block_step_ = 0;
-    int64_t block_min_steps_ = 0, block_max_steps_ = 0;  // adaptive decoding: this block's share of the bounds
-    std::vector<int64_t> transfer_counts_;  // fixed LLaDA schedules: per step of the current block
-    std::vector<double> timesteps_;         // Dream
+    std::unique_ptr<CommitStrategy> strategy_;  // which of a step's outputs it commits
     std::vector<int32_t> outputs_;
     CandidateParams sampling_;
     int32_t eos_ = -1, eot_ = -1;

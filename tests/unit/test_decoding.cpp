@@ -7,11 +7,13 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "decode/feed_window.hpp"
 #include "decode/sequence.hpp"
 #include "decode/transfer_schedule.hpp"
 #include "fixtures.hpp"
@@ -91,6 +93,45 @@ nlohmann::json decoding_cases(const std::string& name) {
 }
 
 }  // namespace
+
+TEST_CASE("each cache mode's feed window: the whole canvas to start a block or refresh, then its part") {
+    // A canvas of 100 positions decoding the block [40, 48).
+    FeedWindowInputs in;
+    in.length = 100;
+    in.block_begin = 40;
+    in.block_end = 48;
+    auto window = [&](int64_t block_step) {
+        in.block_step = block_step;
+        const FeedWindow w = feed_window(in);
+        return std::pair(w.begin, w.end);
+    };
+    using Window = std::pair<int64_t, int64_t>;
+    CHECK(window(3) == Window(0, 100));  // no cache: everything, every step
+    in.mode = CacheMode::dual;
+    CHECK(window(0) == Window(0, 100));  // a block's first step fills the cache
+    CHECK(window(1) == Window(40, 48));  // then the block alone
+    in.vicinity = 3;
+    in.logits_shift = true;  // position p predicted from p - 1: one more before the block
+    CHECK(window(1) == Window(36, 51));
+    in.mode = CacheMode::prefix;
+    CHECK(window(1) == Window(36, 100));  // the block and everything after it
+    in.refresh = 2;
+    CHECK(window(2) == Window(0, 100));  // a refresh: everything again
+    CHECK(window(3) == Window(36, 100));
+    // Block diffusion (exact cache): never past the block; at its first step also the finished
+    // blocks whose K/V are not final yet; a refresh from 0.
+    in = {};
+    in.mode = CacheMode::dual;
+    in.block_causal = true;
+    in.length = 100;
+    in.block_begin = 40;
+    in.block_end = 48;
+    in.cache_final = 32;
+    CHECK(window(0) == Window(32, 48));
+    CHECK(window(1) == Window(40, 48));
+    in.refresh = 4;
+    CHECK(window(4) == Window(0, 48));
+}
 
 TEST_CASE("greedy decoding reproduces the PyTorch references token for token, for every policy and schedule") {
     for (const std::string name : {"llada", "llada-moe", "dream"}) {
