@@ -10,10 +10,9 @@
 namespace unmask {
 namespace {
 
-class AdaptiveCommit final : public CommitStrategy {
+class AdaptiveCommit final : public RankingStrategy {
 public:
-    AdaptiveCommit(const DecodeParams& params, int64_t blocks, int32_t eos, int32_t eot)
-        : params_(params), blocks_(blocks), confidence_(params_, eos, eot) {}
+    using RankingStrategy::RankingStrategy;
 
     // The bounds are shared out over the blocks, the remainder to the first ones, so that every
     // block's minimum stays within its maximum and the totals are exact.
@@ -40,9 +39,6 @@ public:
     }
 
 private:
-    DecodeParams params_;
-    int64_t blocks_;
-    Confidence confidence_;
     int64_t block_min_steps_ = 0, block_max_steps_ = 0;  // this block's share of the bounds
 };
 

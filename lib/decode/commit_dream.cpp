@@ -8,10 +8,10 @@
 namespace unmask {
 namespace {
 
-class DreamCommit final : public CommitStrategy {
+class DreamCommit final : public RankingStrategy {
 public:
     DreamCommit(const DecodeParams& params, int32_t eos, int32_t eot)
-        : params_(params), confidence_(params_, eos, eot), timesteps_(dream_timesteps(params.steps, params.eps)) {}
+        : RankingStrategy(params, 1, eos, eot), timesteps_(dream_timesteps(params.steps, params.eps)) {}
 
     bool whole_region() const noexcept override { return true; }
     void start_block(int64_t, int64_t) override {}
@@ -29,8 +29,6 @@ public:
     }
 
 private:
-    DecodeParams params_;
-    Confidence confidence_;
     std::vector<double> timesteps_;
 };
 

@@ -7,10 +7,9 @@
 namespace unmask {
 namespace {
 
-class LladaSchedule final : public CommitStrategy {
+class LladaSchedule final : public RankingStrategy {
 public:
-    LladaSchedule(const DecodeParams& params, int64_t blocks, int32_t eos, int32_t eot)
-        : params_(params), blocks_(blocks), confidence_(params_, eos, eot) {}
+    using RankingStrategy::RankingStrategy;
 
     void start_block(int64_t, int64_t masked) override {
         transfer_counts_ = llada_transfer_counts(masked, params_.steps / blocks_);
@@ -23,9 +22,6 @@ public:
     }
 
 private:
-    DecodeParams params_;
-    int64_t blocks_;
-    Confidence confidence_;
     std::vector<int64_t> transfer_counts_;  // per step of the current block
 };
 

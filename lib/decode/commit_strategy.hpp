@@ -54,8 +54,23 @@ public:
     std::vector<int32_t> top(const CommitStep& step, int64_t count, double alg_temp = 0) const;
 
 private:
-    const DecodeParams& params_;  // the strategy's own copy, which outlives this
+    const DecodeParams& params_;  // the strategy's own copy (RankingStrategy), which outlives this
     int32_t eos_, eot_;
+};
+
+// The base of the strategies: their own copy of the parameters, the region's block count, and the
+// confidence ranking over them.
+class RankingStrategy : public CommitStrategy {
+public:
+    RankingStrategy(const DecodeParams& params, int64_t blocks, int32_t eos, int32_t eot)
+        : params_(params), blocks_(blocks), confidence_(params_, eos, eot) {}
+    RankingStrategy(const RankingStrategy&) = delete;  // confidence_ refers to params_
+    RankingStrategy& operator=(const RankingStrategy&) = delete;
+
+protected:
+    const DecodeParams params_;
+    const int64_t blocks_;
+    const Confidence confidence_;
 };
 
 // The uniform draw of `stream` for `position` at `step`: philox(seed; 0, position, step, stream).
