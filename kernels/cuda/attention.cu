@@ -19,6 +19,7 @@ constexpr int warps = 4;
 constexpr int query_tile = static_cast<int>(attention_query_tile);
 constexpr int rows_per_warp = query_tile / warps;
 constexpr int key_tile = 32;
+static_assert(64 % key_tile == 0, "a key split (keys_per_split) is whole key tiles");
 static_assert(rows_per_warp * warps == query_tile);
 static_assert(key_tile == 32, "one key per lane: the weights are passed across the warp by lane");
 
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(warps * 32)
                    const float* partials, float* out) {
     const AttentionSequence seq = sequence_of_tile(sequences, sequence_count, blockIdx.x);
     if (key_splits(seq) == 1 || (int64_t(blockIdx.x) - seq.first_tile) % key_splits(seq) != 0) return;
-    // A split sequence reads a cache view: query_tile_of does not touch k or v.
+    // key_splits > 1 only over a cache view, so query_tile_of does not touch k or v.
     const QueryTile t = query_tile_of(nullptr, nullptr, sequences, sequence_count, dims, blockIdx.x, blockIdx.y);
     const int64_t d = dims.head_dim;
     for (int64_t i = threadIdx.x; i < t.queries * d; i += blockDim.x) {

@@ -49,7 +49,7 @@ constexpr int64_t attention_partial_floats(int64_t rows, int64_t heads, int64_t 
 // `sequences` (device memory, numbered by number_query_tiles in query_tiles.hpp, tile_count tiles
 // in all). Rows no sequence owns are left alone. `partials` (device memory, attention_partial_floats
 // of the batch's rows) holds the split sequences' partial softmaxes, which a second kernel then
-// combines into `out`; it may be null when no sequence splits.
+// combines into `out`: required when any sequence splits (key_splits > 1), else may be null.
 cudaError_t attention(const float* q, const float* k, const float* v, const AttentionSequence* sequences,
                       int64_t sequence_count, int64_t tile_count, const AttentionDims& dims, float* out,
                       float* partials, cudaStream_t stream);

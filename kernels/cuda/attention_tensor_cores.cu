@@ -28,6 +28,7 @@ using bf16 = __nv_bfloat16;
 constexpr int warps = 2;
 constexpr int warp_rows = 16;  // one WMMA tile of query rows per warp
 constexpr int key_tile = 64;
+static_assert(64 % key_tile == 0, "a key split (keys_per_split) is whole key tiles");
 constexpr int query_tile = static_cast<int>(attention_query_tile);
 static_assert(warps * warp_rows == query_tile);
 

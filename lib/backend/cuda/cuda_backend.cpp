@@ -769,6 +769,7 @@ private:
             retry = cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
                     status == cudaStreamCaptureStatusInvalidated;
         }
+        rounded_output_ = {};  // a captured producer's copy exists only once the graph runs
         const std::vector<char> host = std::move(capture_->host);
         capture_.reset();
         if (host.size() > graph_share_ && (captured || retry)) {  // else the work cannot be captured anyway
