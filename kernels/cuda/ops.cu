@@ -1,5 +1,6 @@
 #include "cuda/ops.hpp"
 
+#include "cuda/alignment.hpp"
 #include "cuda/device_math.cuh"
 #include "cuda/launch.cuh"
 
@@ -138,9 +139,8 @@ cudaError_t launch_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, 
                            double eps, float* out, int64_t out_stride, Rounded rounded, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;
     if (rows > INT32_MAX || (rounded.data != nullptr && rounded.type == ElementType::f32)) return cudaErrorInvalidValue;
-    const auto on_16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    const bool quads = dim % 4 == 0 && x_stride % 4 == 0 && out_stride % 4 == 0 && on_16(x) && on_16(out) &&
-                       (y == nullptr || on_16(y));
+    const bool quads = dim % 4 == 0 && x_stride % 4 == 0 && out_stride % 4 == 0 && on_16_bytes(x) &&
+                       on_16_bytes(out) && on_16_bytes(y);  // on_16_bytes(nullptr) holds
     const auto kernel = quads ? rmsnorm_kernel<true> : rmsnorm_kernel<false>;
     return launch_kernel(kernel, static_cast<unsigned>(rows), threads, 0, stream, x, y, dim, x_stride, w, eps, out,
                          out_stride, rounded);
