@@ -85,7 +85,7 @@ struct DeviceModel {
         model = load_model(moe ? unmask_bench::synthetic_llada_moe(layers)
                                : unmask_bench::synthetic_llada({4096, layers, 32, 12288, 126464}),
                            options);
-        const auto weights = CudaWeights::upload(*model, 0, &ledger);
+        const auto weights = CudaWeights::upload(model->weights(), 0, &ledger);
         backend = make_cuda_backend(weights);
         eager = make_cuda_backend(weights, {.graphs = false});
         std::mt19937 rng(5);

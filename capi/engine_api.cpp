@@ -9,7 +9,6 @@
 #include "engine/service_config.hpp"
 #include "generate_params.hpp"
 #include "handles.hpp"
-#include "model_device.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -54,14 +53,7 @@ EngineOptions to_engine_options(const unmask_engine_params& p) {
 
 unmask_engine* start_engine(std::shared_ptr<const unmask_model> model, EngineOptions options) {
     require_not_null(model.get(), "model");
-    if (!model->model->has_data())
-        fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
-    options.backend = model->backend;
-    if (model->backend != BackendKind::cpu)
-        options.make_backend = [handle = model.get()](MemoryLedger& scratch) {
-            return make_model_backend(*handle, 1, scratch);
-        };
-    auto engine = std::make_unique<Engine>(*model->model, *model->memory, std::move(options));
+    auto engine = model->loaded->start_engine(std::move(options));
     return new unmask_engine{std::move(model), std::move(engine)};
 }
 
@@ -202,7 +194,7 @@ extern "C" unmask_status unmask_engine_submit(unmask_engine* engine, const unmas
         const auto p = read_params(params, "params", default_generate_params(), generate_params_v1_size);
         RequestInput input;
         input.params = to_decode_params(p);
-        input.canvas = prompt_canvas(engine->model->model->spec(), input.params, prompt, prompt_length, 0);
+        input.canvas = prompt_canvas(engine->model->model().spec(), input.params, prompt, prompt_length, 0);
         input.first_output = prompt_length;
         input.timeout_seconds = p.timeout_seconds;
         input.stream_steps = p.stream_steps == 1;
@@ -299,7 +291,7 @@ extern "C" unmask_status unmask_request_text(const unmask_request* request, char
         const Tokenizer* tokenizer = request->model->tokenizer.tokenizer.get();
         if (tokenizer == nullptr) fail(Status::unsupported, "the model directory has no tokenizer.json");
         // The answer ends at the first EOS (what follows is padding the model wrote).
-        const int64_t eos = request->model->model->spec().eos_token_id;
+        const int64_t eos = request->model->model().spec().eos_token_id;
         const auto end = eos >= 0 ? std::find(result.tokens.begin(), result.tokens.end(), static_cast<int32_t>(eos))
                                   : result.tokens.end();
         const std::string decoded =

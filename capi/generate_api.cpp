@@ -3,13 +3,10 @@
 #include <cmath>
 #include <thread>
 
-#include "backend/backend.hpp"
 #include "boundary.hpp"
 #include "decode/generate.hpp"
-#include "memory/batch_memory.hpp"
 #include "generate_params.hpp"
 #include "handles.hpp"
-#include "model_device.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -80,25 +77,6 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     return d;
 }
 
-std::vector<int32_t> prompt_canvas(const ModelSpec& spec, const DecodeParams& d, const int32_t* prompt, int64_t length,
-                                   size_t index) {
-    if (length < 0) fail(Status::invalid_argument, "prompt {} has the negative length {}", index, length);
-    if (length > spec.max_sequence_length)
-        fail(Status::too_long, "prompt {} has {} tokens; the model allows {} positions", index, length,
-             spec.max_sequence_length);
-    if (length > 0 && prompt == nullptr) fail(Status::invalid_argument, "prompt {} is NULL", index);
-    if (d.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", d.gen_length);
-    const auto mask = static_cast<int32_t>(spec.mask_token_id);
-    if (std::find(prompt, prompt + length, mask) != prompt + length)
-        fail(Status::invalid_argument, "prompt {} contains the mask token {}; use unmask_infill to fill masks", index, mask);
-    if (d.gen_length > spec.max_sequence_length - length)  // no overflow: both are below the maximum
-        fail(Status::too_long, "prompt {} ({} tokens) plus gen_length {} exceeds the model's {} positions", index, length,
-             d.gen_length, spec.max_sequence_length);
-    std::vector<int32_t> canvas(prompt, prompt + length);
-    canvas.resize(size_t(length + d.gen_length), mask);
-    return canvas;
-}
-
 }  // namespace unmask::capi
 
 namespace {
@@ -110,37 +88,21 @@ int threads_for(const unmask_generate_params& p) {
 
 const Model& runnable(const unmask_model* model) {
     require_not_null(model, "model");
-    if (!model->model->has_data())
-        fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
-    return *model->model;
+    model->loaded->placement();  // UNSUPPORTED for a metadata-only model
+    return model->model();
 }
 
 // Runs the sequences within the model's memory budget and writes each one's tokens from
 // `first_output[i]` of its canvas.
 void run(const unmask_model& handle, const unmask_generate_params& p, std::vector<DecodeSequence>& sequences,
          const std::vector<int64_t>& first_output, unmask_generation* results) {
-    const Model& model = *handle.model;
-    const int threads = threads_for(p);
-    std::vector<SequenceShape> shapes;
-    for (const DecodeSequence& s : sequences)
-        shapes.push_back({static_cast<int64_t>(s.canvas().size()), s.memory_options()});
-    const BatchMemory memory = reserve_batch(*handle.memory, model.spec(), shapes, handle.backend, threads);
-    auto backend = make_model_backend(handle, threads, *memory.scratch);
-    // The caches live in the sequences' own state pools, which go before the sequences do.
-    struct ReleaseCaches {
-        std::vector<DecodeSequence>& sequences;
-        ~ReleaseCaches() {
-            for (DecodeSequence& s : sequences) s.release_caches();
-        }
-    } release_caches{sequences};
-    for (size_t i = 0; i < sequences.size(); ++i) sequences[i].make_caches(*backend, memory.states[i].pool.get());
     StepObserver observer;
     if (p.step_callback != nullptr)
         observer = [&](size_t index, const DecodeSequence& s, int64_t committed) {
             return p.step_callback(static_cast<int64_t>(index), s.steps() - 1, committed, s.canvas().data(),
                                    static_cast<int64_t>(s.canvas().size()), p.step_user_data) == 0;
         };
-    const auto stats = generate(model, *backend, sequences, memory.limits, observer);
+    const auto stats = handle.loaded->generate_batch(sequences, threads_for(p), observer);
     for (size_t i = 0; i < sequences.size(); ++i) {
         const auto& canvas = sequences[i].canvas();
         unmask_generation& r = results[i];

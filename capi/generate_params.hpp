@@ -1,9 +1,7 @@
 // unmask_generate_params <-> DecodeParams, shared by synchronous generation and the engine.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "abi_sizes.hpp"
 #include "decode/decode_params.hpp"
@@ -11,16 +9,11 @@
 
 namespace unmask::capi {
 
-
 unmask_generate_params default_generate_params();
 // A K/V cache's UNMASK_PRECISION_* (FP32 or BF16) as its element type; INVALID_ARGUMENT naming
 // `name` for any other value.
 DType cache_dtype(int32_t precision, const char* name);
 // INVALID_ARGUMENT naming the field for unknown enum values and out-of-range numbers.
 DecodeParams to_decode_params(const unmask_generate_params& params);
-// The canvas of prompt `index`: its ids followed by gen_length masks. INVALID_ARGUMENT for a
-// NULL or negative prompt or one holding the mask; TOO_LONG beyond the model's positions.
-std::vector<int32_t> prompt_canvas(const ModelSpec& spec, const DecodeParams& params, const int32_t* prompt,
-                                   int64_t length, size_t index);
 
 }  // namespace unmask::capi

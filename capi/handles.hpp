@@ -4,23 +4,20 @@
 #include <memory>
 #include <mutex>
 
-#include "backend/cuda/cuda_backend.hpp"
 #include "engine/engine.hpp"
-#include "memory/memory_ledger.hpp"
-#include "model/model.hpp"
+#include "runtime/loaded_model.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "unmask.h"
 
 struct unmask_tokenizer {
-    std::unique_ptr<unmask::Tokenizer> tokenizer;
+    std::shared_ptr<const unmask::Tokenizer> tokenizer;
 };
 
 struct unmask_model {
-    std::unique_ptr<unmask::MemoryLedger> memory;  // the device's budget; outlives the model's reservation
-    unmask::BackendKind backend = unmask::BackendKind::cpu;
-    std::unique_ptr<unmask::Model> model;
-    unmask_tokenizer tokenizer;  // empty when the model directory has no tokenizer.json
-    std::shared_ptr<const unmask::CudaWeights> cuda_weights;  // the CUDA backend's copy (null on the CPU)
+    std::unique_ptr<unmask::LoadedModel> loaded;
+    unmask_tokenizer tokenizer;  // the loaded model's; empty when the directory has no tokenizer.json
+
+    const unmask::Model& model() const noexcept { return loaded->model(); }
 };
 
 // An engine and the model it serves: the caller's (not owned) or, from a configuration file, its own.

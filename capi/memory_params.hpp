@@ -3,27 +3,20 @@
 
 #include <cmath>
 #include <cstdint>
-#include <optional>
 
 #include "core/error.hpp"
 #include "memory/memory_plan.hpp"
 
 namespace unmask::capi {
 
-struct BudgetParams {
-    std::optional<uint64_t> bytes;
-    std::optional<double> fraction;
-    double margin = 0.10;
-};
-
 // A byte budget alone is taken as given; the fraction applies below 1 or when no bytes are given.
-inline BudgetParams read_budget(int64_t bytes, double fraction, double margin, const char* owner) {
+inline MemoryBudget read_budget(int64_t bytes, double fraction, double margin, const char* owner) {
     if (bytes < 0) fail(Status::invalid_argument, "{}->memory_budget_bytes must not be negative, got {}", owner, bytes);
     if (!(fraction > 0.0 && fraction <= 1.0))
         fail(Status::invalid_argument, "{}->memory_fraction must be in (0, 1], got {}", owner, fraction);
     if (!(margin >= 0.0 && margin < 1.0))
         fail(Status::invalid_argument, "{}->memory_margin must be in [0, 1), got {}", owner, margin);
-    BudgetParams budget;
+    MemoryBudget budget;
     if (bytes > 0) budget.bytes = static_cast<uint64_t>(bytes);
     if (fraction < 1.0 || bytes == 0) budget.fraction = fraction;
     budget.margin = margin;

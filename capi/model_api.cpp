@@ -1,11 +1,9 @@
 // unmask_model_*: loading, describing and freeing models.
 #include <memory>
-#include <system_error>
 
 #include "boundary.hpp"
 #include "handles.hpp"
 #include "memory_params.hpp"
-#include "model_device.hpp"
 #include "model/model.hpp"
 
 using namespace unmask;
@@ -74,25 +72,14 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         *out_model = nullptr;
         require_not_null(path, "path");
         const auto p = read_params(params, "params", default_model_params(), model_params_v1_size);
-        auto options = to_load_options(p);
+        const LoadOptions options = to_load_options(p);
         if (p.device < 0 || p.device > 1023)
             fail(Status::invalid_argument, "params->device must be a device index in 0..1023, got {}", p.device);
-        if (!options.metadata_only) require_device(options.backend, p.device);
-        const BudgetParams budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
-        const DeviceBudget device = device_budget(options.backend, budget.bytes, budget.fraction,
-                                                  device_memory_bytes(options.backend, p.device), budget.margin);
-        auto memory = std::make_unique<MemoryLedger>(options.backend == BackendKind::cpu ? "the CPU memory budget"
-                                                                                         : "the CUDA memory budget",
-                                                     device.usable);
-        options.memory = memory.get();
-        auto model = load_model(path, options);
-        std::unique_ptr<Tokenizer> tokenizer;
-        std::error_code ec;
-        if (std::filesystem::exists(std::filesystem::path(path) / "tokenizer.json", ec))
-            tokenizer = Tokenizer::load(std::filesystem::path(path) / "tokenizer.json");
-        auto handle = std::unique_ptr<unmask_model>(new unmask_model{
-            std::move(memory), options.backend, std::move(model), unmask_tokenizer{std::move(tokenizer)}, nullptr});
-        place_weights(*handle, p.device);
+        const MemoryBudget budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
+        auto loaded = LoadedModel::load(path, options, p.device, budget);
+        auto handle = std::make_unique<unmask_model>();
+        handle->tokenizer.tokenizer = loaded->tokenizer();
+        handle->loaded = std::move(loaded);
         *out_model = handle.release();
     });
 }
@@ -103,10 +90,10 @@ extern "C" unmask_status unmask_model_memory(const unmask_model* model, unmask_m
     return guarded(__func__, [&] {
         require_not_null(model, "model");
         const size_t size = writable_size(usage, "usage", memory_usage_v1_size);
-        const MemoryLedger& memory = *model->memory;
+        const MemoryLedger& memory = model->loaded->memory();
         unmask_memory_usage out{};
         out.struct_size = static_cast<uint32_t>(size);
-        out.backend = static_cast<int32_t>(model->backend);
+        out.backend = static_cast<int32_t>(model->loaded->backend());
         out.capacity = memory.capacity();
         out.reserved = memory.reserved();
         out.in_use = memory.in_use();
@@ -120,7 +107,7 @@ extern "C" unmask_status unmask_model_info(const unmask_model* model, unmask_mod
     return guarded(__func__, [&] {
         require_not_null(model, "model");
         const size_t size = writable_size(info, "info", model_description_v1_size);
-        const Model& m = *model->model;
+        const Model& m = model->model();
         const ModelSpec& spec = m.spec();
         const ModelDescription& d = m.description();
         unmask_model_description out{};
@@ -152,7 +139,7 @@ extern "C" unmask_status unmask_model_tensor(const unmask_model* model, int64_t 
     return guarded(__func__, [&] {
         require_not_null(model, "model");
         const size_t size = writable_size(info, "info", tensor_description_v1_size);
-        const auto& weights = model->model->weights();
+        const auto& weights = model->model().weights();
         if (index < 0 || index >= static_cast<int64_t>(weights.size()))
             fail(Status::invalid_argument, "index {} is outside the model's {} tensors", index, weights.size());
         const Weight& w = weights[static_cast<size_t>(index)];

@@ -45,7 +45,7 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
     if (p.max_sequence_length < 0)
         fail(Status::invalid_argument, "params->max_sequence_length must not be negative, got {}", p.max_sequence_length);
     r.max_sequence_length = p.max_sequence_length;
-    const BudgetParams budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
+    const MemoryBudget budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
     r.budget_bytes = budget.bytes;
     r.memory_fraction = budget.fraction;
     r.margin = budget.margin;

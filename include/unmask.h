@@ -408,7 +408,7 @@ typedef struct unmask_generate_params {
     int64_t gen_length;      /* positions to generate after the prompt; default 128 */
     int64_t steps;           /* denoising steps (fixed schedules); default 128 */
     int64_t block_length;    /* semi-autoregressive blocks; 0 = gen_length (default) */
-    int64_t min_steps;       /* 0 = unbounded; see the README for how bounds apply per policy */
+    int64_t min_steps;       /* 0 = unbounded; docs/decoding.md: how bounds apply per policy */
     int64_t max_steps;       /* 0 = unbounded */
     double temperature;      /* 0 = greedy (default) */
     int64_t top_k;           /* Dream policies: 0 = off */
@@ -434,7 +434,7 @@ typedef struct unmask_generate_params {
     unmask_stream_callback stream_callback; /* may be NULL; per committed block */
     void *stream_user_data;
     int32_t stream_steps;                   /* 1: also after every step */
-    /* Since ABI 1.2: K/V caching (see the README's "Cache modes"). */
+    /* Since ABI 1.2: K/V caching (docs/cache-modes.md). */
     int32_t cache_mode;          /* UNMASK_CACHE_*; default NONE (exact) */
     int64_t cache_refresh_steps; /* > 0: also recompute the whole canvas every this many steps of a block;
                                     0 (default): only at block starts */
@@ -533,12 +533,12 @@ UNMASK_API unmask_status unmask_engine_create(const unmask_model *model, const u
                                               unmask_engine **out_engine);
 
 /* Loads the model named by a service configuration file (JSON, or YAML by the extension .yaml or
- * .yml; see the README) and starts an engine that owns it. Errors: IO, INVALID_ARGUMENT (an
+ * .yml; docs/engine.md) and starts an engine that owns it. Errors: IO, INVALID_ARGUMENT (an
  * unknown key, a wrong type or value, naming the key), and those of unmask_model_load and
  * unmask_engine_create. */
 UNMASK_API unmask_status unmask_engine_create_from_config(const char *path, unmask_engine **out_engine);
 
-/* A service configuration file as read (see the README); what unmask_engine_create_from_config
+/* A service configuration file as read (docs/engine.md); what unmask_engine_create_from_config
  * uses, for hosts that apply it themselves. */
 #define UNMASK_MAX_PATH 4096
 typedef struct unmask_service_config {

@@ -1,4 +1,4 @@
-// unmask-server: serves a model over HTTP with the OpenAI API. See the README's "HTTP server".
+// unmask-server: serves a model over HTTP with the OpenAI API. See examples/server/README.md.
 //
 //   unmask-server [--config FILE] [-m DIR] [--host ADDR] [--port N] [--model-name NAME]
 //                 [--threads N] [--max-concurrent N] [--max-queued N] [--timeout S]

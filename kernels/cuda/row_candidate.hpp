@@ -24,7 +24,7 @@ namespace unmask::kernels::cuda {
 
 using kernels::Candidate;
 
-// One row's kernels::cpu::CandidateParams, flattened for the device.
+// One row's kernels::CandidateParams, flattened for the device.
 struct CandidateRow {
     double distribution_temperature = 1.0;
     double top_p = 1.0;

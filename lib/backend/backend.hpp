@@ -11,15 +11,16 @@
 #include <span>
 #include <vector>
 
-#include "cpu/candidates.hpp"
+#include "backend/types.hpp"
+#include "candidate.hpp"
+#include "candidate_params.hpp"
+#include "core/memory_ledger.hpp"
 #include "element_type.hpp"
-#include "memory/memory_ledger.hpp"
-#include "model/model.hpp"
 
 namespace unmask {
 
-using kernels::cpu::Candidate;
-using kernels::cpu::CandidateParams;
+using kernels::Candidate;
+using kernels::CandidateParams;
 
 // Activations of one device, released when the last owner lets go.
 class DeviceBuffer {
@@ -34,6 +35,10 @@ private:
     std::shared_ptr<void> memory_;
     size_t bytes_ = 0;
 };
+
+// The most rows one candidates call takes: workspaces are sized for it, and forwards hand their
+// output rows over this many at a time.
+inline constexpr int64_t max_candidate_rows = 128;
 
 // What an allocation of `bytes` really takes: 64-byte granules, at least one.
 constexpr uint64_t allocation_bytes(uint64_t bytes) noexcept { return bytes <= 64 ? 64 : (bytes + 63) / 64 * 64; }

@@ -1,4 +1,4 @@
-#include "memory/memory_ledger.hpp"
+#include "core/memory_ledger.hpp"
 
 #include <algorithm>
 #include <utility>

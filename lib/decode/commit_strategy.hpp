@@ -1,5 +1,5 @@
 // How a denoising step's candidates become commits: which of the step's masked positions take
-// their candidate's token. One strategy per family of policies (ALGORITHMS.md sections 2 and 3),
+// their candidate's token. One strategy per family of policies (docs/decoding.md),
 // each in a file of its own: LLaDA's fixed schedule (commit_llada_schedule.cpp), threshold and
 // factor decoding (commit_adaptive.cpp), Dream's policies (commit_dream.cpp). A new policy (an
 // editing one, say) is one more file and one more case in make_commit_strategy.

@@ -10,7 +10,7 @@
 
 namespace unmask {
 
-// How positions are chosen for commitment each step (ALGORITHMS.md sections 2 and 3).
+// How positions are chosen for commitment each step (docs/decoding.md).
 enum class CommitPolicy : int32_t {
     low_confidence = 0,  // LLaDA: the most probable x0 first, per-block transfer counts
     random = 1,          // LLaDA: uniformly random order
@@ -27,7 +27,7 @@ enum class EosConfidence : int32_t {
     eos_and_eot = 2,      // as intended: both EOS and EOT
 };
 
-// Which K/V a step reuses (ALGORITHMS.md section 4). Every block starts with a forward of the
+// Which K/V a step reuses (docs/cache-modes.md). Every block starts with a forward of the
 // whole canvas that fills the cache; the other steps feed part of it. For block diffusion models
 // the cache is exact and both modes feed the block (see DecodeSequence::feed_begin).
 enum class CacheMode : int32_t {

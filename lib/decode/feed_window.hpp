@@ -1,5 +1,6 @@
-// Which positions a denoising step feeds to the forward under a K/V cache mode (ALGORITHMS.md
-// section 4): a pure function of where the step is, so that each mode's window is tested alone.
+// Which positions a denoising step feeds to the forward under a K/V cache mode
+// (docs/cache-modes.md): a pure function of where the step is, so that each mode's window is
+// tested alone.
 #pragma once
 
 #include <cstdint>

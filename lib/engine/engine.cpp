@@ -62,15 +62,17 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         fail(Status::invalid_argument, "min_steps {} and max_steps {} do not form a range", options_.min_steps,
              options_.max_steps);
     if (options_.threads == 0) options_.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+    if (!options_.placement) options_.placement = cpu_placement();
+    backend_kind_ = options_.placement->kind();
     if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
 
     // Scratch for forwards of `rows` rows: every running request at the longest length when the
     // budget allows, else as many rows as fit beside max_concurrent_requests such states.
     const int64_t length = options_.max_sequence_length;
     const uint64_t states = uint64_t(options_.max_concurrent_requests) *
-                            sequence_state_bytes(spec, length, {}, options_.backend);
+                            sequence_state_bytes(spec, length, {}, backend_kind_);
     auto scratch_for = [&](int64_t rows) {
-        return scratch_bytes(spec, {rows, length}, options_.backend, options_.threads);
+        return scratch_bytes(spec, {rows, length}, backend_kind_, options_.threads);
     };
     const uint64_t available = memory.available();
     int64_t rows = options_.max_tokens_per_forward;
@@ -79,7 +81,7 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         const int64_t wanted = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
         rows = largest_fitting(length, wanted, [&](int64_t r) { return states + scratch_for(r) <= available; });
         if (rows < length) {
-            const int64_t fitting = longest_fitting_sequence(spec, available, {}, options_.backend, options_.threads,
+            const int64_t fitting = longest_fitting_sequence(spec, available, {}, backend_kind_, options_.threads,
                                                              options_.max_concurrent_requests);
             fail(Status::out_of_budget,
                  "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
@@ -90,7 +92,7 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         }
     }
     scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
-    backend_ = options_.make_backend ? options_.make_backend(*scratch_) : make_cpu_backend(options_.threads, *scratch_);
+    backend_ = options_.placement->make_backend(options_.threads, *scratch_);
     forward_ = std::make_unique<Forward>(model, *backend_, ForwardLimits{rows, length});
     memory_base_ = memory.reserved();
     stats_.memory_planned = memory_base_ + states;
@@ -120,11 +122,11 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     if (sequence.max_fed_rows() > forward_->limits().tokens)
         fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
              sequence.max_fed_rows(), forward_->limits().tokens);
-    const uint64_t state = sequence_state_bytes(spec, length, sequence.memory_options(), options_.backend);
+    const uint64_t state = sequence_state_bytes(spec, length, sequence.memory_options(), backend_kind_);
     const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
     if (state > for_requests) {
         const int64_t longest = largest_fitting(1, options_.max_sequence_length, [&](int64_t n) {
-            return sequence_state_bytes(spec, n, sequence.memory_options(), options_.backend) <= for_requests;
+            return sequence_state_bytes(spec, n, sequence.memory_options(), backend_kind_) <= for_requests;
         });
         fail(Status::out_of_budget, "the request's state needs {} bytes but the engine has {} for requests; the longest "
              "sequence that fits has {} positions", state, for_requests, longest);
@@ -169,7 +171,7 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
     while (!queue_.empty() && static_cast<int64_t>(running_.size()) < options_.max_concurrent_requests) {
         const std::shared_ptr<Request>& head = queue_.front();
         const auto length = static_cast<int64_t>(head->sequence_.canvas().size());
-        auto memory = try_reserve_sequence(memory_, spec, {length, head->sequence_.memory_options()}, options_.backend,
+        auto memory = try_reserve_sequence(memory_, spec, {length, head->sequence_.memory_options()}, backend_kind_,
                                            fmt::format("request {}", head->id()));
         if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
         head->memory_ = std::move(*memory);

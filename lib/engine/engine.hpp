@@ -13,7 +13,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,10 +22,11 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/placement.hpp"
 #include "core/logging.hpp"
+#include "core/memory_ledger.hpp"
 #include "engine/latency_histogram.hpp"
 #include "engine/request.hpp"
-#include "memory/memory_ledger.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
 
@@ -41,10 +41,9 @@ struct EngineOptions {
     int64_t min_steps = 0, max_steps = 0;  // defaults for requests that set none (0: unbounded)
     int threads = 0;                     // 0: every hardware thread
     Logger logger;
-    // The device: the CPU backend with `threads` threads, unless make_backend is set; it makes the
-    // backend (planned as `backend`) charging the scratch the engine reserved.
-    BackendKind backend = BackendKind::cpu;
-    std::function<std::unique_ptr<Backend>(MemoryLedger& scratch)> make_backend;
+    // Where the model's weights are and so where the engine computes: its backend (with `threads`
+    // threads on the CPU) charges the scratch the engine reserved. Null: the CPU.
+    std::shared_ptr<const DevicePlacement> placement;
 };
 
 // Equals UNMASK_HEALTH_* (capi/abi_enums.cpp).
@@ -98,6 +97,7 @@ private:
     const Model& model_;
     MemoryLedger& memory_;
     EngineOptions options_;
+    BackendKind backend_kind_;  // options_.placement's, as the memory is planned
     uint64_t memory_base_ = 0;  // reserved before requests: weights and scratch
     std::unique_ptr<MemoryLedger> scratch_;
     std::unique_ptr<Backend> backend_;

@@ -18,7 +18,7 @@
 #include "decode/generate.hpp"
 #include "decode/sequence.hpp"
 #include "memory/batch_memory.hpp"
-#include "memory/memory_ledger.hpp"
+#include "core/memory_ledger.hpp"
 
 namespace unmask {
 

@@ -1,4 +1,4 @@
-// The service configuration file of a deployment (the deployment guide's layout), in JSON or
+// The service configuration file of a deployment (docs/engine.md), in JSON or
 // YAML:
 //
 //   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds

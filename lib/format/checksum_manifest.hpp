@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "model/load_options.hpp"
+#include "core/progress.hpp"
 
 namespace unmask {
 

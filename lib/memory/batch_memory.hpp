@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/memory_ledger.hpp"
+#include "core/memory_ledger.hpp"
 #include "memory/memory_plan.hpp"
 
 namespace unmask {

@@ -1,41 +1,21 @@
 #include "memory/memory_plan.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "backend/backend.hpp"
+#include "backend/device.hpp"
 #include "core/error.hpp"
 #include "format/dtype.hpp"
 #include "format/tensor_catalog.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
 
-#ifdef UNMASK_WITH_CUDA
-#include "backend/cuda/cuda_runtime_info.hpp"
-#endif
-
 namespace unmask {
 namespace {
 
 constexpr int64_t max_planned_concurrency = int64_t(1) << 30;
 constexpr uint64_t max_device_memory = uint64_t(1) << 60;  // 1 EiB: beyond any device, and no size overflows
-
-uint64_t system_memory_bytes() {
-    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page_size <= 0) fail(Status::device, "the system does not report its memory size");
-    return uint64_t(pages) * uint64_t(page_size);
-}
-
-uint64_t device_memory_of(BackendKind backend) {
-    if (backend == BackendKind::cpu) return system_memory_bytes();
-#ifdef UNMASK_WITH_CUDA
-    if (cuda::device_count() > 0) return cuda::device_memory(0).total_bytes;
-#endif
-    fail(Status::unsupported, "there is no CUDA device to size a memory fraction by; give a byte budget "
-                              "(or, when planning, the device's memory)");
-}
 
 }  // namespace
 
@@ -93,7 +73,7 @@ DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_b
     DeviceBudget b;
     // The device's size matters only for a fraction, or when no budget caps it.
     if (memory_fraction || !budget_bytes)
-        b.device_memory = device_memory_bytes != 0 ? device_memory_bytes : device_memory_of(backend);
+        b.device_memory = device_memory_bytes != 0 ? device_memory_bytes : unmask::device_memory_bytes(backend, 0);
     else
         b.device_memory = device_memory_bytes;
     b.budget = budget_bytes.value_or(UINT64_MAX);

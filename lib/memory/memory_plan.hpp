@@ -106,6 +106,14 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
 // Reads config.json (and the safetensors headers only when the precision is automatic).
 MemoryPlan plan_memory(const std::filesystem::path& model_directory, const PlanRequest& request);
 
+// What of a device's memory a model and its work may use: min(bytes, fraction x the device's
+// memory) less a margin (device_budget).
+struct MemoryBudget {
+    std::optional<uint64_t> bytes;
+    std::optional<double> fraction;
+    double margin = 0.10;
+};
+
 // The usable bytes of one device for a budget request: min(budget, fraction x device memory)
 // less the margin. Throws INVALID_ARGUMENT for bad values.
 struct DeviceBudget {

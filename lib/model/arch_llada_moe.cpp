@@ -59,7 +59,7 @@ ModelSpec read_llada_moe_config(const ConfigReader& config) {
     spec.router_score = score == "softmax" ? RouterScore::softmax : RouterScore::sigmoid;
     spec.router_expert_bias = config.boolean("moe_router_enable_expert_bias", false);
     // The published modeling code ignores norm_topk_prob and routed_scaling_factor (it never
-    // renormalises or scales the top-k weights); we reproduce that (ALGORITHMS.md, section 1).
+    // renormalises or scales the top-k weights); we reproduce that.
     spec.norm_topk_prob = false;
     spec.routed_scaling_factor = 1.0;
     return spec;

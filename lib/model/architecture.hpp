@@ -6,27 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/types.hpp"
 #include "format/config_reader.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
-
-// What a weight is for: parameter counts and memory are reported per component, and MoE experts
-// are kept apart so they can be sharded across devices.
-enum class Component : int32_t { embedding, attention, norm, mlp, router, experts, shared_experts, lm_head };
-inline constexpr int component_count = 8;
-std::string_view component_name(Component component) noexcept;
-
-// What a weight does in the forward pass. Bindings map tensor names onto roles; the forward pass
-// finds its weights by (role, layer, expert), so it never sees an architecture's names.
-enum class Role : int32_t {
-    embedding, final_norm, lm_head,
-    attention_norm, mlp_norm, q_proj, k_proj, v_proj, o_proj, q_bias, k_bias, v_bias, q_norm, k_norm,
-    mlp_gate, mlp_up, mlp_down,
-    router, router_bias, expert_gate, expert_up, expert_down, shared_gate, shared_up, shared_down,
-};
-inline constexpr int role_count = static_cast<int>(Role::shared_down) + 1;
-Component component_of(Role role) noexcept;
 
 struct ExpectedTensor {
     std::string name;

@@ -1,6 +1,7 @@
 // One sequence's K/V cache: per layer, the keys and values (after RoPE) of every canvas position,
-// so that a forward can feed only part of the canvas and read the rest from here (ALGORITHMS.md
-// section 4). Device memory, charged to the ledger it was made with (the sequence's state).
+// so that a forward can feed only part of the canvas and read the rest from here
+// (docs/cache-modes.md). Device memory, charged to the ledger it was made with (the sequence's
+// state).
 #pragma once
 
 #include <cstdint>

@@ -2,19 +2,16 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include "core/logging.hpp"
-#include "memory/memory_ledger.hpp"
+#include "backend/types.hpp"
+#include "core/memory_ledger.hpp"
+#include "core/progress.hpp"
 
 namespace unmask {
 
 enum class Precision : int32_t { automatic = 0, fp32 = 1, bf16 = 2, fp16 = 3 };
 enum class ChecksumMode : int32_t { if_present = 0, require = 1, skip = 2 };
-enum class BackendKind : int32_t { cpu = 0, cuda = 1 };
-
-// Called with bytes done and total; returns false to cancel the operation.
-using ProgressFn = std::function<bool(uint64_t done, uint64_t total)>;
 
 struct LoadOptions {
     Precision precision = Precision::automatic;

@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/types.hpp"
+#include "core/memory_ledger.hpp"
 #include "format/dtype.hpp"
 #include "format/tensor_catalog.hpp"
 #include "model/architecture.hpp"
 #include "model/load_options.hpp"
 #include "model/model_spec.hpp"
-#include "memory/memory_ledger.hpp"
 
 namespace unmask {
 
@@ -29,19 +30,6 @@ struct ModelDescription {
     uint64_t weight_bytes = 0;       // at the loaded precision
     std::array<uint64_t, component_count> bytes_by_component{};
     ChecksumResult checksums = ChecksumResult::not_checked;
-};
-
-struct Weight {
-    std::string name;
-    Role role = Role::embedding;
-    int32_t layer = -1;
-    int32_t expert = -1;
-    Component component = Component::embedding;
-    DType dtype = DType::f32;  // in memory
-    DType file_dtype = DType::f32;
-    std::vector<int64_t> shape;
-    uint64_t elements = 0;
-    const void* data = nullptr;  // nullptr when the model was opened for metadata only
 };
 
 class Model {

@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/types.hpp"
+
 namespace unmask {
 
 enum class Architecture : int32_t { llada, llada_moe, dream };
 enum class RopeStyle : int32_t { half_split, interleaved };
-enum class RouterScore : int32_t { softmax, sigmoid };
 
 struct ModelSpec {
     Architecture architecture = Architecture::llada;

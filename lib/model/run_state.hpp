@@ -18,8 +18,9 @@ struct ForwardLimits {
 };
 
 // Output rows go through the final norm, the LM head and the candidates step this many at a time
-// (twice as many rows with CFG), so the [rows, vocab] logits never exist whole.
-inline constexpr int64_t output_chunk_rows = 128;
+// (twice as many rows with CFG), so the [rows, vocab] logits never exist whole: as many as one
+// candidates call takes.
+inline constexpr int64_t output_chunk_rows = max_candidate_rows;
 
 // Routed experts take a forward's tokens this many at a time: the buffers of their (token, expert)
 // slots hold experts_per_token x this many rows at most, while each expert still sees enough rows

@@ -28,13 +28,13 @@ namespace {
 // positions[r]: the kernel launched as the CUDA backend launches it (its parameters flattened by
 // candidate_row, every row's banned tokens in one array).
 std::vector<std::pair<kernels::Candidate, kernels::Candidate>> both(
-    const std::vector<float>& logits, int64_t vocab, const std::vector<kernels::cpu::CandidateParams>& params,
+    const std::vector<float>& logits, int64_t vocab, const std::vector<kernels::CandidateParams>& params,
     const std::vector<uint32_t>& positions) {
     const auto rows = static_cast<int64_t>(params.size());
     std::vector<cuda::CandidateRow> flat;
     std::vector<int32_t> banned;
     for (int64_t r = 0; r < rows; ++r) {
-        const kernels::cpu::CandidateParams& p = params[size_t(r)];
+        const kernels::CandidateParams& p = params[size_t(r)];
         flat.push_back(cuda::candidate_row(p, positions[size_t(r)], static_cast<int32_t>(banned.size())));
         banned.insert(banned.end(), p.banned_tokens.begin(), p.banned_tokens.end());
     }
@@ -120,7 +120,7 @@ TEST_CASE("the candidates kernel gives the CPU's candidates") {
 
     // LLaDA's greedy and sampled rows, Dream's temperature with top-p and top-k, banned tokens,
     // the EOT exclusion of the reported probability.
-    std::vector<kernels::cpu::CandidateParams> variants(6);
+    std::vector<kernels::CandidateParams> variants(6);
     variants[1].noise_temperature = 1.0;
     variants[1].seed = 42;
     variants[2].distribution_temperature = 0.7;
@@ -139,7 +139,7 @@ TEST_CASE("the candidates kernel gives the CPU's candidates") {
     int rows = 0, sampled_apart = 0;
     for (const int64_t vocab : {int64_t(1), int64_t(6), int64_t(97), int64_t(1000), int64_t(4099)}) {
         std::vector<float> logits;
-        std::vector<kernels::cpu::CandidateParams> params;
+        std::vector<kernels::CandidateParams> params;
         std::vector<uint32_t> positions;
         for (int shape = 0; shape < 4; ++shape) {
             std::vector<float> row(static_cast<size_t>(vocab));
@@ -149,7 +149,7 @@ TEST_CASE("the candidates kernel gives the CPU's candidates") {
             if (shape == 2)  // NaN and -inf logits
                 for (size_t i = 0; i < row.size(); i += 2) row[i] = i % 4 == 0 ? nan : -inf;
             if (shape == 3 && vocab > 1) row.back() = 30.0f;  // one token holds nearly all the mass
-            for (const kernels::cpu::CandidateParams& variant : variants)
+            for (const kernels::CandidateParams& variant : variants)
                 for (uint32_t position : {0u, 17u}) {
                     logits.insert(logits.end(), row.begin(), row.end());
                     params.push_back(variant);
@@ -182,7 +182,7 @@ TEST_CASE("the candidates kernel reads every logit, in 16-byte loads or one at a
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::vector<float> logits(size_t(200 * vocab));
         for (float& v : logits) v = normal(rng);
-        std::vector<kernels::cpu::CandidateParams> params(200);
+        std::vector<kernels::CandidateParams> params(200);
         std::vector<uint32_t> positions(200);
         for (size_t r = 0; r < 200; ++r) {
             positions[r] = uint32_t(r);

@@ -849,7 +849,7 @@ std::unique_ptr<Model> load(const std::string& path, Precision precision) {
 // forward, included).
 void check_forward(const Model& model, double tolerance) {
     MemoryLedger ledger("cuda weights", UINT64_MAX), scratch("cuda scratch", UINT64_MAX);
-    auto cuda = make_cuda_backend(CudaWeights::upload(model, 0, &ledger), scratch);
+    auto cuda = make_cuda_backend(CudaWeights::upload(model.weights(), 0, &ledger), scratch);
     auto cpu = make_cpu_backend(2);
     const std::vector<std::vector<int32_t>> sequences = {{1, 2, 3, 4, 5, 6, 7},
                                                          {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}};
@@ -887,7 +887,7 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
 TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
     const auto model = load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::fp32);
     MemoryLedger ledger("cuda weights", UINT64_MAX);
-    auto cuda = make_cuda_backend(CudaWeights::upload(*model, 0, &ledger));
+    auto cuda = make_cuda_backend(CudaWeights::upload(model->weights(), 0, &ledger));
     auto cpu = make_cpu_backend(2);
     const ModelSpec& spec = model->spec();
     const std::vector<int32_t> prompt = {942, 40, 83, 84, 943};  // <|user|> ... <|assistant|>
@@ -927,7 +927,7 @@ TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit 
         const auto model = load(test_data_path("reference/" + name), Precision::bf16);
         const ModelSpec& spec = model->spec();
         MemoryLedger ledger("cuda weights", UINT64_MAX);
-        const auto weights = CudaWeights::upload(*model, 0, &ledger);
+        const auto weights = CudaWeights::upload(model->weights(), 0, &ledger);
         auto graphs = make_cuda_backend(weights), eager = make_cuda_backend(weights, {.graphs = false});
         const int64_t length = 24, begin = 8, end = 16;
         std::vector<int32_t> first, second, outputs;
@@ -975,7 +975,7 @@ TEST_CASE("graphs are dropped when a staging buffer grows, then captured again")
     // larger limits reserves its workspace), every graph must go and be captured anew.
     const auto model = load(test_data_path("reference/llada"), Precision::bf16);
     MemoryLedger ledger("cuda weights", UINT64_MAX);
-    const auto weights = CudaWeights::upload(*model, 0, &ledger);
+    const auto weights = CudaWeights::upload(model->weights(), 0, &ledger);
     auto graphs = make_cuda_backend(weights), eager = make_cuda_backend(weights, {.graphs = false});
     const std::vector<int32_t> outputs = {3, 7};
     auto logits = [&](Backend& backend) {
@@ -1003,7 +1003,7 @@ TEST_CASE("a graph whose attention descriptors outgrow their share is captured a
     // 600 sequences over 2 layers: 1,200 descriptors of 64 bytes, past the planned 64 KiB a graph.
     const auto model = load(test_data_path("reference/llada"), Precision::bf16);
     MemoryLedger ledger("cuda weights", UINT64_MAX);
-    const auto weights = CudaWeights::upload(*model, 0, &ledger);
+    const auto weights = CudaWeights::upload(model->weights(), 0, &ledger);
     auto graphs = make_cuda_backend(weights), eager = make_cuda_backend(weights, {.graphs = false});
     constexpr int64_t count = 600, length = 3;
     REQUIRE(model->spec().layers * count * CudaWorkspace::attention_sequence_bytes >

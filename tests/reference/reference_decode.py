@@ -1,4 +1,4 @@
-"""PyTorch references of the decoding loops, written from shared/ALGORITHMS.md: LLaDA's
+"""PyTorch references of the decoding loops, written from the published generation code (docs/decoding.md): LLaDA's
 generate() (blocks, transfer counts, low_confidence / random remasking, CFG, EOS options) with
 Fast-dLLM's threshold and factor rules, and Dream's algorithms (origin, maskgit_plus,
 topk_margin, entropy, alg_temp). Greedy (temperature 0) only: the randomness these policies still

@@ -1,5 +1,5 @@
 """A PyTorch reference of the three architectures' forward passes, written from the published
-model definitions as summarised in shared/ALGORITHMS.md, in float64 so that it is the precise
+model definitions of LLaDA, LLaDA-MoE and Dream on Hugging Face, in float64 so that it is the precise
 side of every comparison. Weights are looked up by their Hugging Face names.
 
     logits = forward(config, weights, tokens)   # tokens: 1-D LongTensor, logits: [len, rows]
@@ -54,7 +54,7 @@ def swiglu(x, gate, up, down):
 
 
 def names(config):
-    """Per-architecture tensor names (ALGORITHMS.md, section 1)."""
+    """Per-architecture tensor names (their published modeling code; docs/loading.md)."""
     arch = config["architectures"][0]
     if arch == "LLaDAModelLM":
         p = "model.transformer.blocks.%d."

@@ -1,4 +1,4 @@
-// The rules every C API call follows (DESIGN.md, "The C ABI"): statuses, last error, params
+// The rules every C API call follows (docs/c-abi.md): statuses, last error, params
 // structs, NULL handling. These go through the public header only.
 #include <doctest/doctest.h>
 

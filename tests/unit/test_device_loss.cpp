@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/profiled_backend.hpp"
@@ -53,6 +54,18 @@ private:
     const std::atomic<bool>& armed_;
 };
 
+// A placement on the CPU whose backends `make` builds: how these tests plant a failing device.
+template <typename Make>
+std::shared_ptr<const DevicePlacement> planted_device(Make make) {
+    struct Planted final : DevicePlacement {
+        explicit Planted(Make m) : make_(std::move(m)) {}
+        BackendKind kind() const noexcept override { return BackendKind::cpu; }
+        std::unique_ptr<Backend> make_backend(int, MemoryLedger& scratch) const override { return make_(scratch); }
+        Make make_;
+    };
+    return std::make_shared<const Planted>(std::move(make));
+}
+
 std::shared_ptr<Request> submit(Engine& engine, const ModelSpec& spec) {
     RequestInput input;
     input.params.gen_length = 8;
@@ -75,9 +88,9 @@ TEST_CASE("a lost device fails the engine for good: every request DEVICE, health
     EngineOptions engine_options;
     engine_options.max_concurrent_requests = 2;
     engine_options.threads = 1;
-    engine_options.make_backend = [&](MemoryLedger& scratch) {
+    engine_options.placement = planted_device([&](MemoryLedger& scratch) {
         return std::make_unique<LosingBackend>(scratch, 3, calls, armed);  // lost in the 4th step
-    };
+    });
     Engine engine(*model, memory, std::move(engine_options));
     const std::vector<std::shared_ptr<Request>> requests = {submit(engine, model->spec()), submit(engine, model->spec()),
                                                             submit(engine, model->spec())};  // the third queued
@@ -133,7 +146,7 @@ TEST_CASE("an ordinary device error fails only the step's requests: the engine k
     EngineOptions engine_options;
     engine_options.max_concurrent_requests = 1;
     engine_options.threads = 1;
-    engine_options.make_backend = [](MemoryLedger& scratch) { return std::make_unique<FailingOnce>(scratch); };
+    engine_options.placement = planted_device([](MemoryLedger& scratch) { return std::make_unique<FailingOnce>(scratch); });
     Engine engine(*model, memory, std::move(engine_options));
     const auto first = submit(engine, model->spec());
     REQUIRE(first->wait(std::chrono::seconds(60)));

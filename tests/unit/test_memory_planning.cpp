@@ -16,7 +16,7 @@
 #include "decode/generate.hpp"
 #include "fixtures.hpp"
 #include "memory/batch_memory.hpp"
-#include "memory/memory_ledger.hpp"
+#include "core/memory_ledger.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/model.hpp"
 #include "model/run_state.hpp"

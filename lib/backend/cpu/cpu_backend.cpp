@@ -11,6 +11,7 @@
 #include "core/float_convert.hpp"
 #include "core/thread_pool.hpp"
 #include "cpu/attention.hpp"
+#include "cpu/candidates.hpp"
 #include "cpu/matmul.hpp"
 #include "cpu/ops.hpp"
 

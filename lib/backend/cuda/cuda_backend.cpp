@@ -851,11 +851,6 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const CudaWeights> CudaWeights::upload(const Model& model, int device, MemoryLedger* ledger) {
-    if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and has no weights to upload");
-    return upload(model.weights(), device, ledger);
-}
-
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
     select_device(device);
     auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());

@@ -18,12 +18,11 @@ namespace unmask {
 // serves every CUDA backend that runs the model on that device.
 class CudaWeights {
 public:
-    // Copies every weight of `model` (which must have data and outlive the result) to `device`,
-    // charging `ledger` (which must outlive the result), or nothing when it is null: a model loaded
-    // for the CUDA backend has reserved its weights in the device's ledger already. Throws
-    // Error(OUT_OF_BUDGET) when they do not fit, Error(DEVICE) on a CUDA error.
-    static std::shared_ptr<const CudaWeights> upload(const Model& model, int device, MemoryLedger* ledger);
-    // The same for weights held elsewhere (tests), which must outlive the result.
+    // Copies every weight (each with data, all outliving the result) to `device`, charging
+    // `ledger` (which must outlive the result), or nothing when it is null: a model loaded for the
+    // CUDA backend has reserved its weights in the device's ledger already. Throws
+    // Error(INVALID_ARGUMENT) for a weight without data, Error(OUT_OF_BUDGET) when they do not
+    // fit, Error(DEVICE) on a CUDA error.
     static std::shared_ptr<const CudaWeights> upload(std::span<const Weight> weights, int device, MemoryLedger* ledger);
 
     // A weight on the device, in its stored precision except the MoE router's, which is widened

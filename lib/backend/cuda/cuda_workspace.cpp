@@ -3,13 +3,12 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.hpp"
-#include "model/run_state.hpp"
 
 namespace unmask {
 
 CudaWorkspace cuda_workspace(const WorkspaceLimits& limits) noexcept {
     const auto tokens = static_cast<uint64_t>(std::max<int64_t>(limits.tokens, 1));
-    const auto rows = std::min<uint64_t>(tokens, output_chunk_rows);  // candidates per call
+    const auto rows = std::min<uint64_t>(tokens, max_candidate_rows);  // candidates per call
     CudaWorkspace w;
     w.rounded = static_cast<uint64_t>(std::max<int64_t>(limits.matmul_input, 1)) * 2;  // bf16/fp16 copies
     w.attention = tokens * CudaWorkspace::attention_sequence_bytes;
