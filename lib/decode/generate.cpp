@@ -15,8 +15,8 @@ ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) n
     return limits;
 }
 
-void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<GenerationStats> stats,
-          const StepObserver& observer) {
+void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<SequenceState* const> states,
+          std::span<GenerationStats> stats, const StepObserver& observer) {
     const ForwardLimits& limits = forward.limits();
     auto finish_step = [&](size_t i, int64_t committed) {
         ++stats[i].steps;
@@ -44,11 +44,12 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
     };
     for (size_t i = 0; i < sequences.size(); ++i) {
         DecodeSequence& s = *sequences[i];
+        const SequenceState& state = *states[i];
         if (s.finished()) continue;
         if (s.max_fed_rows() > limits.tokens || static_cast<int64_t>(s.canvas().size()) > limits.sequence_length)
             fail(Status::internal, "a sequence of {} tokens exceeds the forward limits ({} tokens, length {})",
                  s.max_fed_rows(), limits.tokens, limits.sequence_length);
-        if (s.needs_cache() && s.cache() == nullptr) fail(Status::internal, "a sequence's K/V cache was never made");
+        if (s.needs_cache() && state.cache() == nullptr) fail(Status::internal, "a sequence's K/V cache was never made");
         if (s.output_positions().empty()) {
             // Nothing masked where this step looks (an origin step that already committed
             // everything, a block of fixed positions): the step runs without a forward.
@@ -58,7 +59,7 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
         if (batch_tokens + s.fed_rows() > limits.tokens) run_batch();
         active.push_back(i);
         ForwardSequence f{s.canvas(),   s.output_positions(), &s.sampling(), {},
-                          0.0,          s.cache(),            s.unconditional_cache(),
+                          0.0,          state.cache(),        state.unconditional_cache(),
                           s.feed_begin(), s.feed_end(),      s.region_begin()};
         if (const auto* unconditional = s.unconditional()) {
             f.unconditional_tokens = *unconditional;
@@ -71,27 +72,30 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
 }
 
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
-                                      const ForwardLimits& limits, const StepObserver& observer) {
+                                      std::span<SequenceState> states, const ForwardLimits& limits,
+                                      const StepObserver& observer) {
+    if (states.size() != sequences.size())
+        fail(Status::internal, "generate() with {} sequences and {} states", sequences.size(), states.size());
     if (sequences.empty()) return {};
     Forward forward(model, backend, limits);
-    // Caches made here (on the backend's ledger) go when the generation ends; the caller's stay.
-    struct MadeCaches {
-        std::vector<DecodeSequence*> sequences;
-        ~MadeCaches() {
-            for (DecodeSequence* s : sequences) s->release_caches();
-        }
-    } made;
-    for (DecodeSequence& s : sequences)
-        if (s.needs_cache() && s.cache() == nullptr) {
-            made.sequences.push_back(&s);
-            s.make_caches(backend, nullptr);
-        }
-    std::vector<DecodeSequence*> pointers;
-    for (DecodeSequence& s : sequences) pointers.push_back(&s);
+    std::vector<DecodeSequence*> sequence_pointers;
+    std::vector<SequenceState*> state_pointers;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+        DecodeSequence& s = sequences[i];
+        states[i].make_caches(backend, model.spec(), static_cast<int64_t>(s.canvas().size()), s.memory_options());
+        sequence_pointers.push_back(&s);
+        state_pointers.push_back(&states[i]);
+    }
     std::vector<GenerationStats> stats(sequences.size());
     while (!std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); }))
-        step(forward, pointers, stats, observer);
+        step(forward, sequence_pointers, state_pointers, stats, observer);
     return stats;
+}
+
+std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
+                                      const ForwardLimits& limits, const StepObserver& observer) {
+    std::vector<SequenceState> states(sequences.size());
+    return generate(model, backend, sequences, states, limits, observer);
 }
 
 }  // namespace unmask

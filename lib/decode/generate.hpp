@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "decode/sequence.hpp"
+#include "memory/sequence_state.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
 #include "model/run_state.hpp"
@@ -30,14 +31,19 @@ using StepObserver = std::function<bool(size_t index, const DecodeSequence& sequ
 // The limits that run all `sequences` in one forward per step.
 ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) noexcept;
 
-// One step of every unfinished sequence in `sequences` (each must fit the forward's limits and
-// have its caches made when its cache mode needs them); `stats[i]` counts sequence i's step and
-// forwards.
-void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<GenerationStats> stats,
-          const StepObserver& observer = {});
+// One step of every unfinished sequence in `sequences` (each must fit the forward's limits);
+// `states[i]` is sequence i's state, lent for the step, with its caches made when the cache mode
+// needs them. `stats[i]` counts sequence i's step and forwards.
+void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<SequenceState* const> states,
+          std::span<GenerationStats> stats, const StepObserver& observer = {});
 
-// Runs `sequences` to the end with forwards bounded by `limits`. Caches that a sequence needs and
-// lacks are made on `backend`, charged to its own ledger, and released before returning.
+// Runs `sequences` to the end with forwards bounded by `limits`, sequence i in `states[i]`,
+// whose caches are made on `backend` where the cache mode needs them and they are missing.
+std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
+                                      std::span<SequenceState> states, const ForwardLimits& limits,
+                                      const StepObserver& observer = {});
+// The same in states of the generation's own, charged to the backend's ledger and released before
+// returning.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       const ForwardLimits& limits, const StepObserver& observer = {});
 

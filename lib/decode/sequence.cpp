@@ -72,14 +72,6 @@ int64_t DecodeSequence::block_end() const noexcept {
     return strategy_->whole_region() ? static_cast<int64_t>(canvas_.size()) : block_begin() + block_length_;
 }
 
-void DecodeSequence::make_caches(Backend& backend, MemoryLedger* ledger) {
-    if (!needs_cache() || cache_ != nullptr) return;
-    const auto length = static_cast<int64_t>(canvas_.size());
-    cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length, params_.cache_dtype);
-    if (params_.cfg_scale > 0)
-        unconditional_cache_ = std::make_unique<KVCache>(backend, ledger, spec_, length, params_.cache_dtype);
-}
-
 void DecodeSequence::prepare_step() {
     outputs_.clear();
     const auto mask = static_cast<int32_t>(spec_.mask_token_id);

@@ -13,7 +13,6 @@
 #include "decode/commit_strategy.hpp"
 #include "decode/decode_params.hpp"
 #include "memory/memory_plan.hpp"
-#include "model/kv_cache.hpp"
 #include "model/model_spec.hpp"
 
 namespace unmask {
@@ -62,17 +61,9 @@ public:
     int64_t fed_rows() const noexcept { return forward_rows(feed_end_ - feed_begin_, memory_options()); }
     int64_t max_fed_rows() const noexcept { return forward_rows(static_cast<int64_t>(canvas_.size()), memory_options()); }
 
-    // The K/V caches of a cache mode (the second for the CFG twin): the caller makes them before
-    // the first step, charged to `ledger` (null: the backend's own); they go with the sequence.
-    // Does nothing without a cache mode or when they exist.
+    // Whether the steps read and write K/V caches: those of the sequence's state (SequenceState,
+    // made from memory_options()), which the caller owns and lends to each step.
     bool needs_cache() const noexcept { return params_.cache_mode != CacheMode::none; }
-    void make_caches(Backend& backend, MemoryLedger* ledger);
-    void release_caches() noexcept {
-        cache_.reset();
-        unconditional_cache_.reset();
-    }
-    KVCache* cache() const noexcept { return cache_.get(); }
-    KVCache* unconditional_cache() const noexcept { return unconditional_cache_.get(); }
 
     // Commits from one candidate per output position; returns how many positions were committed.
     int64_t apply(std::span<const Candidate> candidates);
@@ -99,7 +90,6 @@ private:
     FinishReason finish_ = FinishReason::none;
     int64_t feed_begin_ = 0, feed_end_ = 0;
     int64_t cache_final_ = 0;  // block diffusion: cached K/V of [0, cache_final_) are final
-    std::unique_ptr<KVCache> cache_, unconditional_cache_;
 };
 
 }  // namespace unmask

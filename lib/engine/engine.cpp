@@ -174,7 +174,7 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
         auto memory = try_reserve_sequence(memory_, spec, {length, head->sequence_.memory_options()}, backend_kind_,
                                            fmt::format("request {}", head->id()));
         if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
-        head->memory_ = std::move(*memory);
+        head->state_ = std::move(*memory);
         head->admitted_ = Clock::now();
         head->admitted_flag_ = true;
         stats_.queue_time.record(seconds_between(head->submitted_, head->admitted_));
@@ -251,13 +251,15 @@ void Engine::run_step() {
     const auto now = Clock::now();
     std::vector<std::shared_ptr<Request>> active;
     std::vector<DecodeSequence*> sequences;
+    std::vector<SequenceState*> states;
     for (const auto& r : running_) {
         if (r->cancel_requested()) end(r, RequestFinish::cancelled);
         else if (now >= r->deadline_) end(r, RequestFinish::timeout);
         else {
             try {
                 // A new request's caches come from its state pool, sized for them at admission.
-                r->sequence_.make_caches(*backend_, r->memory_.pool.get());
+                r->state_.make_caches(*backend_, model_.spec(), static_cast<int64_t>(r->sequence_.canvas().size()),
+                                      r->sequence_.memory_options());
             } catch (const DeviceLost&) {
                 throw;  // the engine fails (schedule): no later step could run
             } catch (const Error& e) {
@@ -269,6 +271,7 @@ void Engine::run_step() {
             }
             active.push_back(r);
             sequences.push_back(&r->sequence_);
+            states.push_back(&r->state_);
         }
     }
     if (active.empty()) return;
@@ -294,7 +297,7 @@ void Engine::run_step() {
         }
     };
     try {
-        step(*forward_, sequences, step_stats, observe);
+        step(*forward_, sequences, states, step_stats, observe);
     } catch (const DeviceLost&) {
         throw;
     } catch (const Error& e) {
@@ -341,8 +344,7 @@ void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, 
     result.timings.compute = admitted ? seconds_between(r.admitted_, now) : 0.0;
     result.timings.first_block = r.first_block_ ? seconds_between(r.submitted_, *r.first_block_) : -1.0;
     result.timings.end_to_end = seconds_between(r.submitted_, now);
-    r.sequence_.release_caches();
-    r.memory_ = SequenceMemory();
+    r.state_.release();
     {
         std::lock_guard lock(mutex_);
         if (admitted) --stats_.running;

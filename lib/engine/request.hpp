@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/memory_ledger.hpp"
 #include "decode/generate.hpp"
 #include "decode/sequence.hpp"
-#include "memory/batch_memory.hpp"
-#include "core/memory_ledger.hpp"
+#include "memory/sequence_state.hpp"
 
 namespace unmask {
 
@@ -96,7 +96,7 @@ private:
 
     // The scheduler's side, touched only by the engine.
     RequestInput input_;
-    SequenceMemory memory_;     // before sequence_: its caches are charged to the pool
+    SequenceState state_;  // lent to sequence_'s steps
     DecodeSequence sequence_;
     Clock::time_point submitted_, admitted_, deadline_;
     std::optional<Clock::time_point> first_block_;

@@ -6,12 +6,12 @@
 
 namespace unmask {
 
-std::optional<SequenceMemory> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
+std::optional<SequenceState> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
                                                    const SequenceShape& shape, BackendKind backend, std::string name) {
     auto pool = device.try_pool(std::move(name), sequence_state_bytes(spec, shape.length, shape.options, backend));
     if (pool == nullptr) return std::nullopt;
     Reservation decode_state = pool->reserve(decode_state_bytes(shape.length, shape.options), "a sequence's decode state");
-    return SequenceMemory{std::move(pool), std::move(decode_state)};
+    return SequenceState(std::move(pool), std::move(decode_state));
 }
 
 BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span<const SequenceShape> sequences,

@@ -14,6 +14,7 @@
 
 #include "core/memory_ledger.hpp"
 #include "memory/memory_plan.hpp"
+#include "memory/sequence_state.hpp"
 
 namespace unmask {
 
@@ -22,36 +23,14 @@ struct SequenceShape {
     SequenceOptions options;
 };
 
-// One sequence's state in a device's books: a pool of sequence_state_bytes in which the decode
-// state is reserved at once and the K/V caches (with a cache mode) are allocated by the backend.
-// The caches must be released before the pool; the reservation goes before the pool too (also
-// when assigned over, which the default assignment would get the wrong way round).
-struct SequenceMemory {
-    std::unique_ptr<MemoryLedger> pool;
-    Reservation decode_state;
-
-    SequenceMemory() = default;
-    SequenceMemory(std::unique_ptr<MemoryLedger> pool_, Reservation decode_state_) noexcept
-        : pool(std::move(pool_)), decode_state(std::move(decode_state_)) {}
-    SequenceMemory(SequenceMemory&&) noexcept = default;
-    SequenceMemory& operator=(SequenceMemory&& other) noexcept {
-        if (this != &other) {
-            decode_state = Reservation();
-            pool = std::move(other.pool);
-            decode_state = std::move(other.decode_state);
-        }
-        return *this;
-    }
-    ~SequenceMemory() = default;  // members go in reverse order: the reservation, then the pool
-};
-
-// Null when the sequence's state does not fit in `device` now.
-std::optional<SequenceMemory> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
+// A sequence's state in `device`: a pool of sequence_state_bytes with its decode state reserved
+// (the K/V caches come later, from the pool). Null when it does not fit in `device` now.
+std::optional<SequenceState> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
                                                    const SequenceShape& shape, BackendKind backend, std::string name);
 
 // Held while the batch runs; releases everything when destroyed.
 struct BatchMemory {
-    std::vector<SequenceMemory> states;
+    std::vector<SequenceState> states;
     std::unique_ptr<MemoryLedger> scratch;  // the backend allocates the forwards' buffers from it
     ForwardLimits limits;                   // for the forwards the scratch was sized for
 };

@@ -60,17 +60,9 @@ std::vector<GenerationStats> LoadedModel::generate_batch(std::span<DecodeSequenc
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
         shapes.push_back({static_cast<int64_t>(s.canvas().size()), s.memory_options()});
-    const BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads);
+    BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads);
     auto backend = device.make_backend(threads, *memory.scratch);
-    // The caches live in the sequences' own state pools, which go before the sequences do.
-    struct ReleaseCaches {
-        std::span<DecodeSequence> sequences;
-        ~ReleaseCaches() {
-            for (DecodeSequence& s : sequences) s.release_caches();
-        }
-    } release_caches{sequences};
-    for (size_t i = 0; i < sequences.size(); ++i) sequences[i].make_caches(*backend, memory.states[i].pool.get());
-    return generate(*model_, *backend, sequences, memory.limits, observer);
+    return generate(*model_, *backend, sequences, memory.states, memory.limits, observer);
 }
 
 std::unique_ptr<Engine> LoadedModel::start_engine(EngineOptions options) const {

@@ -217,15 +217,17 @@ TEST_CASE("a cache lives in its sequence's planned state: charged there, release
         REQUIRE(memory);
         CHECK(device.reserved() == sequence_state_bytes(spec, 35, options, BackendKind::cpu));
         const uint64_t before = device.in_use();
-        sequence.make_caches(*backend, memory->pool.get());
-        REQUIRE(sequence.cache() != nullptr);
-        REQUIRE(sequence.unconditional_cache() != nullptr);
-        CHECK(sequence.cache()->element() == dtype);
+        memory->make_caches(*backend, spec, 35, sequence.memory_options());
+        REQUIRE(memory->cache() != nullptr);
+        REQUIRE(memory->unconditional_cache() != nullptr);
+        CHECK(memory->cache()->element() == dtype);
         // Both caches (the CFG twin's too) fill the state exactly as planned.
         CHECK(device.in_use() - before == kv_cache_bytes(spec, 35, options, BackendKind::cpu));
-        CHECK(memory->pool->available() == 0);
-        sequence.release_caches();
-        CHECK(device.in_use() == before);
+        CHECK(memory->pool()->available() == 0);
+        // Released whole: the caches, the decode state reserved before them, and the pool.
+        memory->release();
+        CHECK(device.in_use() == before - decode_state_bytes(35, options));
+        CHECK(device.reserved() == 0);
         memory.reset();
         CHECK(device.reserved() == 0);
     }
