@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "decode/decode_params.hpp"
+#include "decode/generation_parameters.hpp"
 #include "decode/sequence.hpp"
 #include "engine/engine.hpp"
 #include "engine/request.hpp"
@@ -58,6 +59,13 @@ static_assert(same(FinishReason::length, UNMASK_FINISH_LENGTH) && same(FinishRea
 static_assert(same(Health::loading, UNMASK_HEALTH_LOADING) && same(Health::ready, UNMASK_HEALTH_READY) &&
               same(Health::draining, UNMASK_HEALTH_DRAINING) && same(Health::failed, UNMASK_HEALTH_FAILED) &&
               same(Health::stopped, UNMASK_HEALTH_STOPPED));
+static_assert(same(Enumeration::policy, UNMASK_ENUM_POLICY) && same(Enumeration::cache_mode, UNMASK_ENUM_CACHE_MODE) &&
+              same(Enumeration::precision, UNMASK_ENUM_PRECISION) &&
+              same(Enumeration::finish_reason, UNMASK_ENUM_FINISH_REASON) &&
+              same(Enumeration::eos_confidence, UNMASK_ENUM_EOS_CONFIDENCE) &&
+              static_cast<int>(Enumeration::eos_confidence) + 1 == enumeration_count);
+static_assert(same(ParameterType::integer, UNMASK_PARAM_INTEGER) && same(ParameterType::number, UNMASK_PARAM_NUMBER) &&
+              same(ParameterType::flag, UNMASK_PARAM_FLAG) && same(ParameterType::choice, UNMASK_PARAM_CHOICE));
 
 }  // namespace
 }  // namespace unmask

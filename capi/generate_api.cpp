@@ -13,22 +13,7 @@ using namespace unmask::capi;
 
 namespace unmask::capi {
 
-unmask_generate_params default_generate_params() {
-    unmask_generate_params p{};
-    p.struct_size = sizeof p;
-    p.policy = UNMASK_POLICY_LOW_CONFIDENCE;
-    p.gen_length = 128;
-    p.steps = 128;
-    p.top_p = 1.0;
-    p.eps = 1e-3;
-    p.eos_confidence = UNMASK_EOS_CONFIDENCE_OFF;
-    p.eos_token_id = -1;
-    p.eot_token_id = -1;
-    p.cache_precision = UNMASK_PRECISION_FP32;
-    return p;
-}
-
-DType cache_dtype(int32_t precision, const char* name) {
+DType cache_element_type(int32_t precision, const char* name) {
     if (precision == UNMASK_PRECISION_FP32) return DType::f32;
     if (precision == UNMASK_PRECISION_BF16) return DType::bf16;
     fail(Status::invalid_argument, "{} must be UNMASK_PRECISION_FP32 or UNMASK_PRECISION_BF16, got {}", name,
@@ -70,10 +55,10 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     if (p.struct_size >= generate_params_v1_2_size) {  // older callers: no cache (their padding is not a mode)
         d.cache_mode = static_cast<CacheMode>(require_one_of(
             p.cache_mode, {UNMASK_CACHE_NONE, UNMASK_CACHE_PREFIX, UNMASK_CACHE_DUAL}, "params->cache_mode"));
-        d.cache_refresh = p.cache_refresh_steps;
+        d.cache_refresh_steps = p.cache_refresh_steps;
         d.cache_vicinity = p.cache_vicinity;
     }
-    d.cache_dtype = cache_dtype(p.cache_precision, "params->cache_precision");
+    d.cache_precision = cache_element_type(p.cache_precision, "params->cache_precision");
     return d;
 }
 

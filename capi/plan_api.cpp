@@ -35,8 +35,8 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
     r.sequence.kv_cache = require_one_of(p.kv_cache, {0, 1}, "params->kv_cache") == 1;
     r.sequence.cfg = require_one_of(p.cfg, {0, 1}, "params->cfg") == 1;
-    r.sequence.kv_cache_dtype = cache_dtype(p.kv_cache_precision, "params->kv_cache_precision");
-    if (!r.sequence.kv_cache && r.sequence.kv_cache_dtype != DType::f32)
+    r.sequence.cache_precision = cache_element_type(p.kv_cache_precision, "params->kv_cache_precision");
+    if (!r.sequence.kv_cache && r.sequence.cache_precision != DType::f32)
         fail(Status::invalid_argument, "params->kv_cache_precision BF16 needs params->kv_cache = 1");
     if (p.threads < 0) fail(Status::invalid_argument, "params->threads must not be negative, got {}", p.threads);
     r.threads = p.threads > 0 ? p.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));

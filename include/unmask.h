@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 5
+#define UNMASK_ABI_VERSION_MINOR 6
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -455,6 +455,58 @@ UNMASK_API unmask_status unmask_generate_params_init(unmask_generate_params *par
  * or a size outside that range. */
 UNMASK_API unmask_status unmask_generate_params_init_sized(unmask_generate_params *params, size_t size);
 #define unmask_generate_params_init(params) unmask_generate_params_init_sized((params), sizeof *(params))
+
+/* Since ABI 1.6: the generation parameters by name, as the tools and the server spell them: the
+ * field names above (the callbacks and struct_size excepted). One table in the library holds
+ * every parameter's type, range, default and a line of documentation; setting by name checks
+ * the value against it, so front ends keep no ranges of their own (docs/c-abi.md). */
+#define UNMASK_PARAM_INTEGER 0 /* an integer within [minimum, maximum] */
+#define UNMASK_PARAM_NUMBER 1  /* a finite number within the bounds (each inclusive or exclusive) */
+#define UNMASK_PARAM_FLAG 2    /* "true" or "false" ("1" or "0") */
+#define UNMASK_PARAM_CHOICE 3  /* one of `choices` by name (or its UNMASK_* number) */
+
+typedef struct unmask_parameter_info {
+    uint32_t struct_size;      /* sizeof(unmask_parameter_info) */
+    int32_t type;              /* UNMASK_PARAM_* */
+    const char *name;          /* e.g. "threshold"; static storage, like every string here */
+    const char *doc;           /* one line */
+    const char *default_value; /* as text, e.g. "0.001" or "low_confidence" */
+    const char *choices;       /* CHOICE: the names, comma-separated; otherwise "" */
+    double minimum;            /* INTEGER and NUMBER */
+    double maximum;            /* INTEGER and NUMBER; infinity: no upper bound */
+    int32_t minimum_exclusive; /* 1: the value must exceed `minimum` */
+    int32_t maximum_exclusive; /* 1: the value must stay below `maximum` */
+} unmask_parameter_info;
+
+/* The number of parameters; indexes 0..count-1 name them in the struct's field order. */
+UNMASK_API int64_t unmask_generate_param_count(void);
+/* Describes parameter `index`. Errors: INVALID_ARGUMENT for an index out of range, or a NULL or
+ * unsized `info`. */
+UNMASK_API unmask_status unmask_generate_param_info(int64_t index, unmask_parameter_info *info);
+/* Sets the parameter `name` of *params from `value` as text ("0.9", "dual", "true"), checked
+ * against its range or choices. Errors: INVALID_ARGUMENT naming the parameter for an unknown
+ * name, a value of the wrong form or outside the range, or a field beyond params->struct_size
+ * (an older struct); *params is unchanged then. */
+UNMASK_API unmask_status unmask_generate_params_set(unmask_generate_params *params, const char *name,
+                                                    const char *value);
+/* Writes the parameter `name` of *params as text (what _set reads back; choices by name) into
+ * `value` (capacity bytes, NUL-terminated when it fits) and its length without the NUL into
+ * *length. Errors: INVALID_ARGUMENT for an unknown name or a field beyond params->struct_size. */
+UNMASK_API unmask_status unmask_generate_params_get(const unmask_generate_params *params, const char *name,
+                                                    char *value, int64_t capacity, int64_t *length);
+
+/* Since ABI 1.6: the names of enumerated values, as the parameters, the tools and the server
+ * spell them ("low_confidence", "dual", "bf16", "eos"). */
+#define UNMASK_ENUM_POLICY 0         /* UNMASK_POLICY_* */
+#define UNMASK_ENUM_CACHE_MODE 1     /* UNMASK_CACHE_* */
+#define UNMASK_ENUM_PRECISION 2      /* UNMASK_PRECISION_* */
+#define UNMASK_ENUM_FINISH_REASON 3  /* UNMASK_FINISH_* */
+#define UNMASK_ENUM_EOS_CONFIDENCE 4 /* UNMASK_EOS_CONFIDENCE_* */
+/* The name of `value` of `enumeration` (static storage), or NULL when it has none. Never fails. */
+UNMASK_API const char *unmask_enum_name(int32_t enumeration, int32_t value);
+/* The value named `name`. Errors: INVALID_ARGUMENT for an unknown enumeration, a NULL argument,
+ * or a name that is not one of its values (the message lists them). */
+UNMASK_API unmask_status unmask_enum_value(int32_t enumeration, const char *name, int32_t *value);
 
 /* The result of one sequence. The caller provides `tokens` with room for `tokens_capacity`
  * ids; the generated ids are written there (prompt excluded; for infilling, the whole canvas). */

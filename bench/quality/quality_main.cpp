@@ -31,8 +31,8 @@ const unmask_cli::CommandSpec command{
      {"batch", "N", "prompts per generate call (default 16)"},
      {"threads", "N", "CPU threads (default: all)"},
      {"setting", "S",
-      "a decoding setting, e.g. policy=low_confidence,steps=24,block=16,threshold=0.9,factor=1,temperature=0,"
-      "early_stop=1,cache=dual,refresh=0,vicinity=0,cache_precision=bf16; repeat for several (default: a grid)"},
+      "a decoding setting: generation parameters by name, e.g. policy=low_confidence,steps=24,block_length=16,"
+      "threshold=0.9,cache_mode=dual,cache_precision=bf16; repeat for several (default: a grid)"},
      {"json", "FILE", "also write the results as JSON"}},
     false,
     "unmask-quality"};

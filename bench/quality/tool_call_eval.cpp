@@ -7,8 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parameter_names.hpp"
-#include "parse_number.hpp"
 
 namespace unmask_quality {
 namespace {
@@ -16,22 +14,6 @@ namespace {
 void check(unmask_status status, const char* what) {
     if (status != UNMASK_OK)
         throw std::runtime_error(std::string(what) + ": " + unmask_status_string(status) + ": " + unmask_last_error());
-}
-
-int32_t named(const unmask_names::Names& names, const std::string& key, const std::string& value) {
-    if (const auto found = unmask_names::lookup(names, value)) return *found;
-    throw std::invalid_argument(key + " must be one of " + unmask_names::listed(names) + ", got '" + value + "'");
-}
-
-int64_t integer(const std::string& key, const std::string& value) {
-    const auto parsed = unmask_examples::parse_integer(value);
-    if (!parsed || *parsed < 0) throw std::invalid_argument(key + " needs a count, got '" + value + "'");
-    return *parsed;
-}
-
-double number(const std::string& key, const std::string& value) {
-    if (const auto parsed = unmask_examples::parse_number(value)) return *parsed;
-    throw std::invalid_argument(key + " needs a number, got '" + value + "'");
 }
 
 std::string decode(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count) {
@@ -91,21 +73,11 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
         const size_t equals = item.find('=');
         if (equals == std::string::npos) throw std::invalid_argument("setting item '" + item + "' is not key=value");
         const std::string key = item.substr(0, equals), value = item.substr(equals + 1);
-        if (key == "policy") p.policy = named(unmask_names::policies(), key, value);
-        else if (key == "steps") p.steps = integer(key, value), steps_given = true;
-        else if (key == "block") p.block_length = integer(key, value);
-        else if (key == "threshold") p.threshold = number(key, value);
-        else if (key == "factor") p.factor = number(key, value);
-        else if (key == "temperature") p.temperature = number(key, value);
-        else if (key == "early_stop") p.early_stop = static_cast<int32_t>(integer(key, value) != 0);
-        else if (key == "cache") {
-            p.cache_mode = named(unmask_names::cache_modes(), key, value);
-            setting.cache = value;
-        } else if (key == "refresh") p.cache_refresh_steps = integer(key, value);
-        else if (key == "vicinity") p.cache_vicinity = integer(key, value);
-        else if (key == "cache_precision") p.cache_precision = named(unmask_names::cache_precisions(), key, value);
-        else
-            throw std::invalid_argument("unknown setting key '" + key + "'");
+        // The library's table checks the name and the value.
+        if (unmask_generate_params_set(&p, key.c_str(), value.c_str()) != UNMASK_OK)
+            throw std::invalid_argument(std::string("setting '") + text + "': " + unmask_last_error());
+        if (key == "steps") steps_given = true;
+        if (key == "cache_mode") setting.cache = value;
     }
     if (!steps_given) p.steps = p.gen_length;
     if (p.cache_precision == UNMASK_PRECISION_BF16) setting.cache += " bf16";
@@ -124,7 +96,7 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
         "policy=low_confidence",
         "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 2, 1)),
         "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 4, 1)),
-        "policy=low_confidence,block=" + block_at_most(n / 3),
+        "policy=low_confidence,block_length=" + block_at_most(n / 3),
         "policy=random",
         "policy=maskgit_plus",
         "policy=topk_margin",
@@ -134,11 +106,11 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
         "policy=low_confidence,threshold=0.7",
         "policy=low_confidence,threshold=0.5",
         "policy=low_confidence,factor=1",
-        "policy=low_confidence,block=" + block_at_most(n / 4) + ",threshold=0.9,early_stop=1",
-        "policy=low_confidence,block=" + block_at_most(n / 4),
-        "policy=low_confidence,block=" + block_at_most(n / 4) + ",cache=prefix",
-        "policy=low_confidence,block=" + block_at_most(n / 4) + ",cache=dual",
-        "policy=low_confidence,block=" + block_at_most(n / 4) + ",threshold=0.9,cache=dual",
+        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",threshold=0.9,early_stop=1",
+        "policy=low_confidence,block_length=" + block_at_most(n / 4),
+        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",cache_mode=prefix",
+        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",cache_mode=dual",
+        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",threshold=0.9,cache_mode=dual",
     };
     std::vector<Setting> settings;
     for (const std::string& text : grid) settings.push_back(parse_setting(text, base));

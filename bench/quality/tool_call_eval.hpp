@@ -31,9 +31,10 @@ struct Setting {
     std::string cache = "none";  // the cache mode, and " bf16" after it for a bf16 cache
 };
 
-// Parses "policy=low_confidence,steps=48,block=16,threshold=0.9,factor=1,temperature=0,
-// early_stop=1,cache=dual,refresh=0,vicinity=0,cache_precision=bf16" over `base` (omitted keys keep the base's values; steps defaults to the
-// gen_length). Throws std::invalid_argument naming the key or value it cannot take.
+// Parses "policy=low_confidence,steps=48,block_length=16,threshold=0.9,cache_mode=dual,
+// cache_precision=bf16": generation parameters by their names (unmask_generate_params_set) over
+// `base`. Omitted keys keep the base's values; steps defaults to the gen_length. Throws
+// std::invalid_argument naming the key or value it cannot take.
 Setting parse_setting(const std::string& text, const unmask_generate_params& base);
 
 // The settings `unmask-quality` runs by default at `gen_length`: every commit policy at full

@@ -116,7 +116,7 @@ int run_plan(const ParsedArgs& args) {
     if (auto v = args.value("device-memory")) params.device_memory_bytes = parse_bytes(*v, "device-memory");
     params.kv_cache = args.has("kv-cache") || args.has("kv-cache-precision") ? 1 : 0;
     if (auto v = args.value("kv-cache-precision"))
-        params.kv_cache_precision = named(unmask_names::cache_precisions(), *v, "--kv-cache-precision");
+        params.kv_cache_precision = named(UNMASK_ENUM_PRECISION, *v, "--kv-cache-precision");
     params.cfg = args.has("cfg") ? 1 : 0;
     unmask_memory_plan plan{};
     plan.struct_size = sizeof plan;

@@ -6,17 +6,12 @@
 
 #include "bundled_model.hpp"
 #include "commands.hpp"
+#include "decoding_options.hpp"
 #include "text_format.hpp"
 
 namespace unmask_cli {
 
-int32_t parse_precision(const std::string& text) {
-    if (text == "auto") return UNMASK_PRECISION_AUTO;
-    if (text == "fp32") return UNMASK_PRECISION_FP32;
-    if (text == "bf16") return UNMASK_PRECISION_BF16;
-    if (text == "fp16") return UNMASK_PRECISION_FP16;
-    throw UsageError("--precision must be auto, fp32, bf16 or fp16, got '" + text + "'");
-}
+int32_t parse_precision(const std::string& text) { return named(UNMASK_ENUM_PRECISION, text, "--precision"); }
 
 int32_t parse_backend(const std::string& text) {
     if (text == "cpu") return UNMASK_BACKEND_CPU;
@@ -25,12 +20,8 @@ int32_t parse_backend(const std::string& text) {
 }
 
 const char* precision_name(int32_t precision) {
-    switch (precision) {
-        case UNMASK_PRECISION_FP32: return "fp32";
-        case UNMASK_PRECISION_BF16: return "bf16";
-        case UNMASK_PRECISION_FP16: return "fp16";
-        default: return "mixed";
-    }
+    const char* name = precision != UNMASK_PRECISION_AUTO ? unmask_enum_name(UNMASK_ENUM_PRECISION, precision) : nullptr;
+    return name != nullptr ? name : "mixed";
 }
 
 std::vector<OptionSpec> with_memory_options(std::vector<OptionSpec> options) {

@@ -1,13 +1,17 @@
 #include "openai_request.hpp"
 
 #include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
 #include <cmath>
 #include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "parameter_names.hpp"
+#include "unmask.h"
 
 namespace unmask_server {
 namespace {
@@ -46,6 +50,20 @@ std::string type_name(const json& v) {
     if (v.is_number_integer()) return "an integer";
     if (v.is_number()) return "a number";
     return std::string("a ") + v.type_name();
+}
+
+const unmask_parameter_info& parameter_info(const char* name) {
+    static const std::vector<unmask_parameter_info> all = [] {
+        std::vector<unmask_parameter_info> out(static_cast<size_t>(unmask_generate_param_count()));
+        for (size_t i = 0; i < out.size(); ++i) {
+            out[i].struct_size = sizeof out[i];
+            unmask_generate_param_info(int64_t(i), &out[i]);
+        }
+        return out;
+    }();
+    for (const unmask_parameter_info& info : all)
+        if (std::string_view(info.name) == name) return info;
+    throw std::logic_error(std::string("no generation parameter ") + name);
 }
 
 // Typed access to the fields of the body, each failure naming its field.
@@ -93,17 +111,30 @@ public:
         if (!v->is_string()) throw invalid_field(key, "must be a string, got " + type_name(*v));
         return v->get<std::string>();
     }
-    int32_t name_or_number(const char* key, const unmask_names::Names& names, int32_t otherwise) const {
+    // Sets generation parameter `name` (the library's table: its type, range and choices) from the
+    // field `key` when given; a failure names the field.
+    void parameter(const char* key, const char* name, unmask_generate_params& params) const {
         const json* v = find(key);
-        if (v == nullptr) return otherwise;
-        if (v->is_string()) {
-            if (auto value = unmask_names::lookup(names, v->get<std::string>())) return *value;
-        } else if (v->is_number_integer()) {
-            const auto value = v->get<int64_t>();
-            for (const auto& entry : names)
-                if (entry.second == value) return entry.second;
+        if (v == nullptr) return;
+        const unmask_parameter_info& info = parameter_info(name);
+        const bool fits = info.type == UNMASK_PARAM_INTEGER ? v->is_number_integer()
+                          : info.type == UNMASK_PARAM_NUMBER ? v->is_number()
+                          : info.type == UNMASK_PARAM_FLAG   ? v->is_boolean()
+                                                             : v->is_string() || v->is_number_integer();
+        if (!fits) {
+            const std::string wanted = info.type == UNMASK_PARAM_INTEGER ? "an integer"
+                                       : info.type == UNMASK_PARAM_NUMBER ? "a number"
+                                       : info.type == UNMASK_PARAM_FLAG   ? "true or false"
+                                                                          : "one of " + std::string(info.choices);
+            throw invalid_field(key, "must be " + wanted + ", got " + shown(*v));
         }
-        throw invalid_field(key, "must be one of " + unmask_names::listed(names) + ", got " + shown(*v));
+        const std::string text = v->is_string() ? v->get<std::string>() : v->dump();
+        if (unmask_generate_params_set(&params, name, text.c_str()) != UNMASK_OK) {
+            std::string message = unmask_last_error();
+            const std::string prefix = "unmask_generate_params_set: ";
+            if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+            throw ApiError(400, message, key, "invalid_value");
+        }
     }
     // OpenAI fields unmask does not implement, accepted at the value that asks for nothing.
     void only_neutral(const char* key, const std::vector<json>& neutral) const {
@@ -195,14 +226,21 @@ std::vector<std::string> read_stop(const json* stop) {
     return out;
 }
 
+// The generation parameters a request may set, by their names in the library's table (the
+// OpenAI ones among them too; gen_length comes from max_tokens).
+constexpr std::array diffusion_fields = {"temperature", "top_p", "seed", "steps", "block_length", "min_steps",
+                                         "max_steps", "policy", "threshold", "factor", "alg_temp", "top_k",
+                                         "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity",
+                                         "cache_precision", "early_stop", "timeout_seconds"};
+
 const std::set<std::string>& known_fields(Endpoint endpoint) {
-    static const std::set<std::string> common = {
+    static const std::set<std::string> common = [] {
+        std::set<std::string> s = {
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options", "n", "user",
-        "logprobs", "frequency_penalty", "presence_penalty",
-        // unmask's diffusion parameters, by their unmask_generate_params names
-        "steps", "block_length", "min_steps", "max_steps", "policy", "threshold", "factor", "alg_temp", "top_k",
-        "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity", "cache_precision", "early_stop",
-        "timeout_seconds"};
+        "logprobs", "frequency_penalty", "presence_penalty"};
+        s.insert(diffusion_fields.begin(), diffusion_fields.end());
+        return s;
+    }();
     static const std::set<std::string> completions = [] {
         auto s = common;
         s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -257,28 +295,11 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
     unmask_generate_params_init(&p);
     const char* length_field =
         endpoint == Endpoint::chat_completions && f.given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    p.gen_length = f.integer(length_field, 1, int64_t(1) << 30, p.gen_length);
-    p.steps = f.integer("steps", 1, int64_t(1) << 30, p.gen_length);
-    p.block_length = f.integer("block_length", 0, int64_t(1) << 30, 0);
-    p.min_steps = f.integer("min_steps", 0, int64_t(1) << 30, 0);
-    p.max_steps = f.integer("max_steps", 0, int64_t(1) << 30, 0);
-    p.temperature = f.number("temperature", 0, 1e6, 0);
-    p.top_p = f.number("top_p", 0, 1, 1);
-    if (p.top_p == 0) throw invalid_field("top_p", "must be above 0");
-    p.top_k = f.integer("top_k", 0, int64_t(1) << 30, 0);
-    p.seed = static_cast<uint64_t>(f.integer("seed", 0, std::numeric_limits<int64_t>::max(), 0));
+    f.parameter(length_field, "gen_length", p);
+    p.steps = p.gen_length;  // unless given
+    // unmask's diffusion parameters, by their names in the library's table.
+    for (const char* name : diffusion_fields) f.parameter(name, name, p);
     out.seed_given = f.given("seed");
-    p.policy = f.name_or_number("policy", unmask_names::policies(), p.policy);
-    p.threshold = f.number("threshold", 0, 1, 0);
-    p.factor = f.number("factor", 0, 1e6, 0);
-    p.alg_temp = f.number("alg_temp", 0, 1e6, 0);
-    p.cfg_scale = f.number("cfg_scale", 0, 1e6, 0);
-    p.cache_mode = f.name_or_number("cache_mode", unmask_names::cache_modes(), UNMASK_CACHE_NONE);
-    p.cache_refresh_steps = f.integer("cache_refresh_steps", 0, int64_t(1) << 30, 0);
-    p.cache_vicinity = f.integer("cache_vicinity", 0, int64_t(1) << 30, 0);
-    p.cache_precision = f.name_or_number("cache_precision", unmask_names::cache_precisions(), UNMASK_PRECISION_FP32);
-    p.early_stop = f.boolean("early_stop", false) ? 1 : 0;
-    p.timeout_seconds = f.number("timeout_seconds", 0, 1e9, 0);
     out.stop = read_stop(f.find("stop"));
     out.stream = f.boolean("stream", false);
     if (const json* options = f.find("stream_options")) {

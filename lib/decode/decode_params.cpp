@@ -1,63 +1,55 @@
 #include "decode/decode_params.hpp"
 
-#include <cmath>
 #include <utility>
 
 #include "core/error.hpp"
+#include "decode/generation_parameters.hpp"
 
 namespace unmask {
 
 namespace {
-// Far above any useful schedule; keeps per-step tables and step counters small.
+// Far above any useful schedule; keeps per-step tables and step counters small (the parameter
+// table bounds cache_refresh_steps the same).
 constexpr int64_t max_supported_steps = int64_t{1} << 20;
 }  // namespace
 
 void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
+    // Each value against its own range (the parameter table), then against the others and the model.
+    for (auto [name, value] : {std::pair{"gen_length", p.gen_length}, std::pair{"steps", p.steps},
+                               std::pair{"block_length", p.block_length}, std::pair{"min_steps", p.min_steps},
+                               std::pair{"max_steps", p.max_steps}, std::pair{"top_k", p.top_k},
+                               std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id},
+                               std::pair{"cache_refresh_steps", p.cache_refresh_steps},
+                               std::pair{"cache_vicinity", p.cache_vicinity}})
+        check_parameter(name, value);
     for (auto [name, value] : {std::pair{"temperature", p.temperature}, std::pair{"top_p", p.top_p},
                                std::pair{"cfg_scale", p.cfg_scale}, std::pair{"threshold", p.threshold},
                                std::pair{"factor", p.factor}, std::pair{"alg_temp", p.alg_temp}, std::pair{"eps", p.eps}})
-        if (!std::isfinite(value)) fail(Status::invalid_argument, "{} must be a finite number, got {}", name, value);
-    const int64_t model_block = spec.diffusion_block_size;  // > 0: the model decodes in blocks of this size
-    const int64_t block = p.block_length > 0 ? p.block_length : model_block > 0 ? model_block : region;
-    if (p.gen_length <= 0) fail(Status::invalid_argument, "gen_length must be positive, got {}", p.gen_length);
+        check_parameter(name, value);
+    check_parameter("policy", int64_t(p.policy));
+    check_parameter("eos_confidence", int64_t(p.eos_confidence));
+    check_parameter("cache_mode", int64_t(p.cache_mode));
     if (region <= 0) fail(Status::invalid_argument, "there is nothing to generate: the canvas has no masked position");
-    if (p.steps <= 0) fail(Status::invalid_argument, "steps must be positive, got {}", p.steps);
     if (p.steps > max_supported_steps)
         fail(Status::invalid_argument, "steps {} is above the supported {}", p.steps, max_supported_steps);
-    if (p.block_length < 0) fail(Status::invalid_argument, "block_length must not be negative, got {}", p.block_length);
+    const int64_t model_block = spec.diffusion_block_size;  // > 0: the model decodes in blocks of this size
+    const int64_t block = p.block_length > 0 ? p.block_length : model_block > 0 ? model_block : region;
     if (model_block > 0 && block != model_block)
         fail(Status::invalid_argument, "block_length {} differs from the model's diffusion block size {} (block diffusion: "
              "use 0 or {})", block, model_block, model_block);
     if (region % block != 0) fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
     const int64_t blocks = region / block;
-    if (p.min_steps < 0 || p.max_steps < 0) fail(Status::invalid_argument, "min_steps ({}) and max_steps ({}) must not be negative", p.min_steps, p.max_steps);
     if (p.max_steps > 0 && p.min_steps > p.max_steps) fail(Status::invalid_argument, "min_steps {} exceeds max_steps {}", p.min_steps, p.max_steps);
-    if (p.policy < CommitPolicy::low_confidence || p.policy > CommitPolicy::entropy)
-        fail(Status::invalid_argument, "policy has the unknown value {}", static_cast<int>(p.policy));
-    if (!(p.temperature >= 0)) fail(Status::invalid_argument, "temperature must be >= 0, got {}", p.temperature);
-    if (p.top_k < 0) fail(Status::invalid_argument, "top_k must not be negative, got {}", p.top_k);
-    if (!(p.top_p > 0 && p.top_p <= 1)) fail(Status::invalid_argument, "top_p must be in (0, 1], got {}", p.top_p);
-    if (!(p.cfg_scale >= 0)) fail(Status::invalid_argument, "cfg_scale must be >= 0, got {}", p.cfg_scale);
-    if (!(p.threshold >= 0 && p.threshold <= 1)) fail(Status::invalid_argument, "threshold must be in [0, 1], got {}", p.threshold);
-    if (!(p.factor >= 0)) fail(Status::invalid_argument, "factor must be >= 0, got {}", p.factor);
     if (p.threshold > 0 && p.factor > 0) fail(Status::invalid_argument, "threshold and factor decoding are exclusive; set one");
-    if (!(p.alg_temp >= 0)) fail(Status::invalid_argument, "alg_temp must be >= 0, got {}", p.alg_temp);
-    if (!(p.eps > 0 && p.eps < 1)) fail(Status::invalid_argument, "eps must be in (0, 1), got {}", p.eps);
-    if (p.eos_confidence < EosConfidence::off || p.eos_confidence > EosConfidence::eos_and_eot)
-        fail(Status::invalid_argument, "eos_confidence has the unknown value {}", static_cast<int>(p.eos_confidence));
     for (auto [name, id] : {std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id}})
-        if (id < -1 || id >= spec.embedding_rows) fail(Status::invalid_argument, "{} {} is outside the vocabulary of {}", name, id, spec.embedding_rows);
-    if (p.cache_mode < CacheMode::none || p.cache_mode > CacheMode::dual)
-        fail(Status::invalid_argument, "cache_mode has the unknown value {}", static_cast<int>(p.cache_mode));
-    if (p.cache_refresh < 0 || p.cache_refresh > max_supported_steps)
-        fail(Status::invalid_argument, "cache_refresh must be in 0..{}, got {}", max_supported_steps, p.cache_refresh);
-    if (p.cache_vicinity < 0 || p.cache_vicinity > spec.max_sequence_length)
+        if (id >= spec.embedding_rows) fail(Status::invalid_argument, "{} {} is outside the vocabulary of {}", name, id, spec.embedding_rows);
+    if (p.cache_vicinity > spec.max_sequence_length)
         fail(Status::invalid_argument, "cache_vicinity must be in 0..{}, got {}", spec.max_sequence_length, p.cache_vicinity);
-    if (p.cache_dtype != DType::f32 && p.cache_dtype != DType::bf16)
-        fail(Status::invalid_argument, "cache_dtype must be F32 or BF16, got {}", dtype_name(p.cache_dtype));
-    if (p.cache_mode == CacheMode::none && (p.cache_refresh > 0 || p.cache_vicinity > 0))
-        fail(Status::invalid_argument, "cache_refresh and cache_vicinity need a cache_mode (prefix or dual)");
-    if (p.cache_mode == CacheMode::none && p.cache_dtype != DType::f32)
+    if (p.cache_precision != DType::f32 && p.cache_precision != DType::bf16)
+        fail(Status::invalid_argument, "cache_precision must be F32 or BF16, got {}", dtype_name(p.cache_precision));
+    if (p.cache_mode == CacheMode::none && (p.cache_refresh_steps > 0 || p.cache_vicinity > 0))
+        fail(Status::invalid_argument, "cache_refresh_steps and cache_vicinity need a cache_mode (prefix or dual)");
+    if (p.cache_mode == CacheMode::none && p.cache_precision != DType::f32)
         fail(Status::invalid_argument, "a cache precision other than fp32 needs a cache_mode (prefix or dual)");
 
     if (p.dream_policy()) {

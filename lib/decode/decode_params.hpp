@@ -58,9 +58,9 @@ struct DecodeParams {
     int64_t eos_token_id = -1;  // -1: the model's
     int64_t eot_token_id = -1;  // -1: none
     CacheMode cache_mode = CacheMode::none;
-    int64_t cache_refresh = 0;   // > 0: also feed everything from position 0 every this many steps of a block
+    int64_t cache_refresh_steps = 0;   // > 0: also feed everything from position 0 every this many steps of a block
     int64_t cache_vicinity = 0;  // also feed this many positions on each side of the block
-    DType cache_dtype = DType::f32;  // the K/V cache's elements: f32, or bf16 (half the bytes, rounded)
+    DType cache_precision = DType::f32;  // the K/V cache's elements: f32, or bf16 (half the bytes, rounded)
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
     bool dream_policy() const noexcept {

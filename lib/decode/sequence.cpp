@@ -84,7 +84,7 @@ void DecodeSequence::prepare_step() {
         for (size_t i = 0; i < canvas_.size(); ++i)
             if (fixed_[i]) unconditional_[i] = mask;
     }
-    const FeedWindow window = feed_window({params_.cache_mode, params_.cache_refresh, params_.cache_vicinity,
+    const FeedWindow window = feed_window({params_.cache_mode, params_.cache_refresh_steps, params_.cache_vicinity,
                                            spec_.logits_shift, spec_.diffusion_block_size > 0, begin, end,
                                            block_step_, length, cache_final_});
     feed_begin_ = window.begin;

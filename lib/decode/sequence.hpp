@@ -55,7 +55,7 @@ public:
     int64_t feed_end() const noexcept { return feed_end_; }
     // What the memory plan charges this sequence for: K/V caches with a cache mode, a twin with CFG.
     SequenceOptions memory_options() const noexcept {
-        return {needs_cache(), params_.cfg_scale > 0, params_.cache_dtype};
+        return {needs_cache(), params_.cfg_scale > 0, params_.cache_precision};
     }
     // Rows this step feeds to a forward (as the plan counts them), and the most any step does.
     int64_t fed_rows() const noexcept { return forward_rows(feed_end_ - feed_begin_, memory_options()); }

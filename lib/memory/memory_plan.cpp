@@ -34,7 +34,7 @@ uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
 // The same on every backend (the element type is the sequence's choice).
 uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind) {
     if (!options.kv_cache) return 0;
-    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, options.kv_cache_dtype));
+    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, options.cache_precision));
     return one * (options.cfg ? 2 : 1);
 }
 

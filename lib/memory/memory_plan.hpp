@@ -36,7 +36,7 @@ int64_t largest_fitting(int64_t low, int64_t high, const Fits& fits) {
 struct SequenceOptions {
     bool kv_cache = false;  // a cache mode keeps K/V of the canvas
     bool cfg = false;       // classifier-free guidance runs an unconditional twin
-    DType kv_cache_dtype = DType::f32;  // f32 or bf16
+    DType cache_precision = DType::f32;  // f32 or bf16
 };
 
 // Bytes of one sequence's state at `length` positions: the decode state (canvas, per-position

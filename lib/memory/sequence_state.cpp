@@ -21,9 +21,9 @@ SequenceState& SequenceState::operator=(SequenceState&& other) noexcept {
 void SequenceState::make_caches(Backend& backend, const ModelSpec& spec, int64_t length,
                                 const SequenceOptions& options) {
     if (!options.kv_cache || cache_ != nullptr) return;
-    cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.kv_cache_dtype);
+    cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.cache_precision);
     if (options.cfg)
-        unconditional_cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.kv_cache_dtype);
+        unconditional_cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.cache_precision);
 }
 
 void SequenceState::release() noexcept {

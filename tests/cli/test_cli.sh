@@ -144,7 +144,7 @@ assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict
 PY
 for precision in fp32 bf16; do
   expect_run "generate with a dual $precision cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
-      --gen-length 48 --block-length 12 --threshold 0.9 --cache dual --cache-vicinity 2 --cache-precision $precision \
+      --gen-length 48 --block-length 12 --threshold 0.9 --cache-mode dual --cache-vicinity 2 --cache-precision $precision \
       --threads 2 --json
   /usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
 import json, sys
@@ -152,10 +152,10 @@ call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"}, call
 PY
 done
-expect_run "generate bad cache mode" 2 generate --prompt-ids 1 --cache triple
-expect_one_error_line "generate bad cache mode" "--cache must be one of dual, none, prefix"
-expect_run "generate bad cache precision" 2 generate --prompt-ids 1 --cache dual --cache-precision fp16
-expect_one_error_line "generate bad cache precision" "--cache-precision must be one of bf16, fp32"
+expect_run "generate bad cache mode" 2 generate --prompt-ids 1 --cache-mode triple
+expect_one_error_line "generate bad cache mode" "--cache-mode must be one of none, prefix, dual"
+expect_run "generate bad cache precision" 2 generate --prompt-ids 1 --cache-mode dual --cache-precision fp16
+expect_one_error_line "generate bad cache precision" "--cache-precision must be one of fp32, bf16"
 expect_run "generate vicinity without cache" 1 generate --prompt-ids 1 --gen-length 8 --cache-vicinity 2
 expect_one_error_line "generate vicinity without cache" "INVALID_ARGUMENT: .*need a cache_mode"
 expect_run "plan the bundled model" 0 plan --max-seq-len 128
@@ -191,7 +191,7 @@ expect_one_error_line "plan fraction above 1" "INVALID_ARGUMENT: .*memory_fracti
 expect_run "generate over budget" 1 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 200 --steps 2 --budget 600KB --threads 2
 expect_one_error_line "generate over budget" "OUT_OF_BUDGET: .*the longest sequence that fits now has [0-9]* positions"
 longest=$(sed 's/.*fits now has \([0-9]*\) positions.*/\1/' "$work/err")
-expect_run "generate with CFG" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 16 --steps 4 --cfg 1.5 --threads 2
+expect_run "generate with CFG" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 --gen-length 16 --steps 4 --cfg-scale 1.5 --threads 2
 expect_run "generate at the suggested length" 0 generate -m "$fixtures/good/llada" --prompt-ids 1,2 \
     --gen-length $((longest - 2)) --steps 2 --budget 600KB --threads 2
 

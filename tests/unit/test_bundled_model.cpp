@@ -65,8 +65,8 @@ TEST_CASE("the bundled model answers held-out tool-call requests above its accur
 
     // The dual K/V cache in blocks of 12 feeds a quarter of the canvas between refreshes; its
     // stale K/V cost little accuracy (with or without threshold decoding).
-    for (const char* setting : {"policy=low_confidence,block=12,cache=dual",
-                                "policy=low_confidence,block=12,threshold=0.9,cache=dual"}) {
+    for (const char* setting : {"policy=low_confidence,block_length=12,cache_mode=dual",
+                                "policy=low_confidence,block_length=12,threshold=0.9,cache_mode=dual"}) {
         CAPTURE(setting);
         const auto cached = unmask_quality::evaluate(model.get(), examples, unmask_quality::parse_setting(setting, base_params()));
         CAPTURE(cached.exact_fraction());
@@ -127,21 +127,21 @@ TEST_CASE("the quality harness refuses settings it cannot run") {
     CHECK_THROWS_AS(unmask_quality::parse_setting("policy=fastest", base), std::invalid_argument);
     CHECK_THROWS_AS(unmask_quality::parse_setting("steps=-3", base), std::invalid_argument);
     CHECK_THROWS_AS(unmask_quality::parse_setting("threshold", base), std::invalid_argument);
-    CHECK_THROWS_AS(unmask_quality::parse_setting("cache=triple", base), std::invalid_argument);
+    CHECK_THROWS_AS(unmask_quality::parse_setting("cache_mode=triple", base), std::invalid_argument);
     CHECK_THROWS_AS(unmask_quality::parse_setting("colour=blue", base), std::invalid_argument);
-    const auto setting = unmask_quality::parse_setting("policy=random,block=16,threshold=0.7", base);
+    const auto setting = unmask_quality::parse_setting("policy=random,block_length=16,threshold=0.7", base);
     CHECK(setting.params.policy == UNMASK_POLICY_RANDOM);
     CHECK(setting.params.block_length == 16);
     CHECK(setting.params.threshold == 0.7);
     CHECK(setting.params.steps == 48);  // steps default to the generation length
-    const auto cached = unmask_quality::parse_setting("block=12,cache=dual,refresh=4,vicinity=2", base);
+    const auto cached = unmask_quality::parse_setting("block_length=12,cache_mode=dual,cache_refresh_steps=4,cache_vicinity=2", base);
     CHECK(cached.params.cache_mode == UNMASK_CACHE_DUAL);
     CHECK(cached.params.cache_refresh_steps == 4);
     CHECK(cached.params.cache_vicinity == 2);
     CHECK(cached.cache == "dual");
     CHECK(cached.params.cache_precision == UNMASK_PRECISION_FP32);
-    const auto narrow = unmask_quality::parse_setting("cache=prefix,cache_precision=bf16", base);
+    const auto narrow = unmask_quality::parse_setting("cache_mode=prefix,cache_precision=bf16", base);
     CHECK(narrow.params.cache_precision == UNMASK_PRECISION_BF16);
     CHECK(narrow.cache == "prefix bf16");
-    CHECK_THROWS_AS(unmask_quality::parse_setting("cache=dual,cache_precision=fp16", base), std::invalid_argument);
+    CHECK_THROWS_AS(unmask_quality::parse_setting("cache_mode=dual,cache_precision=fp16", base), std::invalid_argument);
 }

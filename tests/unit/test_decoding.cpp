@@ -17,7 +17,6 @@
 #include "decode/sequence.hpp"
 #include "decode/transfer_schedule.hpp"
 #include "fixtures.hpp"
-#include "parameter_names.hpp"
 #include "unmask.h"
 
 using namespace unmask;
@@ -48,7 +47,7 @@ unmask_generate_params short_params(int64_t gen_length, int64_t steps) {
 
 unmask_generate_params params_from_json(const nlohmann::json& p) {
     unmask_generate_params params = short_params(p.at("gen_length"), p.at("steps"));
-    params.policy = unmask_names::policies().at(p.value("policy", "low_confidence"));
+    REQUIRE(unmask_enum_value(UNMASK_ENUM_POLICY, p.value("policy", "low_confidence").c_str(), &params.policy) == UNMASK_OK);
     params.block_length = p.value("block_length", 0);
     params.min_steps = p.value("min_steps", 0);
     params.max_steps = p.value("max_steps", 0);
@@ -60,7 +59,8 @@ unmask_generate_params params_from_json(const nlohmann::json& p) {
     params.top_k = p.value("top_k", 0);
     params.seed = p.value("seed", 0);
     params.logits_eos_inf = p.value("logits_eos_inf", false) ? 1 : 0;
-    params.eos_confidence = unmask_names::eos_confidences().at(p.value("eos_confidence", "off"));
+    REQUIRE(unmask_enum_value(UNMASK_ENUM_EOS_CONFIDENCE, p.value("eos_confidence", "off").c_str(), &params.eos_confidence) ==
+            UNMASK_OK);
     params.eot_token_id = p.value("eot_token_id", -1);
     params.eos_token_id = p.value("eos_token_id", -1);
     params.early_stop = p.value("early_stop", false) ? 1 : 0;
@@ -573,9 +573,9 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"steps 4194304 is above the supported", [](unmask_generate_params& p) { p.steps = 1 << 22; }},
         {"more than the 16 positions of a block", [](unmask_generate_params& p) { p.steps = 32; }},
         {"params->cache_mode has the unknown value 3", [](unmask_generate_params& p) { p.cache_mode = 3; }},
-        {"cache_refresh must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_DUAL; p.cache_refresh_steps = -1; }},
+        {"cache_refresh_steps must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_DUAL; p.cache_refresh_steps = -1; }},
         {"cache_vicinity must be in 0..", [](unmask_generate_params& p) { p.cache_mode = UNMASK_CACHE_PREFIX; p.cache_vicinity = -2; }},
-        {"cache_refresh and cache_vicinity need a cache_mode", [](unmask_generate_params& p) { p.cache_vicinity = 4; }},
+        {"cache_refresh_steps and cache_vicinity need a cache_mode", [](unmask_generate_params& p) { p.cache_vicinity = 4; }},
         {"params->cache_precision must be UNMASK_PRECISION_FP32 or UNMASK_PRECISION_BF16, got 3",
          [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_FP16; }},
         {"params->cache_precision must be", [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_AUTO; }},

@@ -79,7 +79,7 @@ TEST_CASE("each cache mode feeds the whole canvas at block starts and refreshes,
     params.cache_vicinity = 2;
     CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {3, 15}, {3, 15}, {3, 15}, {0, L}, {11, L}, {11, L}, {11, L}});
     params.cache_vicinity = 0;
-    params.cache_refresh = 2;
+    params.cache_refresh_steps = 2;
     CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, 13}, {0, L}, {5, 13}, {0, L}, {13, L}, {0, L}, {13, L}});
 
     // Block diffusion: the cache is exact, so there is no full refresh; a block's first step feeds
@@ -209,10 +209,10 @@ TEST_CASE("a cache lives in its sequence's planned state: charged there, release
     params.cache_mode = CacheMode::dual;
     for (const DType dtype : {DType::f32, DType::bf16}) {
         CAPTURE(dtype_name(dtype));
-        params.cache_dtype = dtype;
+        params.cache_precision = dtype;
         DecodeSequence sequence(spec, params, canvas_of(spec, {1, 2, 3}, 32));
         const SequenceOptions options{true, true, dtype};
-        CHECK(sequence.memory_options().kv_cache_dtype == dtype);
+        CHECK(sequence.memory_options().cache_precision == dtype);
         auto memory = try_reserve_sequence(device, spec, {35, options}, BackendKind::cpu, "a sequence");
         REQUIRE(memory);
         CHECK(device.reserved() == sequence_state_bytes(spec, 35, options, BackendKind::cpu));

@@ -124,6 +124,18 @@ static_assert(offsetof(unmask_stream_event, tokens) == 40);
 static_assert(offsetof(unmask_stream_event, token_count) == 48);
 static_assert(sizeof(unmask_stream_event) == 56);
 
+// ABI 1.6
+static_assert(offsetof(unmask_parameter_info, type) == 4);
+static_assert(offsetof(unmask_parameter_info, name) == 8);
+static_assert(offsetof(unmask_parameter_info, doc) == 16);
+static_assert(offsetof(unmask_parameter_info, default_value) == 24);
+static_assert(offsetof(unmask_parameter_info, choices) == 32);
+static_assert(offsetof(unmask_parameter_info, minimum) == 40);
+static_assert(offsetof(unmask_parameter_info, maximum) == 48);
+static_assert(offsetof(unmask_parameter_info, minimum_exclusive) == 56);
+static_assert(offsetof(unmask_parameter_info, maximum_exclusive) == 60);
+static_assert(sizeof(unmask_parameter_info) == 64);
+
 static_assert(offsetof(unmask_engine_params, max_concurrent_requests) == 4);
 static_assert(offsetof(unmask_engine_params, max_queued_requests) == 8);
 static_assert(offsetof(unmask_engine_params, threads) == 12);

@@ -18,7 +18,8 @@ class Layout(unittest.TestCase):
     def test_structs_match_the_frozen_c_layouts(self):
         # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
         sizes = {_ffi.ModelParams: 88, _ffi.PlanParams: 80, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 224,
-                 _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112}
+                 _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112,
+                 _ffi.ParameterInfo: 64}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
         self.assertEqual(_ffi.GenerateParams.cache_mode.offset, 196)
@@ -66,6 +67,18 @@ class Bindings(unittest.TestCase):
             unmask.generate_params(cache_mode="triple")
         with self.assertRaises(unmask.TooLong):
             self.model.generate([1, 2, 3], gen_length=100000)
+
+    def test_parameters_by_name_are_the_library_s(self):
+        names = unmask.parameter_names()
+        self.assertEqual(names[0], "policy")
+        self.assertIn("cache_refresh_steps", names)
+        params = unmask.generate_params(gen_length=24, threshold=0.9, cache_mode="dual", early_stop=True,
+                                        policy="random", cache_precision="bf16")
+        self.assertEqual((params.gen_length, params.steps, params.threshold, params.cache_mode, params.early_stop,
+                          params.policy, params.cache_precision), (24, 24, 0.9, 2, 1, 1, 2))
+        with self.assertRaises(unmask.InvalidArgument) as caught:
+            unmask.generate_params(threshold=1.5)
+        self.assertIn("threshold must be in [0, 1], got 1.5", caught.exception.message)
 
     def test_model_info_tokenizer_and_plan(self):
         info = self.model.info()

@@ -12,17 +12,21 @@ STATUS_NAMES = {0: "OK", 1: "INVALID_ARGUMENT", 2: "UNSUPPORTED", 3: "MODEL_FORM
                 12: "INTERNAL"}
 OK, ERR_TIMEOUT = 0, 7
 
-POLICIES = {"low_confidence": 0, "random": 1, "origin": 2, "maskgit_plus": 3, "topk_margin": 4, "entropy": 5}
-CACHE_MODES = {"none": 0, "prefix": 1, "dual": 2}
-PRECISIONS = {"auto": 0, "fp32": 1, "bf16": 2, "fp16": 3}
-CACHE_PRECISIONS = {"fp32": 1, "bf16": 2}  # a K/V cache's
-FINISH_REASONS = {1: "length", 2: "eos", 3: "cancelled", 4: "timeout", 5: "error"}
+# The names of enumerated values come from the library (unmask_enum_name / unmask_enum_value).
+ENUM_POLICY, ENUM_CACHE_MODE, ENUM_PRECISION, ENUM_FINISH_REASON, ENUM_EOS_CONFIDENCE = 0, 1, 2, 3, 4
+PRECISION_FP32 = 1
 STREAM_BLOCK, STREAM_STEP = 1, 2
 SHUTDOWN_DRAIN, SHUTDOWN_IMMEDIATE = 0, 1
 
 LOG_CALLBACK = ctypes.CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 PROGRESS_CALLBACK = ctypes.CFUNCTYPE(c_int32, c_uint64, c_uint64, c_void_p)
 STEP_CALLBACK = ctypes.CFUNCTYPE(c_int32, c_int64, c_int64, c_int64, POINTER(c_int32), c_int64, c_void_p)
+
+
+class ParameterInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("type", c_int32), ("name", c_char_p), ("doc", c_char_p),
+                ("default_value", c_char_p), ("choices", c_char_p), ("minimum", c_double), ("maximum", c_double),
+                ("minimum_exclusive", c_int32), ("maximum_exclusive", c_int32)]
 
 
 class StreamEvent(ctypes.Structure):
@@ -146,6 +150,12 @@ def _declare(lib):
         "unmask_plan_params_init_sized": (s, [POINTER(PlanParams), ctypes.c_size_t]),
         "unmask_plan": (s, [c_char_p, POINTER(PlanParams), POINTER(MemoryPlan)]),
         "unmask_generate_params_init_sized": (s, [POINTER(GenerateParams), ctypes.c_size_t]),
+        "unmask_generate_param_count": (c_int64, []),
+        "unmask_generate_param_info": (s, [c_int64, POINTER(ParameterInfo)]),
+        "unmask_generate_params_set": (s, [POINTER(GenerateParams), c_char_p, c_char_p]),
+        "unmask_generate_params_get": (s, [POINTER(GenerateParams), c_char_p, POINTER(c_char), c_int64, POINTER(c_int64)]),
+        "unmask_enum_name": (c_char_p, [c_int32, c_int32]),
+        "unmask_enum_value": (s, [c_int32, c_char_p, POINTER(c_int32)]),
         "unmask_generate": (s, [handle, POINTER(GenerateParams), POINTER(c_int32), c_int64, POINTER(Generation)]),
         "unmask_engine_params_init_sized": (s, [POINTER(EngineParams), ctypes.c_size_t]),
         "unmask_engine_create": (s, [handle, POINTER(EngineParams), POINTER(handle)]),

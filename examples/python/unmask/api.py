@@ -105,32 +105,46 @@ def _read_text(fill, what: str) -> str:
         capacity = length.value
 
 
+def parameter_names() -> List[str]:
+    """The generation parameters settable by name, from the library's table, in field order."""
+    names = []
+    for index in range(lib.unmask_generate_param_count()):
+        info = _sized(_ffi.ParameterInfo)
+        _check(lib.unmask_generate_param_info(index, ctypes.byref(info)), "unmask_generate_param_info")
+        names.append(info.name.decode())
+    return names
+
+
 def generate_params(**settings) -> _ffi.GenerateParams:
-    """unmask_generate_params from keyword arguments named as the C fields (`policy`, `cache_mode`
-    and `cache_precision` also by name); `steps` defaults to `gen_length`. Unknown names are a TypeError."""
+    """unmask_generate_params from keyword arguments named as the library's parameters (`policy`,
+    `cache_mode` and `cache_precision` also by name), each checked by the library
+    (unmask_generate_params_set); `steps` defaults to `gen_length`. An unknown name is a
+    TypeError, a bad value an InvalidArgument (a ValueError)."""
     params = _ffi.GenerateParams()
     _check(lib.unmask_generate_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_generate_params_init_sized")
-    names = {name for name, _ in _ffi.GenerateParams._fields_} - {"struct_size", "step_callback", "step_user_data",
-                                                                   "stream_callback", "stream_user_data"}
+    known = parameter_names()
     for name, value in settings.items():
-        if name not in names:
-            raise TypeError("%r is not a generation parameter (known: %s)" % (name, ", ".join(sorted(names))))
-        if name == "policy" and isinstance(value, str):
-            value = _lookup(_ffi.POLICIES, value, name)
-        if name == "cache_mode" and isinstance(value, str):
-            value = _lookup(_ffi.CACHE_MODES, value, name)
-        if name == "cache_precision" and isinstance(value, str):
-            value = _lookup(_ffi.CACHE_PRECISIONS, value, name)
-        setattr(params, name, value)
+        if name not in known:
+            raise TypeError("%r is not a generation parameter (known: %s)" % (name, ", ".join(known)))
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        _check(lib.unmask_generate_params_set(ctypes.byref(params), name.encode(), text.encode()),
+               "unmask_generate_params_set")
     if "steps" not in settings:
         params.steps = params.gen_length
     return params
 
 
-def _lookup(names: Dict[str, int], value: str, what: str) -> int:
-    if value not in names:
-        raise ValueError("%s must be one of %s, got %r" % (what, ", ".join(names), value))
-    return names[value]
+def _enum_value(enumeration: int, value: Union[str, int]) -> int:
+    if not isinstance(value, str):
+        return value
+    out = ctypes.c_int32()
+    _check(lib.unmask_enum_value(enumeration, value.encode(), ctypes.byref(out)), "unmask_enum_value")
+    return out.value
+
+
+def _enum_name(enumeration: int, value: int) -> str:
+    name = lib.unmask_enum_name(enumeration, value)
+    return name.decode() if name is not None else "?"
 
 
 @dataclass
@@ -202,7 +216,7 @@ class Model(_Owned):
     def load(cls, path: str, precision: str = "auto", memory_budget_bytes: int = 0) -> "Model":
         params = _ffi.ModelParams()
         _check(lib.unmask_model_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_model_params_init_sized")
-        params.precision = _lookup(_ffi.PRECISIONS, precision, "precision")
+        params.precision = _enum_value(_ffi.ENUM_PRECISION, precision)
         params.memory_budget_bytes = memory_budget_bytes
         handle = ctypes.c_void_p()
         _check(lib.unmask_model_load(str(path).encode(), ctypes.byref(params), ctypes.byref(handle)),
@@ -243,7 +257,7 @@ class Model(_Owned):
         _check(lib.unmask_generate(self.handle, ctypes.byref(params), _ids(ids), len(ids), ctypes.byref(result)),
                "unmask_generate")
         out = list(tokens[:result.token_count])
-        return Result(self._answer(out), out, _ffi.FINISH_REASONS.get(result.finish_reason, "?"), result.steps,
+        return Result(self._answer(out), out, _enum_name(_ffi.ENUM_FINISH_REASON, result.finish_reason), result.steps,
                       result.forwards)
 
     def _answer(self, ids: List[int]) -> str:
@@ -301,7 +315,7 @@ class Request(_Owned):
         except Unsupported:
             text = ""
         timings = {k: info[k] for k in ("queue_seconds", "compute_seconds", "first_block_seconds", "end_to_end_seconds")}
-        return Result(text, ids, _ffi.FINISH_REASONS.get(info["finish_reason"], "?"), info["steps"], info["forwards"],
+        return Result(text, ids, _enum_name(_ffi.ENUM_FINISH_REASON, info["finish_reason"]), info["steps"], info["forwards"],
                       timings)
 
     def events(self) -> Iterator[Dict[str, Any]]:
@@ -397,10 +411,9 @@ def plan(path: str, max_concurrent: int = 1, max_sequence_length: int = 0, memor
     params.max_concurrent, params.max_sequence_length = max_concurrent, max_sequence_length
     params.memory_budget_bytes, params.kv_cache, params.cfg, params.threads = memory_budget_bytes, int(kv_cache), \
         int(cfg), threads
-    if isinstance(kv_cache_precision, str):
-        kv_cache_precision = _lookup(_ffi.CACHE_PRECISIONS, kv_cache_precision, "kv_cache_precision")
+    kv_cache_precision = _enum_value(_ffi.ENUM_PRECISION, kv_cache_precision)
     params.kv_cache_precision = kv_cache_precision
-    if kv_cache_precision != _ffi.CACHE_PRECISIONS["fp32"]:
+    if kv_cache_precision != _ffi.PRECISION_FP32:
         params.kv_cache = 1
     out = _sized(_ffi.MemoryPlan)
     _check(lib.unmask_plan(str(path).encode(), ctypes.byref(params), ctypes.byref(out)), "unmask_plan")

@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 5;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 6;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -42,6 +42,15 @@ pub const UNMASK_FINISH_EOS: i32 = 2;
 pub const UNMASK_FINISH_CANCELLED: i32 = 3;
 pub const UNMASK_FINISH_TIMEOUT: i32 = 4;
 pub const UNMASK_FINISH_ERROR: i32 = 5;
+pub const UNMASK_PARAM_INTEGER: i32 = 0;
+pub const UNMASK_PARAM_NUMBER: i32 = 1;
+pub const UNMASK_PARAM_FLAG: i32 = 2;
+pub const UNMASK_PARAM_CHOICE: i32 = 3;
+pub const UNMASK_ENUM_POLICY: i32 = 0;
+pub const UNMASK_ENUM_CACHE_MODE: i32 = 1;
+pub const UNMASK_ENUM_PRECISION: i32 = 2;
+pub const UNMASK_ENUM_FINISH_REASON: i32 = 3;
+pub const UNMASK_ENUM_EOS_CONFIDENCE: i32 = 4;
 pub const UNMASK_STREAM_BLOCK: i32 = 1;
 pub const UNMASK_STREAM_STEP: i32 = 2;
 pub const UNMASK_SHUTDOWN_DRAIN: i32 = 0;
@@ -235,6 +244,20 @@ pub struct unmask_engine_params {
 }
 
 #[repr(C)]
+pub struct unmask_parameter_info {
+    pub struct_size: u32,
+    pub r#type: i32,
+    pub name: *const c_char,
+    pub doc: *const c_char,
+    pub default_value: *const c_char,
+    pub choices: *const c_char,
+    pub minimum: c_double,
+    pub maximum: c_double,
+    pub minimum_exclusive: i32,
+    pub maximum_exclusive: i32,
+}
+
+#[repr(C)]
 pub struct unmask_request_info {
     pub struct_size: u32,
     pub state: i32,
@@ -300,6 +323,14 @@ extern "C" {
 
     pub fn unmask_generate_params_init(params: *mut unmask_generate_params) -> unmask_status;
     pub fn unmask_generate_params_init_sized(params: *mut unmask_generate_params, size: usize) -> unmask_status;
+    pub fn unmask_generate_param_count() -> i64;
+    pub fn unmask_generate_param_info(index: i64, info: *mut unmask_parameter_info) -> unmask_status;
+    pub fn unmask_generate_params_set(params: *mut unmask_generate_params, name: *const c_char, value: *const c_char)
+                                      -> unmask_status;
+    pub fn unmask_generate_params_get(params: *const unmask_generate_params, name: *const c_char, value: *mut c_char,
+                                      capacity: i64, length: *mut i64) -> unmask_status;
+    pub fn unmask_enum_name(enumeration: i32, value: i32) -> *const c_char;
+    pub fn unmask_enum_value(enumeration: i32, name: *const c_char, value: *mut i32) -> unmask_status;
     pub fn unmask_generate(model: *const unmask_model, params: *const unmask_generate_params, prompt: *const i32,
                            prompt_length: i64, result: *mut unmask_generation) -> unmask_status;
 
@@ -363,6 +394,7 @@ mod tests {
         assert_eq!(size_of::<unmask_model_description>(), 112);
         assert_eq!(size_of::<unmask_generation>(), 48);
         assert_eq!(size_of::<unmask_stream_event>(), 56);
+        assert_eq!(size_of::<unmask_parameter_info>(), 64);
     }
 
     #[test]

@@ -15,9 +15,7 @@ fn main() -> Result<(), unmask::Error> {
 
     let engine = unmask::Engine::new(&model, 2)?;
     let mut params = unmask::GenerateParams::new(48);
-    params.0.block_length = 12;
-    params.0.threshold = 0.9;
-    params.0.cache_mode = unmask::sys::UNMASK_CACHE_DUAL;
+    params.set("block_length", "12")?.set("threshold", "0.9")?.set("cache_mode", "dual")?;
     let mut requests = Vec::new();
     for text in ["Set a timer for 12 minutes for the oven.", "Drop alice@corp.io a note about the travel plans."] {
         let on_block = move |event: &unmask::StreamEvent| {

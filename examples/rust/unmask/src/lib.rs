@@ -93,6 +93,44 @@ impl GenerateParams {
         params.steps = gen_length;
         GenerateParams(params)
     }
+
+    /// Sets a parameter by its name in the library's table (`"threshold"`, `"cache_mode"`) from
+    /// text (`"0.9"`, `"dual"`); the library checks the name and the value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<&mut Self> {
+        let (name, value) = (c_string(name)?, c_string(value)?);
+        check(unsafe { sys::unmask_generate_params_set(&mut self.0, name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// A parameter as text (choices by name), as `set` reads it back.
+    pub fn get(&self, name: &str) -> Result<String> {
+        let name = c_string(name)?;
+        read_text(|text, capacity, length| unsafe {
+            sys::unmask_generate_params_get(&self.0, name.as_ptr(), text, capacity, length)
+        })
+    }
+
+    /// The names of every parameter `set` takes, in the struct's field order.
+    pub fn names() -> Result<Vec<String>> {
+        let count = unsafe { sys::unmask_generate_param_count() };
+        let mut names = Vec::new();
+        for index in 0..count {
+            let mut info = std::mem::MaybeUninit::<sys::unmask_parameter_info>::zeroed();
+            let info = unsafe {
+                (*info.as_mut_ptr()).struct_size = std::mem::size_of::<sys::unmask_parameter_info>() as u32;
+                check(sys::unmask_generate_param_info(index, info.as_mut_ptr()))?;
+                info.assume_init()
+            };
+            names.push(text_of(info.name));
+        }
+        Ok(names)
+    }
+}
+
+/// The name of a finish reason (`sys::UNMASK_FINISH_*`), e.g. "eos"; "?" for an unknown one.
+pub fn finish_name(reason: i32) -> String {
+    let name = unsafe { sys::unmask_enum_name(sys::UNMASK_ENUM_FINISH_REASON, reason) };
+    if name.is_null() { "?".to_string() } else { text_of(name) }
 }
 
 /// A loaded model: immutable, shareable between threads.

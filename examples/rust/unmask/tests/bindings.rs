@@ -21,6 +21,28 @@ fn errors_carry_the_status_and_the_message() {
 }
 
 #[test]
+fn parameters_are_set_and_read_by_their_names_and_checked_by_the_library() {
+    let mut params = unmask::GenerateParams::new(48);
+    params.set("threshold", "0.9").unwrap().set("cache_mode", "dual").unwrap().set("early_stop", "true").unwrap();
+    assert_eq!(params.0.threshold, 0.9);
+    assert_eq!(params.0.cache_mode, unmask::sys::UNMASK_CACHE_DUAL);
+    assert_eq!(params.0.early_stop, 1);
+    assert_eq!(params.get("cache_mode").unwrap(), "dual");
+    assert_eq!(params.get("threshold").unwrap(), "0.9");
+    let error = params.set("threshold", "1.5").err().expect("a threshold above 1 is refused");
+    assert_eq!(error.status, unmask::sys::UNMASK_ERR_INVALID_ARGUMENT);
+    assert!(error.message.contains("threshold must be in [0, 1], got 1.5"), "{}", error);
+    assert_eq!(params.0.threshold, 0.9); // unchanged by the refused value
+    assert!(params.set("cache_mode", "triple").is_err());
+    assert!(params.set("gen_lenght", "8").is_err());
+    let names = unmask::GenerateParams::names().unwrap();
+    assert_eq!(names.first().map(String::as_str), Some("policy"));
+    assert!(names.iter().any(|n| n == "cache_precision"));
+    assert_eq!(unmask::finish_name(unmask::sys::UNMASK_FINISH_EOS), "eos");
+    assert_eq!(unmask::finish_name(99), "?");
+}
+
+#[test]
 fn generate_answers_a_tool_call() {
     let model = unmask::Model::load(&bundled_model()).unwrap();
     let (architecture, parameters, _, eos) = model.describe().unwrap();
