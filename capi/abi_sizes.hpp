@@ -25,6 +25,9 @@ inline constexpr size_t generate_params_v1_1_size = 200, generate_params_v1_2_si
 inline constexpr size_t model_params_v1_3_size = 80, plan_params_v1_3_size = 72, generate_params_v1_3_size = 216,
                         engine_params_v1_3_size = 80;
 
+// ABI 1.6's unmask_parameter_info.
+inline constexpr size_t parameter_info_v1_size = 64;
+
 static_assert(sizeof(unmask_model_params) >= model_params_v1_3_size && model_params_v1_3_size >= model_params_v1_size);
 static_assert(sizeof(unmask_model_description) >= model_description_v1_size);
 static_assert(sizeof(unmask_tensor_description) >= tensor_description_v1_size);
@@ -40,5 +43,6 @@ static_assert(sizeof(unmask_engine_params) >= engine_params_v1_3_size && engine_
 static_assert(sizeof(unmask_request_info) >= request_info_v1_size);
 static_assert(sizeof(unmask_engine_stats) >= engine_stats_v1_size);
 static_assert(sizeof(unmask_service_config) >= service_config_v1_size);
+static_assert(sizeof(unmask_parameter_info) >= parameter_info_v1_size);
 
 }  // namespace unmask::capi

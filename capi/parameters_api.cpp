@@ -65,7 +65,7 @@ ParameterValue read_field(const unmask_generate_params& params, const Field& f) 
     switch (f.kind) {
         case Field::Kind::i32: { int32_t v; std::memcpy(&v, at, 4); value.integer = v; break; }
         case Field::Kind::i64: std::memcpy(&value.integer, at, 8); break;
-        case Field::Kind::u64: { uint64_t v; std::memcpy(&v, at, 8); value.integer = static_cast<int64_t>(v); break; }
+        case Field::Kind::u64: std::memcpy(&value.integer, at, 8); break;  // the bits (ParameterValue)
         case Field::Kind::f64: std::memcpy(&value.number, at, 8); break;
     }
     return value;
@@ -76,7 +76,7 @@ void write_field(unmask_generate_params& params, const Field& f, const Parameter
     switch (f.kind) {
         case Field::Kind::i32: { const auto v = static_cast<int32_t>(value.integer); std::memcpy(at, &v, 4); break; }
         case Field::Kind::i64: std::memcpy(at, &value.integer, 8); break;
-        case Field::Kind::u64: { const auto v = static_cast<uint64_t>(value.integer); std::memcpy(at, &v, 8); break; }
+        case Field::Kind::u64: std::memcpy(at, &value.integer, 8); break;
         case Field::Kind::f64: std::memcpy(at, &value.number, 8); break;
     }
 }
@@ -127,7 +127,7 @@ extern "C" int64_t unmask_generate_param_count(void) { return static_cast<int64_
 
 extern "C" unmask_status unmask_generate_param_info(int64_t index, unmask_parameter_info* info) {
     return guarded(__func__, [&] {
-        const size_t size = writable_size(info, "info", sizeof(unmask_parameter_info));
+        const size_t size = writable_size(info, "info", parameter_info_v1_size);
         const auto all = generation_parameters();
         if (index < 0 || index >= static_cast<int64_t>(all.size()))
             fail(Status::invalid_argument, "index {} is outside the {} parameters", index, all.size());
@@ -169,14 +169,7 @@ extern "C" unmask_status unmask_generate_params_get(const unmask_generate_params
         require_array(value, capacity, "value", "capacity");
         const GenerationParameter& parameter = generation_parameter(name);
         const Field& field = field_within(parameter, params->struct_size);
-        std::string text;
-        if (field.kind == Field::Kind::u64) {  // the seed: every uint64 a C caller may have stored
-            uint64_t seed;
-            std::memcpy(&seed, reinterpret_cast<const char*>(params) + field.offset, 8);
-            text = std::to_string(seed);
-        } else {
-            text = format_parameter(parameter, read_field(*params, field));
-        }
+        const std::string text = format_parameter(parameter, read_field(*params, field));
         write_sized(text.c_str(), text.size() + 1, value, capacity, length);
         *length = static_cast<int64_t>(text.size());
     });

@@ -490,8 +490,9 @@ UNMASK_API unmask_status unmask_generate_param_info(int64_t index, unmask_parame
 UNMASK_API unmask_status unmask_generate_params_set(unmask_generate_params *params, const char *name,
                                                     const char *value);
 /* Writes the parameter `name` of *params as text (what _set reads back; choices by name) into
- * `value` (capacity bytes, NUL-terminated when it fits) and its length without the NUL into
- * *length. Errors: INVALID_ARGUMENT for an unknown name or a field beyond params->struct_size. */
+ * `value` (capacity bytes) and its length without the NUL into *length: the text is whole and
+ * NUL-terminated when *length < capacity (call again with more room otherwise). Errors:
+ * INVALID_ARGUMENT for an unknown name or a field beyond params->struct_size. */
 UNMASK_API unmask_status unmask_generate_params_get(const unmask_generate_params *params, const char *name,
                                                     char *value, int64_t capacity, int64_t *length);
 
@@ -622,7 +623,8 @@ typedef struct unmask_service_config {
     char log_file[UNMASK_MAX_PATH];    /* "": standard error */
     int32_t log_prompts;               /* 1: access log lines include the prompt text */
     /* Since ABI 1.4. */
-    int32_t gpu_device;                /* resources.gpu_devices[0], the GPU an engine runs on; 0: none given */
+    int32_t gpu_device;                /* resources.gpu_devices[0], the GPU an engine runs on, when
+                                          gpu_device_count > 0; 0 otherwise (which is not GPU 0) */
 } unmask_service_config;
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */

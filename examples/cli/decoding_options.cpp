@@ -1,23 +1,14 @@
 #include "decoding_options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include "commands.hpp"
+#include "generation_parameters.hpp"
 
 namespace unmask_cli {
 namespace {
-
-std::vector<unmask_parameter_info> all_parameters() {
-    std::vector<unmask_parameter_info> out;
-    for (int64_t i = 0; i < unmask_generate_param_count(); ++i) {
-        unmask_parameter_info info{};
-        info.struct_size = sizeof info;
-        check(unmask_generate_param_info(i, &info));
-        out.push_back(info);
-    }
-    return out;
-}
 
 // The parameters `unmask generate` takes as flags: the engine's options cover the CPU threads and
 // the deadline, and the command streams no steps.
@@ -55,8 +46,6 @@ void set(unmask_generate_params& params, const char* name, const std::string& va
     check(unmask_generate_params_set(&params, name, value.c_str()));
 }
 
-// A number as unmask_generate_params_set reads it back exactly.
-std::string number_text(double value) { return nlohmann::json(value).dump(); }
 
 }  // namespace
 
@@ -75,11 +64,12 @@ const char* finish_name(int32_t reason) {
 }
 
 std::vector<OptionSpec> with_decoding_options(std::vector<OptionSpec> options) {
-    for (const unmask_parameter_info& info : all_parameters()) {
+    for (const unmask_parameter_info& info : unmask_examples::generation_parameters()) {
         if (!is_decoding_flag(info.name)) continue;
         std::string help = info.doc;
         if (info.type == UNMASK_PARAM_CHOICE) help += " (" + std::string(info.choices) + ")";
-        if (info.type != UNMASK_PARAM_FLAG) help += "; default " + std::string(info.default_value);
+        if (std::string_view(info.name) == "steps") help += "; default: --gen-length";
+        else if (info.type != UNMASK_PARAM_FLAG) help += "; default " + std::string(info.default_value);
         const char* value_name = info.type == UNMASK_PARAM_FLAG      ? ""
                                  : info.type == UNMASK_PARAM_INTEGER ? "N"
                                  : info.type == UNMASK_PARAM_NUMBER  ? "X"
@@ -90,13 +80,21 @@ std::vector<OptionSpec> with_decoding_options(std::vector<OptionSpec> options) {
 }
 
 void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& params) {
-    for (const unmask_parameter_info& info : all_parameters()) {
+    for (const unmask_parameter_info& info : unmask_examples::generation_parameters()) {
         const std::string flag = flag_of(info.name);
         if (!is_decoding_flag(info.name) || !args.has(flag)) continue;
         switch (info.type) {
             case UNMASK_PARAM_FLAG: set(params, info.name, "true"); break;
-            case UNMASK_PARAM_INTEGER: set(params, info.name, std::to_string(*args.integer(flag))); break;
-            case UNMASK_PARAM_NUMBER: set(params, info.name, number_text(*args.number(flag))); break;
+            // The text as given, once it has a number's form (a usage error otherwise): the
+            // library reads it, and says what is out of range. The seed takes any uint64.
+            case UNMASK_PARAM_INTEGER:
+                if (!(std::isfinite(info.maximum) && info.maximum > 9.3e18)) args.integer(flag);  // int64 form
+                set(params, info.name, *args.value(flag));
+                break;
+            case UNMASK_PARAM_NUMBER:
+                args.number(flag);
+                set(params, info.name, *args.value(flag));
+                break;
             default: set(params, info.name, choice(info, *args.value(flag), "--" + flag));
         }
     }
@@ -105,12 +103,10 @@ void apply_decoding_options(const ParsedArgs& args, unmask_generate_params& para
 
 void apply_json_params(const nlohmann::json& request, const std::vector<std::string>& skip,
                        unmask_generate_params& params) {
-    const auto parameters = all_parameters();
     for (const auto& [key, value] : request.items()) {
         if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
-        const auto info = std::find_if(parameters.begin(), parameters.end(),
-                                       [&key = key](const unmask_parameter_info& p) { return key == p.name; });
-        if (info == parameters.end()) throw UsageError("'" + key + "' is not a generation parameter");
+        const unmask_parameter_info* info = unmask_examples::find_generation_parameter(key);
+        if (info == nullptr) throw UsageError("'" + key + "' is not a generation parameter");
         const std::string quoted = "'" + key + "'";
         switch (info->type) {
             case UNMASK_PARAM_INTEGER:

@@ -2,15 +2,15 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
-#include <string_view>
-#include <vector>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "generation_parameters.hpp"
 #include "unmask.h"
 
 namespace unmask_server {
@@ -50,20 +50,6 @@ std::string type_name(const json& v) {
     if (v.is_number_integer()) return "an integer";
     if (v.is_number()) return "a number";
     return std::string("a ") + v.type_name();
-}
-
-const unmask_parameter_info& parameter_info(const char* name) {
-    static const std::vector<unmask_parameter_info> all = [] {
-        std::vector<unmask_parameter_info> out(static_cast<size_t>(unmask_generate_param_count()));
-        for (size_t i = 0; i < out.size(); ++i) {
-            out[i].struct_size = sizeof out[i];
-            unmask_generate_param_info(int64_t(i), &out[i]);
-        }
-        return out;
-    }();
-    for (const unmask_parameter_info& info : all)
-        if (std::string_view(info.name) == name) return info;
-    throw std::logic_error(std::string("no generation parameter ") + name);
 }
 
 // Typed access to the fields of the body, each failure naming its field.
@@ -116,7 +102,9 @@ public:
     void parameter(const char* key, const char* name, unmask_generate_params& params) const {
         const json* v = find(key);
         if (v == nullptr) return;
-        const unmask_parameter_info& info = parameter_info(name);
+        const unmask_parameter_info* found = unmask_examples::find_generation_parameter(name);
+        if (found == nullptr) throw std::logic_error(std::string("the library has no parameter ") + name);
+        const unmask_parameter_info& info = *found;
         const bool fits = info.type == UNMASK_PARAM_INTEGER ? v->is_number_integer()
                           : info.type == UNMASK_PARAM_NUMBER ? v->is_number()
                           : info.type == UNMASK_PARAM_FLAG   ? v->is_boolean()
@@ -133,7 +121,8 @@ public:
             std::string message = unmask_last_error();
             const std::string prefix = "unmask_generate_params_set: ";
             if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-            throw ApiError(400, message, key, "invalid_value");
+            throw ApiError(400, std::string(key) == name ? message : "'" + std::string(key) + "': " + message, key,
+                           "invalid_value");
         }
     }
     // OpenAI fields unmask does not implement, accepted at the value that asks for nothing.

@@ -1,4 +1,4 @@
-// The candidate parameters as the candidates kernel reads them: one place for the CUDA
+// The candidate parameters (and the CPU's Gumbel bounds) as the candidates kernel reads them: one place for the CUDA
 // backend and for the host run of the kernel's logic (tests/unit), so the test checks the
 // backend's flattening too. Host code only (C++20: CandidateParams holds a span).
 #pragma once
@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "candidate_params.hpp"
+#include "cpu/candidates.hpp"
 #include "cuda/row_candidate.hpp"
 
 namespace unmask::kernels::cuda {

@@ -17,6 +17,9 @@ ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) n
 
 void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<SequenceState* const> states,
           std::span<GenerationStats> stats, const StepObserver& observer) {
+    if (states.size() != sequences.size() || stats.size() != sequences.size())
+        fail(Status::internal, "step() with {} sequences, {} states and {} stats", sequences.size(), states.size(),
+             stats.size());
     const ForwardLimits& limits = forward.limits();
     auto finish_step = [&](size_t i, int64_t committed) {
         ++stats[i].steps;

@@ -36,27 +36,33 @@ constexpr std::array finish_reasons = {named("length", FinishReason::length), na
 constexpr std::array eos_confidences = {named("off", EosConfidence::off), named("reference", EosConfidence::reference_quirk),
                                         named("both", EosConfidence::eos_and_eot)};
 
-GenerationParameter integer(std::string_view name, double minimum, double maximum, double default_value,
+constexpr GenerationParameter integer(std::string_view name, double minimum, double maximum, double default_value,
                             std::string_view doc) {
-    return {name, ParameterType::integer, minimum, maximum, false, false, {}, default_value, doc};
+    return {name, ParameterType::integer, minimum, maximum, false, false, {}, default_value, doc, false};
 }
-GenerationParameter number(std::string_view name, double minimum, double maximum, double default_value,
+// Any uint64 (the seed): held in ParameterValue::integer as its bits.
+constexpr GenerationParameter unsigned64(std::string_view name, std::string_view doc) {
+    return {name, ParameterType::integer, 0, 18446744073709551615.0, false, false, {}, 0, doc, true};
+}
+constexpr GenerationParameter number(std::string_view name, double minimum, double maximum, double default_value,
                            std::string_view doc, bool minimum_exclusive = false, bool maximum_exclusive = false) {
-    return {name, ParameterType::number, minimum, maximum, minimum_exclusive, maximum_exclusive, {}, default_value, doc};
+    return {name, ParameterType::number, minimum, maximum, minimum_exclusive, maximum_exclusive, {}, default_value, doc,
+            false};
 }
-GenerationParameter flag(std::string_view name, std::string_view doc) {
-    return {name, ParameterType::flag, 0, 1, false, false, {}, 0, doc};
+constexpr GenerationParameter flag(std::string_view name, std::string_view doc) {
+    return {name, ParameterType::flag, 0, 1, false, false, {}, 0, doc, false};
 }
-GenerationParameter choice(std::string_view name, std::span<const NamedValue> choices, double default_value,
+constexpr GenerationParameter choice(std::string_view name, std::span<const NamedValue> choices, double default_value,
                            std::string_view doc) {
-    return {name, ParameterType::choice, 0, 0, false, false, choices, default_value, doc};
+    return {name, ParameterType::choice, 0, 0, false, false, choices, default_value, doc, false};
 }
 
 // Far above any useful schedule; keeps per-step tables and step counters small (and validate()'s).
 constexpr double max_refresh_steps = double(int64_t{1} << 20);
 constexpr double max_positions = double(int64_t{1} << 30);
 
-const std::array parameters = {
+// constexpr: filled at compile time, so a caller's static initialisers may read it.
+constexpr std::array parameters = {
     choice("policy", policies, 0, "commit policy: LLaDA's low_confidence or random, Dream's origin, maskgit_plus, "
                                   "topk_margin or entropy"),
     integer("gen_length", 1, unbounded, 128, "positions to generate after the prompt"),
@@ -72,7 +78,7 @@ const std::array parameters = {
     number("factor", 0, unbounded, 0, "parallel decoding with Fast-dLLM's factor rule (0: off)"),
     number("alg_temp", 0, unbounded, 0, "Dream: sample the committed positions at this temperature (0: the top ones)"),
     number("eps", 0, 1, 1e-3, "Dream: the final timestep", true, true),
-    integer("seed", 0, unbounded, 0, "the seed of all randomness (any int64 from 0)"),
+    unsigned64("seed", "the seed of all randomness"),
     flag("logits_eos_inf", "never sample EOS (LLaDA's logits_eos_inf)"),
     choice("eos_confidence", eos_confidences, 0, "EOS/EOT confidences: off, reference (as LLaDA's code), both"),
     flag("early_stop", "stop once the answer has ended with EOS in a finished block"),
@@ -94,7 +100,7 @@ std::string listed(std::span<const NamedValue> values) {
     return out;
 }
 
-[[noreturn]] void out_of_range(const GenerationParameter& p, const std::string& shown) {
+[[noreturn]] void refuse_range(const GenerationParameter& p, const std::string& shown) {
     const bool open_above = std::isinf(p.maximum);
     if (p.type == ParameterType::integer) {
         if (open_above && p.minimum == 1) fail(Status::invalid_argument, "{} must be positive, got {}", p.name, shown);
@@ -114,6 +120,14 @@ bool within(const GenerationParameter& p, double v) {
     const bool above = p.minimum_exclusive ? v > p.minimum : v >= p.minimum;
     const bool below = p.maximum_exclusive ? v < p.maximum : v <= p.maximum;
     return above && below;
+}
+
+// Text that is a whole number of T's form, but beyond T's range (1e400 for a double).
+template <typename T>
+bool out_of_range(std::string_view text) {
+    T value{};
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return error == std::errc::result_out_of_range && end == text.data() + text.size();
 }
 
 template <typename T>
@@ -162,12 +176,12 @@ const GenerationParameter& generation_parameter(std::string_view name) {
 void check_parameter(const GenerationParameter& p, const ParameterValue& value) {
     switch (p.type) {
         case ParameterType::integer:
-            if (!within(p, double(value.integer))) out_of_range(p, std::to_string(value.integer));
+            if (!p.unsigned_64 && !within(p, double(value.integer))) refuse_range(p, std::to_string(value.integer));
             return;
         case ParameterType::number:
             if (!std::isfinite(value.number))
                 fail(Status::invalid_argument, "{} must be a finite number, got {}", p.name, value.number);
-            if (!within(p, value.number)) out_of_range(p, fmt::format("{}", value.number));
+            if (!within(p, value.number)) refuse_range(p, fmt::format("{}", value.number));
             return;
         case ParameterType::flag:
             if (value.integer != 0 && value.integer != 1)
@@ -188,13 +202,25 @@ ParameterValue parse_parameter(const GenerationParameter& p, std::string_view te
     ParameterValue value;
     switch (p.type) {
         case ParameterType::integer: {
+            if (p.unsigned_64) {
+                const auto parsed = parse_whole<uint64_t>(text);
+                if (!parsed)
+                    fail(Status::invalid_argument, "{} must be a whole number in 0..18446744073709551615, got '{}'", p.name,
+                         text);
+                value.integer = static_cast<int64_t>(*parsed);
+                break;
+            }
             const auto parsed = parse_whole<int64_t>(text);
+            if (!parsed && out_of_range<int64_t>(text))
+                fail(Status::invalid_argument, "{} must be an integer within int64, got '{}'", p.name, text);
             if (!parsed) fail(Status::invalid_argument, "{} must be an integer, got '{}'", p.name, text);
             value.integer = *parsed;
             break;
         }
         case ParameterType::number: {
             const auto parsed = parse_whole<double>(text);
+            if (!parsed && out_of_range<double>(text))
+                fail(Status::invalid_argument, "{} must be a finite number, got '{}'", p.name, text);
             if (!parsed) fail(Status::invalid_argument, "{} must be a number, got '{}'", p.name, text);
             value.number = *parsed;
             break;
@@ -222,9 +248,11 @@ ParameterValue parse_parameter(const GenerationParameter& p, std::string_view te
 
 std::string format_parameter(const GenerationParameter& p, const ParameterValue& value) {
     switch (p.type) {
-        case ParameterType::integer: return std::to_string(value.integer);
+        case ParameterType::integer:
+            return p.unsigned_64 ? std::to_string(static_cast<uint64_t>(value.integer)) : std::to_string(value.integer);
         case ParameterType::number: return fmt::format("{}", value.number);  // shortest text that reads back exactly
-        case ParameterType::flag: return value.integer != 0 ? "true" : "false";
+        case ParameterType::flag:
+            return value.integer == 0 ? "false" : value.integer == 1 ? "true" : std::to_string(value.integer);
         case ParameterType::choice:
             for (const NamedValue& v : p.choices)
                 if (v.value == value.integer) return std::string(v.name);

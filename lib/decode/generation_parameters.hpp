@@ -44,6 +44,7 @@ struct GenerationParameter {
     std::span<const NamedValue> choices;  // choice: the accepted values
     double default_value = 0;
     std::string_view doc;
+    bool unsigned_64 = false;  // an integer that takes any uint64 (the seed), held as its bits
 };
 
 // Every parameter that can be set by name, in unmask_generate_params' field order.
@@ -51,7 +52,8 @@ std::span<const GenerationParameter> generation_parameters() noexcept;
 // The parameter called `name`; throws INVALID_ARGUMENT listing the names when there is none.
 const GenerationParameter& generation_parameter(std::string_view name);
 
-// A parameter's value: `integer` for integer, flag and choice parameters, `number` for numbers.
+// A parameter's value: `integer` for integer, flag and choice parameters (an unsigned_64 one's
+// bits), `number` for numbers.
 struct ParameterValue {
     int64_t integer = 0;
     double number = 0;

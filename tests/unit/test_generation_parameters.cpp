@@ -82,7 +82,7 @@ TEST_CASE("parameters are set by name from text, each kind, and read back the sa
                           {"policy", "entropy", "entropy"},   {"policy", "1", "random"},
                           {"cache_mode", "dual", "dual"},     {"cache_precision", "bf16", "bf16"},
                           {"early_stop", "true", "true"},     {"logits_eos_inf", "1", "true"},
-                          {"eos_confidence", "both", "both"}, {"seed", "9223372036854775807", "9223372036854775807"},
+                          {"eos_confidence", "both", "both"}, {"seed", "18446744073709551615", "18446744073709551615"},
                           {"eps", "1e-4", "0.0001"},          {"eot_token_id", "-1", "-1"}};
     for (const Case& c : cases) {
         const std::string name = c.name, value = c.value;
@@ -98,15 +98,17 @@ TEST_CASE("parameters are set by name from text, each kind, and read back the sa
     CHECK(params.cache_precision == UNMASK_PRECISION_BF16);
     CHECK(params.early_stop == 1);
     CHECK(params.eos_confidence == UNMASK_EOS_CONFIDENCE_BOTH);
-    CHECK(params.seed == 9223372036854775807ull);
+    CHECK(params.seed == 18446744073709551615ull);  // every uint64 a seed can be
     CHECK(params.eps == 1e-4);
     // A number reads back with every digit that tells it apart.
     REQUIRE(unmask_generate_params_set(&params, "temperature", "0.30000000000000004") == UNMASK_OK);
     CHECK(params.temperature == 0.30000000000000004);
     CHECK(get(params, "temperature") == "0.30000000000000004");
-    // A seed a C caller stored beyond int64 reads back whole.
-    params.seed = 18446744073709551615ull;
-    CHECK(get(params, "seed") == "18446744073709551615");
+    // A seed a C caller stored reads back whole, and a flag it stored as 2 shows as 2.
+    params.seed = 9223372036854775808ull;
+    CHECK(get(params, "seed") == "9223372036854775808");
+    params.early_stop = 2;
+    CHECK(get(params, "early_stop") == "2");
     // The text's length is reported even when the buffer is too small.
     char small[3];
     int64_t length = 0;
@@ -135,8 +137,10 @@ TEST_CASE("a bad name or value is INVALID_ARGUMENT naming the parameter, and cha
         {"block_length", "-4", "block_length must not be negative, got -4"},
         {"threads", "2000", "threads must be in 0..1024, got 2000"},
         {"eos_token_id", "-2", "eos_token_id must be >= -1, got -2"},
-        {"seed", "-1", "seed must not be negative, got -1"},
-        {"seed", "18446744073709551615", "seed must be an integer"},
+        {"seed", "-1", "seed must be a whole number in 0..18446744073709551615, got '-1'"},
+        {"seed", "18446744073709551616", "seed must be a whole number in 0..18446744073709551615"},
+        {"gen_length", "9223372036854775808", "gen_length must be an integer within int64"},
+        {"temperature", "1e400", "temperature must be a finite number, got '1e400'"},
         {"cache_mode", "triple", "cache_mode must be one of none, prefix, dual, got 'triple'"},
         {"cache_mode", "7", "cache_mode must be one of none, prefix, dual, got 7"},
         {"cache_precision", "fp16", "cache_precision must be one of fp32, bf16"},
