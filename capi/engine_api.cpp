@@ -16,13 +16,6 @@ using namespace unmask::capi;
 namespace {
 
 
-// Copies a configured string into a fixed field of unmask_service_config, NUL-terminated.
-template <size_t N>
-void copy_text(const std::string& text, char (&field)[N], const char* key) {
-    if (text.size() >= N) fail(Status::invalid_argument, "'{}' is longer than {} bytes", key, N - 1);
-    std::memcpy(field, text.c_str(), text.size() + 1);
-}
-
 unmask_engine_params default_engine_params() {
     unmask_engine_params p{};
     p.struct_size = sizeof p;
@@ -120,42 +113,6 @@ extern "C" unmask_status unmask_engine_create_from_config(const char* path, unma
         options.min_steps = config.min_diffusion_steps;
         options.max_steps = config.max_diffusion_steps;
         *out_engine = start_engine(std::move(owned), std::move(options));
-    });
-}
-
-extern "C" unmask_status unmask_service_config_read(const char* path, unmask_service_config* config) {
-    return guarded(__func__, [&] {
-        require_not_null(path, "path");
-        const size_t size = writable_size(config, "config", service_config_v1_size);
-        const ServiceConfig c = read_service_config(path);
-        unmask_service_config out{};
-        out.struct_size = static_cast<uint32_t>(size);
-        out.listen_port = static_cast<int32_t>(c.listen_port);
-        out.max_concurrent_requests = static_cast<int32_t>(c.max_concurrent_requests);
-        out.max_queued_requests = static_cast<int32_t>(c.max_queued_requests);
-        out.request_timeout_seconds = c.request_timeout_seconds;
-        copy_text(c.weights_path.string(), out.weights_path, "model.weights_path");
-        out.precision = static_cast<int32_t>(c.precision);
-        out.gpu_device_count = static_cast<int32_t>(c.gpu_devices.size());
-        out.max_sequence_length = c.max_sequence_length;
-        out.min_diffusion_steps = c.min_diffusion_steps;
-        out.max_diffusion_steps = c.max_diffusion_steps;
-        out.memory_fraction = c.memory_fraction;
-        out.log_level = static_cast<int32_t>(c.log_level);
-        out.log_rotation_size_mb = static_cast<int32_t>(c.log_rotation_size_mb);
-        copy_text(c.bind_address, out.bind_address, "server.bind_address");
-        copy_text(c.api_keys_env, out.api_keys_env, "server.api_keys_env");
-        copy_text(c.api_key_file.string(), out.api_key_file, "server.api_key_file");
-        out.rate_limit_per_second = c.rate_limit_per_second;
-        out.rate_limit_burst = c.rate_limit_burst;
-        out.max_body_bytes = c.max_body_bytes;
-        copy_text(c.tls_certificate.string(), out.tls_certificate, "server.tls_certificate");
-        copy_text(c.tls_private_key.string(), out.tls_private_key, "server.tls_private_key");
-        out.drain_timeout_seconds = c.drain_timeout_seconds;
-        copy_text(c.log_file.string(), out.log_file, "server.log_file");
-        out.log_prompts = c.log_prompts ? 1 : 0;
-        out.gpu_device = c.gpu_devices.empty() ? 0 : static_cast<int32_t>(c.gpu_devices[0]);
-        std::memcpy(config, &out, size);
     });
 }
 

@@ -609,7 +609,10 @@ typedef struct unmask_service_config {
     double memory_fraction;            /* default 1 */
     int32_t log_level;                 /* UNMASK_LOG_* */
     int32_t log_rotation_size_mb;      /* 0: no rotation */
-    /* Since ABI 1.3: the section `server`, read by the HTTP server (examples/server). Strings are
+    /* Since ABI 1.3, DEPRECATED since ABI 1.6: the section `server` belongs to unmask-server, which
+     * reads it with unmask_service_config_section and checks it itself. The library still fills
+     * these fields for programs built against 1.3 to 1.5: each key as given when it has its type
+     * (else the default), without checking the values; ABI 2 drops them. Strings are
      * NUL-terminated, "" when not given; paths are resolved like weights_path. */
     char bind_address[256];            /* default "127.0.0.1" */
     char api_keys_env[256];            /* the environment variable holding API keys */
@@ -629,6 +632,16 @@ typedef struct unmask_service_config {
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */
 UNMASK_API unmask_status unmask_service_config_read(const char *path, unmask_service_config *config);
+
+/* Since ABI 1.6: one section of a configuration file ("service", "model", "resources" or
+ * "server") as JSON text, YAML read as the library reads it: how a host reads a section of its
+ * own (unmask-server its `server`). The library's sections are checked first. The text ("null"
+ * for an absent section) goes into `json` (capacity bytes) and its length without the NUL into
+ * *length; it is whole and NUL-terminated when *length < capacity. Relative paths in it are the
+ * caller's to resolve against the file's folder. Errors: IO, INVALID_ARGUMENT (a bad file, naming
+ * the key, or an unknown section name). */
+UNMASK_API unmask_status unmask_service_config_section(const char *path, const char *section, char *json,
+                                                       int64_t capacity, int64_t *length);
 
 /* The model the engine serves (owned by the caller or, from a configuration, by the engine). */
 UNMASK_API unmask_status unmask_engine_model(const unmask_engine *engine, const unmask_model **model);

@@ -20,6 +20,7 @@
 #include "bundled_model.hpp"
 #include "log_file.hpp"
 #include "server.hpp"
+#include "server_config.hpp"
 #include "service_params.hpp"
 
 namespace {
@@ -70,17 +71,19 @@ unmask_server::ServerOptions server_options(const ParsedArgs& args, std::string&
         o.model_path = c.weights_path;
         if (c.listen_port > 0) o.port = c.listen_port;
         unmask_examples::apply_service_config(c, o.model_params, o.engine_params);
-        o.host = c.bind_address;
-        o.keys = unmask_server::ApiKeys::load(c.api_keys_env, c.api_key_file);
-        o.rate_limit_per_second = c.rate_limit_per_second;
-        o.rate_limit_burst = static_cast<double>(c.rate_limit_burst);
-        o.max_body_bytes = c.max_body_bytes;
-        o.tls_certificate = c.tls_certificate;
-        o.tls_private_key = c.tls_private_key;
-        o.drain_timeout_seconds = c.drain_timeout_seconds;
-        o.log_prompts = c.log_prompts != 0;
-        log_path = c.log_file;
         log_rotate_bytes = static_cast<uint64_t>(c.log_rotation_size_mb) << 20;
+        // The server's own section (the library reads the others).
+        const unmask_server::ServerSection server = unmask_server::read_server_section(*path);
+        o.host = server.bind_address;
+        o.keys = unmask_server::ApiKeys::load(server.api_keys_env, server.api_key_file);
+        o.rate_limit_per_second = server.rate_limit_per_second;
+        o.rate_limit_burst = static_cast<double>(server.rate_limit_burst);
+        o.max_body_bytes = server.max_body_bytes;
+        o.tls_certificate = server.tls_certificate;
+        o.tls_private_key = server.tls_private_key;
+        o.drain_timeout_seconds = server.drain_timeout_seconds;
+        o.log_prompts = server.log_prompts;
+        log_path = server.log_file;
     }
     o.model_path = args.value("model").value_or(o.model_path);
     if (o.model_path.empty()) o.model_path = unmask_examples::default_model_path();

@@ -1,6 +1,8 @@
 #include "engine/service_config.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -17,6 +19,8 @@ namespace unmask {
 namespace {
 
 using nlohmann::json;
+
+constexpr std::array<std::string_view, 4> section_names = {"service", "model", "resources", "server"};
 
 // YAML -> the JSON value model, so both syntaxes go through one validator.
 json from_yaml(const YAML::Node& node, const std::string& where) {
@@ -132,9 +136,8 @@ private:
     const json* value_ = nullptr;
 };
 
-}  // namespace
 
-ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::filesystem::path& directory) {
+json parse_document(std::string_view text, bool yaml) {
     json root;
     if (yaml) {
         try {
@@ -151,9 +154,16 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
     }
     if (!root.is_object()) fail(Status::invalid_argument, "the configuration must be a mapping of sections");
     for (const auto& [key, value] : root.items())
-        if (key != "service" && key != "model" && key != "resources" && key != "server")
-            fail(Status::invalid_argument, "'{}' is not a known section (known: service, model, resources, server)", key);
+        if (std::find(section_names.begin(), section_names.end(), key) == section_names.end())
+            fail(Status::invalid_argument, "'{}' is not a known section (known: {})", key, fmt::join(section_names, ", "));
+    // The server's section is the HTTP server's to read (unmask_service_config_section); here only
+    // its shape is checked.
+    Section(root, "server");
+    return root;
+}
 
+// The library's sections of a parsed document.
+ServiceConfig config_from(const json& root, const std::filesystem::path& directory) {
     ServiceConfig config;
     const auto anchored = [&](const std::string& path) {
         return path.empty() || std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : directory / path;
@@ -198,42 +208,46 @@ ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::
                                 {"warning", LogLevel::warn}, {"error", LogLevel::error}});
     resources.integer("log_rotation_size_mb", config.log_rotation_size_mb, 0, 1 << 20);
 
-    const Section server(root, "server");
-    server.allow_only({"bind_address", "api_keys_env", "api_key_file", "rate_limit_per_second", "rate_limit_burst",
-                       "max_body_bytes", "tls_certificate", "tls_private_key", "drain_timeout_seconds", "log_file",
-                       "log_prompts"});
-    if (auto v = server.string("bind_address")) {
-        if (v->empty()) fail(Status::invalid_argument, "'server.bind_address' must not be empty");
-        config.bind_address = *v;
-    }
-    if (auto v = server.string("api_keys_env")) config.api_keys_env = *v;
-    if (auto v = server.string("api_key_file")) config.api_key_file = anchored(*v);
-    server.number("rate_limit_per_second", config.rate_limit_per_second, 0, 1e9, false);
-    server.integer("rate_limit_burst", config.rate_limit_burst, 0, 1'000'000'000);
-    server.integer("max_body_bytes", config.max_body_bytes, 1, int64_t(1) << 40);
-    if (auto v = server.string("tls_certificate")) config.tls_certificate = anchored(*v);
-    if (auto v = server.string("tls_private_key")) config.tls_private_key = anchored(*v);
-    if (config.tls_certificate.empty() != config.tls_private_key.empty())
-        fail(Status::invalid_argument, "'server.tls_certificate' and 'server.tls_private_key' go together");
-    server.number("drain_timeout_seconds", config.drain_timeout_seconds, 0, 1e9, false);
-    if (auto v = server.string("log_file")) config.log_file = anchored(*v);
-    server.boolean("log_prompts", config.log_prompts);
     return config;
 }
 
-ServiceConfig read_service_config(const std::filesystem::path& path) {
+
+// The file's document with its library sections checked, and the folder relative paths start from.
+std::pair<json, std::filesystem::path> read_document(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(Status::io, "cannot open the configuration file '{}'", path.string());
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) fail(Status::io, "cannot read the configuration file '{}'", path.string());
     const auto extension = path.extension().string();
+    const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
     try {
-        return parse_service_config(text.str(), extension == ".yaml" || extension == ".yml",
-                                    path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
+        json root = parse_document(text.str(), extension == ".yaml" || extension == ".yml");
+        config_from(root, directory);
+        return {std::move(root), directory};
     } catch (const Error& e) {
         throw Error(e.status(), fmt::format("{}: {}", path.string(), e.what()));
     }
+}
+
+}  // namespace
+
+ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::filesystem::path& directory) {
+    return config_from(parse_document(text, yaml), directory);
+}
+
+ServiceConfig read_service_config(const std::filesystem::path& path) {
+    const auto [root, directory] = read_document(path);
+    return config_from(root, directory);
+}
+
+std::string read_config_section(const std::filesystem::path& path, std::string_view section) {
+    if (std::find(section_names.begin(), section_names.end(), section) == section_names.end())
+        fail(Status::invalid_argument, "'{}' is not a section of a service configuration (they are {})", section,
+             fmt::join(section_names, ", "));
+    const auto [root, directory] = read_document(path);
+    const auto found = root.find(std::string(section));
+    return found == root.end() ? "null" : found->dump();
 }
 
 }  // namespace unmask

@@ -4,13 +4,12 @@
 //   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds
 //   model:     weights_path, precision, max_sequence_length, min_diffusion_steps, max_diffusion_steps
 //   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
-//   server:    bind_address, api_keys_env, api_key_file, rate_limit_per_second, rate_limit_burst,
-//              max_body_bytes, tls_certificate, tls_private_key, drain_timeout_seconds, log_file,
-//              log_prompts (read by examples/server, the HTTP server)
+//   server:    unmask-server's own (examples/server reads it through read_config_section); the
+//              library checks only that it is a mapping
 //
-// Every key is optional except model.weights_path (an empty section is all defaults; 0 means
-// "none" for listen_port and the step bounds); an unknown key, a wrong type or an impossible value
-// is INVALID_ARGUMENT naming the key (`service.max_concurrent_requests`).
+// Every key of the library's sections is optional except model.weights_path (an empty section is
+// all defaults; 0 means "none" for listen_port and the step bounds); an unknown key, a wrong type
+// or an impossible value is INVALID_ARGUMENT naming the key (`service.max_concurrent_requests`).
 #pragma once
 
 #include <cstdint>
@@ -37,22 +36,16 @@ struct ServiceConfig {
     double memory_fraction = 1.0;
     LogLevel log_level = LogLevel::info;
     int64_t log_rotation_size_mb = 0;  // 0: no rotation
-    // The HTTP server's keys. Paths are resolved like weights_path; empty means not given.
-    std::string bind_address = "127.0.0.1";
-    std::string api_keys_env;  // the environment variable holding the API keys
-    std::filesystem::path api_key_file;
-    double rate_limit_per_second = 0;  // per API key; 0: no limit
-    int64_t rate_limit_burst = 0;      // bucket size; 0: max(1, rate_limit_per_second)
-    int64_t max_body_bytes = 1 << 20;
-    std::filesystem::path tls_certificate, tls_private_key;
-    double drain_timeout_seconds = 30;
-    std::filesystem::path log_file;  // empty: standard error
-    bool log_prompts = false;
 };
 
 // Reads a file: YAML for the extensions .yaml and .yml, JSON otherwise. Throws IO or INVALID_ARGUMENT.
 ServiceConfig read_service_config(const std::filesystem::path& path);
 // Parses text already read; `yaml` selects the syntax, `directory` anchors relative paths.
 ServiceConfig parse_service_config(std::string_view text, bool yaml, const std::filesystem::path& directory);
+// One section of the file as JSON text ("null" when absent), after the library's sections are
+// checked: how a host reads a section of its own (unmask-server's `server`). Relative paths in it
+// are the host's to resolve against the file's folder. Throws IO or INVALID_ARGUMENT (also for a
+// name that is not a section of a service configuration).
+std::string read_config_section(const std::filesystem::path& path, std::string_view section);
 
 }  // namespace unmask

@@ -1,9 +1,13 @@
-// The pure parts of unmask-server: the request parser, the streamed answer text, API keys and
-// the rate limiter. The HTTP behaviour is tested end to end by test_server.py.
+// The pure parts of unmask-server: the request parser, the streamed answer text, API keys, the
+// rate limiter and the server's section of a configuration file. The HTTP behaviour is tested end to end by test_server.py.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,6 +15,7 @@
 #include "answer_text.hpp"
 #include "openai_request.hpp"
 #include "openai_response.hpp"
+#include "server_config.hpp"
 #include "unmask.hpp"
 
 using namespace unmask_server;
@@ -189,4 +194,77 @@ TEST_CASE("error and chunk bodies carry OpenAI's fields and survive invalid UTF-
     CHECK(chunk_body(Endpoint::chat_completions, o, "", "", true).find(R"("delta":{"role":"assistant"})") !=
           std::string::npos);
     CHECK(server_sent_event("{}") == "data: {}\n\n");
+}
+
+namespace {
+
+// A configuration file of `text` in a fresh temporary folder; removed with the object.
+struct ConfigFile {
+    explicit ConfigFile(const std::string& text)
+        : folder(std::filesystem::temp_directory_path() / ("unmask-server-config-" + std::to_string(std::rand()))) {
+        std::filesystem::create_directories(folder);
+        std::ofstream(folder / "service.yaml") << text;
+    }
+    ~ConfigFile() { std::filesystem::remove_all(folder); }
+    std::string path() const { return (folder / "service.yaml").string(); }
+    std::filesystem::path folder;
+};
+
+}  // namespace
+
+TEST_CASE("the server reads its own section of a configuration file") {
+    const ServerSection s = read_server_section(std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.yaml");
+    CHECK(s.bind_address == "0.0.0.0");
+    CHECK(s.api_keys_env == "UNMASK_API_KEYS");
+    CHECK(s.api_key_file == std::string(UNMASK_SOURCE_DIR) + "/tests/data/keys.txt");  // from the file's folder
+    CHECK(s.rate_limit_per_second == 5.0);
+    CHECK(s.rate_limit_burst == 10);
+    CHECK(s.max_body_bytes == 65536);
+    CHECK(s.tls_certificate == "/etc/unmask/cert.pem");
+    CHECK(s.tls_private_key == "/etc/unmask/key.pem");
+    CHECK(s.drain_timeout_seconds == 20.0);
+    CHECK(s.log_file == "/var/log/unmask/server.log");
+    CHECK(s.log_prompts);
+    // The same from JSON.
+    const ServerSection j = read_server_section(std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.json");
+    CHECK(j.bind_address == s.bind_address);
+    CHECK(j.max_body_bytes == s.max_body_bytes);
+    CHECK(j.log_prompts == s.log_prompts);
+}
+
+TEST_CASE("without a server section every key has its default") {
+    const ConfigFile file("model:\n  weights_path: m\n");
+    const ServerSection s = read_server_section(file.path());
+    CHECK(s.bind_address == "127.0.0.1");
+    CHECK(s.max_body_bytes == 1 << 20);
+    CHECK(s.drain_timeout_seconds == 30.0);
+    CHECK(s.rate_limit_per_second == 0.0);
+    CHECK(s.api_key_file.empty());
+    CHECK(s.log_file.empty());
+    CHECK_FALSE(s.log_prompts);
+}
+
+TEST_CASE("each wrong key, type or value of the server section is named") {
+    const std::string base = "model:\n  weights_path: m\n";
+    const std::pair<std::string, std::string> cases[] = {
+        {base + "server:\n  api_key: abc\n", "'server.api_key' is not a known key"},
+        {base + "server:\n  max_body_bytes: 0\n", "'server.max_body_bytes' must be within"},
+        {base + "server:\n  rate_limit_per_second: -1\n", "'server.rate_limit_per_second' must be within"},
+        {base + "server:\n  log_prompts: 1\n", "'server.log_prompts' must be true or false"},
+        {base + "server:\n  bind_address: ''\n", "'server.bind_address' must not be empty"},
+        {base + "server:\n  tls_certificate: c.pem\n", "go together"},
+        {base + "server:\n  rate_limit_burst: many\n", "'server.rate_limit_burst' must be an integer"},
+        {base + "server: [1, 2]\n", "'server' must be a mapping"},           // the library says so
+        {"server:\n  log_prompts: true\n", "'model.weights_path' is required"},  // the library's sections first
+    };
+    for (const auto& [text, message] : cases) {
+        CAPTURE(text);
+        const ConfigFile file(text);
+        try {
+            read_server_section(file.path());
+            FAIL("the section was taken");
+        } catch (const std::invalid_argument& e) {
+            CHECK(std::string(e.what()).find(message) != std::string::npos);
+        }
+    }
 }

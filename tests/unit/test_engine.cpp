@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "engine/service_config.hpp"
 #include "fixtures.hpp"
@@ -447,19 +449,9 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
         CHECK(c.memory_fraction == 0.85);
         CHECK(c.log_level == LogLevel::info);
         CHECK(c.log_rotation_size_mb == 100);
-        CHECK(c.bind_address == "0.0.0.0");
-        CHECK(c.api_keys_env == "UNMASK_API_KEYS");
-        CHECK(c.api_key_file == std::filesystem::path(UNMASK_SOURCE_DIR) / "tests/data/keys.txt");
-        CHECK(c.rate_limit_per_second == 5.0);
-        CHECK(c.rate_limit_burst == 10);
-        CHECK(c.max_body_bytes == 65536);
-        CHECK(c.tls_certificate == "/etc/unmask/cert.pem");
-        CHECK(c.tls_private_key == "/etc/unmask/key.pem");
-        CHECK(c.drain_timeout_seconds == 20.0);
-        CHECK(c.log_file == "/var/log/unmask/server.log");
-        CHECK(c.log_prompts);
     }
-    // The C ABI copies the same values, the server section included.
+    // The C ABI copies the same values, and the server section into its deprecated fields (the
+    // server reads that section itself: tests/server/test_server_parts.cpp).
     unmask_service_config config{};
     config.struct_size = sizeof config;
     REQUIRE(unmask_service_config_read((std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.yaml").c_str(),
@@ -472,6 +464,7 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
     CHECK(config.drain_timeout_seconds == 20.0);
     CHECK(std::string(config.log_file) == "/var/log/unmask/server.log");
     CHECK(config.log_prompts == 1);
+    CHECK(std::string(config.api_key_file) == std::string(UNMASK_SOURCE_DIR) + "/tests/data/keys.txt");
     CHECK(config.gpu_device_count == 2);
     CHECK(config.gpu_device == 0);  // the first of [0, 1]: the GPU an engine runs on
     // A caller built against ABI 1.2 passes the older size and gets only the fields it knows.
@@ -484,15 +477,32 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
     CHECK(older.bind_address[0] == 0x5a);
 }
 
-TEST_CASE("the server section's defaults") {
-    const ServiceConfig c = parse_service_config("model:\n  weights_path: m\n", true, ".");
-    CHECK(c.bind_address == "127.0.0.1");
-    CHECK(c.max_body_bytes == 1 << 20);
-    CHECK(c.drain_timeout_seconds == 30.0);
-    CHECK(c.rate_limit_per_second == 0.0);
-    CHECK(c.api_key_file.empty());
-    CHECK(c.log_file.empty());
-    CHECK_FALSE(c.log_prompts);
+TEST_CASE("the server section is the server's: the library checks only its shape and hands it over") {
+    // Keys the library does not know are the server's to judge.
+    const ServiceConfig c = parse_service_config("model:\n  weights_path: m\nserver:\n  anything: 1\n", true, ".");
+    CHECK(c.weights_path == "./m");
+    CHECK_THROWS_WITH_AS(parse_service_config("model:\n  weights_path: m\nserver: [1]\n", true, "."),
+                         doctest::Contains("'server' must be a mapping"), Error);
+    const std::string yaml = std::string(UNMASK_SOURCE_DIR) + "/tests/data/service_config.yaml";
+    char json[512];
+    int64_t length = 0;
+    REQUIRE(unmask_service_config_section(yaml.c_str(), "server", json, sizeof json, &length) == UNMASK_OK);
+    REQUIRE(length < int64_t(sizeof json));
+    const auto server = nlohmann::json::parse(std::string(json, size_t(length)));
+    CHECK(server.at("bind_address") == "0.0.0.0");
+    CHECK(server.at("rate_limit_burst") == 10);
+    CHECK(server.at("log_prompts") == true);
+    CHECK(server.at("api_key_file") == "keys.txt");  // as written: the host resolves it
+    // The whole length is reported when the buffer is short; a section the file lacks is null.
+    REQUIRE(unmask_service_config_section(yaml.c_str(), "server", json, 4, &length) == UNMASK_OK);
+    CHECK(length == int64_t(server.dump().size()));
+    REQUIRE(unmask_service_config_section(yaml.c_str(), "model", json, sizeof json, &length) == UNMASK_OK);
+    CHECK(nlohmann::json::parse(std::string(json, size_t(length))).at("precision") == "bf16");
+    CHECK(unmask_service_config_section(yaml.c_str(), "servers", json, sizeof json, &length) ==
+          UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("'servers' is not a section") != std::string::npos);
+    CHECK(unmask_service_config_section("/nonexistent.yaml", "server", json, sizeof json, &length) == UNMASK_ERR_IO);
+    CHECK(unmask_service_config_section(yaml.c_str(), "server", nullptr, 8, &length) == UNMASK_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("each wrong key, type or value in a service configuration is named") {
@@ -513,12 +523,6 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "resources:\n  log_level: loud\n", "'resources.log_level' must be one of"},
         {"service:\n  listen_port: 80\n", "'model.weights_path' is required"},
         {base + "service: [1, 2]\n", "'service' must be a mapping"},
-        {base + "server:\n  api_key: abc\n", "'server.api_key' is not a known key"},
-        {base + "server:\n  max_body_bytes: 0\n", "'server.max_body_bytes' must be within"},
-        {base + "server:\n  rate_limit_per_second: -1\n", "'server.rate_limit_per_second' must be within"},
-        {base + "server:\n  log_prompts: 1\n", "'server.log_prompts' must be true or false"},
-        {base + "server:\n  bind_address: ''\n", "'server.bind_address' must not be empty"},
-        {base + "server:\n  tls_certificate: c.pem\n", "go together"},
         {"model: {weights_path: m\n", "not valid YAML"},
     };
     for (const auto& item : cases) {
