@@ -107,5 +107,11 @@ void write_sized(const T* source, size_t size, T* buffer, int64_t capacity, int6
     if (capacity > 0) std::memcpy(buffer, source, size_t(std::min<int64_t>(capacity, *size_out)) * sizeof(T));
 }
 
+// Text for the caller with its NUL: whole and NUL-terminated when *length (the text's length,
+// without the NUL) is below `capacity`.
+inline void write_text(const std::string& text, char* buffer, int64_t capacity, int64_t* length) {
+    write_sized(text.c_str(), text.size() + 1, buffer, capacity, length);
+    *length = static_cast<int64_t>(text.size());
+}
 
 }  // namespace unmask::capi

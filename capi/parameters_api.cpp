@@ -114,11 +114,15 @@ Enumeration enumeration_of(int32_t enumeration) {
 namespace unmask::capi {
 
 unmask_generate_params default_generate_params() {
-    unmask_generate_params p{};
-    p.struct_size = sizeof p;
-    for (const GenerationParameter& parameter : generation_parameters())
-        write_field(p, field_of(parameter), default_of(parameter));
-    return p;
+    // Made once: every generation and submission reads its parameters over these.
+    static const unmask_generate_params defaults = [] {
+        unmask_generate_params p{};
+        p.struct_size = sizeof p;
+        for (const GenerationParameter& parameter : generation_parameters())
+            write_field(p, field_of(parameter), default_of(parameter));
+        return p;
+    }();
+    return defaults;
 }
 
 }  // namespace unmask::capi
@@ -169,9 +173,7 @@ extern "C" unmask_status unmask_generate_params_get(const unmask_generate_params
         require_array(value, capacity, "value", "capacity");
         const GenerationParameter& parameter = generation_parameter(name);
         const Field& field = field_within(parameter, params->struct_size);
-        const std::string text = format_parameter(parameter, read_field(*params, field));
-        write_sized(text.c_str(), text.size() + 1, value, capacity, length);
-        *length = static_cast<int64_t>(text.size());
+        write_text(format_parameter(parameter, read_field(*params, field)), value, capacity, length);
     });
 }
 
@@ -190,8 +192,6 @@ extern "C" unmask_status unmask_enum_value(int32_t enumeration, const char* name
             *value = *found;
             return;
         }
-        std::string names;
-        for (const NamedValue& v : enumeration_values(e)) names += (names.empty() ? "" : ", ") + std::string(v.name);
-        fail(Status::invalid_argument, "'{}' is not one of {}", name, names);
+        fail(Status::invalid_argument, "'{}' is not one of {}", name, value_names(enumeration_values(e)));
     });
 }

@@ -87,8 +87,6 @@ extern "C" unmask_status unmask_service_config_section(const char* path, const c
         require_not_null(section, "section");
         require_not_null(length, "length");
         require_array(json, capacity, "json", "capacity");
-        const std::string text = read_config_section(path, section);
-        write_sized(text.c_str(), text.size() + 1, json, capacity, length);
-        *length = static_cast<int64_t>(text.size());
+        write_text(read_config_section(path, section), json, capacity, length);
     });
 }

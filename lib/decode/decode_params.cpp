@@ -7,12 +7,6 @@
 
 namespace unmask {
 
-namespace {
-// Far above any useful schedule; keeps per-step tables and step counters small (the parameter
-// table bounds cache_refresh_steps the same).
-constexpr int64_t max_supported_steps = int64_t{1} << 20;
-}  // namespace
-
 void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
     // Each value against its own range (the parameter table), then against the others and the model.
     for (auto [name, value] : {std::pair{"gen_length", p.gen_length}, std::pair{"steps", p.steps},

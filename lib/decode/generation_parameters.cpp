@@ -57,8 +57,6 @@ constexpr GenerationParameter choice(std::string_view name, std::span<const Name
     return {name, ParameterType::choice, 0, 0, false, false, choices, default_value, doc, false};
 }
 
-// Far above any useful schedule; keeps per-step tables and step counters small (and validate()'s).
-constexpr double max_refresh_steps = double(int64_t{1} << 20);
 constexpr double max_positions = double(int64_t{1} << 30);
 
 // constexpr: filled at compile time, so a caller's static initialisers may read it.
@@ -88,17 +86,11 @@ constexpr std::array parameters = {
     number("timeout_seconds", 0, unbounded, 0, "engine requests: the deadline from submission (0: the engine's)"),
     flag("stream_steps", "engine requests: a stream event after every step, not only per block"),
     choice("cache_mode", cache_modes, 0, "K/V cache: none (exact), prefix or dual"),
-    integer("cache_refresh_steps", 0, max_refresh_steps, 0,
+    integer("cache_refresh_steps", 0, double(max_supported_steps), 0,
             "with a cache: also recompute the whole canvas every this many steps of a block (0: at block starts)"),
     integer("cache_vicinity", 0, max_positions, 0, "with a cache: also recompute this many positions on each side"),
     choice("cache_precision", cache_precisions, 1, "with a cache: fp32, or bf16 (half the memory, K/V rounded)"),
 };
-
-std::string listed(std::span<const NamedValue> values) {
-    std::string out;
-    for (const NamedValue& v : values) out += (out.empty() ? "" : ", ") + std::string(v.name);
-    return out;
-}
 
 [[noreturn]] void refuse_range(const GenerationParameter& p, const std::string& shown) {
     const bool open_above = std::isinf(p.maximum);
@@ -163,6 +155,12 @@ std::optional<int32_t> enumeration_value(Enumeration enumeration, std::string_vi
     return std::nullopt;
 }
 
+std::string value_names(std::span<const NamedValue> values) {
+    std::string out;
+    for (const NamedValue& v : values) out += (out.empty() ? "" : ", ") + std::string(v.name);
+    return out;
+}
+
 std::span<const GenerationParameter> generation_parameters() noexcept { return parameters; }
 
 const GenerationParameter& generation_parameter(std::string_view name) {
@@ -190,7 +188,7 @@ void check_parameter(const GenerationParameter& p, const ParameterValue& value) 
         case ParameterType::choice:
             for (const NamedValue& v : p.choices)
                 if (v.value == value.integer) return;
-            fail(Status::invalid_argument, "{} must be one of {}, got {}", p.name, listed(p.choices), value.integer);
+            fail(Status::invalid_argument, "{} must be one of {}, got {}", p.name, value_names(p.choices), value.integer);
     }
 }
 
@@ -236,7 +234,7 @@ ParameterValue parse_parameter(const GenerationParameter& p, std::string_view te
                 if (v.name == text) value.integer = v.value, found = true;
             if (!found) {
                 const auto parsed = parse_whole<int32_t>(text);
-                if (!parsed) fail(Status::invalid_argument, "{} must be one of {}, got '{}'", p.name, listed(p.choices), text);
+                if (!parsed) fail(Status::invalid_argument, "{} must be one of {}, got '{}'", p.name, value_names(p.choices), text);
                 value.integer = *parsed;
             }
             break;

@@ -13,6 +13,10 @@
 
 namespace unmask {
 
+// Far above any useful schedule; keeps per-step tables and step counters small. The most steps a
+// generation takes (validate()) and the longest cache refresh period (the table's bound).
+inline constexpr int64_t max_supported_steps = int64_t{1} << 20;
+
 // One named value of an enumeration (a policy, a cache mode, ...), as the C constant's number.
 struct NamedValue {
     std::string_view name;
@@ -28,6 +32,8 @@ std::span<const NamedValue> enumeration_values(Enumeration enumeration) noexcept
 std::optional<std::string_view> enumeration_name(Enumeration enumeration, int32_t value) noexcept;
 // The value named `name`, or nullopt.
 std::optional<int32_t> enumeration_value(Enumeration enumeration, std::string_view name) noexcept;
+// "a, b, c": the names of `values`, for messages.
+std::string value_names(std::span<const NamedValue> values);
 
 enum class ParameterType : int32_t {
     integer = 0,  // int64 within [minimum, maximum]
