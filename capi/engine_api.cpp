@@ -203,6 +203,13 @@ extern "C" unmask_status unmask_request_cancel(unmask_request* request) {
     });
 }
 
+extern "C" unmask_status unmask_request_stop(unmask_request* request) {
+    return guarded(__func__, [&] {
+        require_not_null(request, "request");
+        request->request->stop();
+    });
+}
+
 extern "C" unmask_status unmask_request_info_get(const unmask_request* request, unmask_request_info* info) {
     return guarded(__func__, [&] {
         const Request& r = request_of(request);

@@ -56,6 +56,14 @@ extern "C" unmask_status unmask_tokenize_chat(const unmask_tokenizer* tokenizer,
     });
 }
 
+extern "C" unmask_status unmask_tokenizer_vocab_size(const unmask_tokenizer* tokenizer, int64_t* size) {
+    return guarded(__func__, [&] {
+        require_not_null(tokenizer, "tokenizer");
+        require_not_null(size, "size");
+        *size = tokenizer->tokenizer->vocab_size();
+    });
+}
+
 extern "C" unmask_status unmask_detokenize(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count,
                                            int32_t skip_special_tokens, char* text, int64_t capacity, int64_t* length) {
     return guarded(__func__, [&] {

@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 6
+#define UNMASK_ABI_VERSION_MINOR 7
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -371,7 +371,8 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
 
 /* Why a generation ended (unmask_generation.finish_reason). */
 #define UNMASK_FINISH_LENGTH 1    /* the whole generation region was filled, no EOS in it */
-#define UNMASK_FINISH_EOS 2       /* the answer contains EOS (or early stop filled the rest with EOS) */
+#define UNMASK_FINISH_EOS 2       /* the answer ended: it contains EOS (early stop filled the rest with EOS),
+                                     or the caller stopped it at its end (unmask_request_stop) */
 #define UNMASK_FINISH_CANCELLED 3 /* the step callback asked to stop (engine: cancelled or shut down) */
 #define UNMASK_FINISH_TIMEOUT 4   /* engine: the request's deadline passed (checked between steps) */
 #define UNMASK_FINISH_ERROR 5     /* engine: the request failed; unmask_request_info has the status */
@@ -676,6 +677,11 @@ UNMASK_API unmask_status unmask_request_wait(const unmask_request *request, doub
  * CANCELLED unless it had already finished. Thread-safe. */
 UNMASK_API unmask_status unmask_request_cancel(unmask_request *request);
 
+/* Since ABI 1.7: tells the engine that the caller has found the end of the answer (a stop string
+ * in its text, say): the request stops between steps like a cancel, but its outcome is EOS, the
+ * answer having ended, and it is counted so. The first of cancel and stop wins. Thread-safe. */
+UNMASK_API unmask_status unmask_request_stop(unmask_request *request);
+
 #define UNMASK_REQUEST_QUEUED 0
 #define UNMASK_REQUEST_RUNNING 1
 #define UNMASK_REQUEST_FINISHED 2
@@ -770,6 +776,10 @@ UNMASK_API void unmask_tokenizer_free(unmask_tokenizer *tokenizer);
 /* The tokenizer of a model whose directory holds a tokenizer.json, owned by the model (do not
  * free it); *out_tokenizer is NULL when the directory has none. */
 UNMASK_API unmask_status unmask_model_tokenizer(const unmask_model *model, const unmask_tokenizer **out_tokenizer);
+
+/* Since ABI 1.7: one past the highest id the tokenizer knows (its vocabulary and added tokens);
+ * unmask_detokenize skips ids at or beyond it. */
+UNMASK_API unmask_status unmask_tokenizer_vocab_size(const unmask_tokenizer *tokenizer, int64_t *size);
 
 /* Encodes `text_length` bytes of UTF-8 (invalid sequences are read as U+FFFD). Writes up to
  * `capacity` ids and sets *count to the number of ids of the whole text: when *count > capacity,

@@ -97,6 +97,12 @@ public:
                                         capacity, count);
         }, "unmask_tokenize_chat");
     }
+    // One past the highest id it knows; decode() skips ids beyond.
+    int64_t vocab_size() const {
+        int64_t size = 0;
+        check(unmask_tokenizer_vocab_size(tokenizer_, &size), "unmask_tokenizer_vocab_size");
+        return size;
+    }
     std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const {
         return read_text([&](char* text, int64_t capacity, int64_t* length) {
             return unmask_detokenize(tokenizer_, ids.data(), static_cast<int64_t>(ids.size()), skip_special_tokens ? 1 : 0,
@@ -207,6 +213,7 @@ public:
         return true;
     }
     void cancel() { check(unmask_request_cancel(request_.get()), "unmask_request_cancel"); }
+    void stop() { check(unmask_request_stop(request_.get()), "unmask_request_stop"); }
     unmask_request_info info() const {
         auto out = sized<unmask_request_info>();
         check(unmask_request_info_get(get(), &out), "unmask_request_info_get");

@@ -112,6 +112,9 @@ struct StepView {
 int run_generate(const ParsedArgs& args) {
     if (args.has("prompt") == args.has("prompt-ids")) throw UsageError("give the prompt with either --prompt TEXT or --prompt-ids 1,2,3");
     if (args.has("chat") && !args.has("prompt")) throw UsageError("--chat formats a --prompt TEXT");
+    if (args.has("system") && !args.has("chat")) throw UsageError("--system is a chat message: give it with --chat");
+    // As the server: a generation needs something to continue (--prompt-ids names its ids).
+    if (args.has("prompt") && args.value("prompt")->empty()) throw UsageError("--prompt must not be empty");
     unmask_generate_params params;
     check(unmask_generate_params_init(&params));
     apply_decoding_options(args, params);

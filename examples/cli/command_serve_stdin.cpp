@@ -1,20 +1,22 @@
 // `unmask serve-stdin`: drives the engine from any language without a network. One JSON request
 // per line on stdin, {"id": ..., "prompt": TEXT or "prompt_ids": [...], plus any generation
 // parameter by its C API name}; one JSON result per line on stdout with the same id, in
-// completion order. A malformed line gets an error result with its id (or line number) and the
-// others go on.
+// completion order. A malformed line (not JSON, nested deeper than 64 levels, a bad field) gets an
+// error result with its id (or line number) and the others go on.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.hpp"
 #include "commands.hpp"
 #include "decoding_options.hpp"
 #include "engine_session.hpp"
@@ -144,12 +146,15 @@ int run_serve_stdin(const ParsedArgs& args) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         nlohmann::json id = number;  // until the line names its own
         try {
-            nlohmann::json request;
+            std::optional<nlohmann::json> parsed;
             try {
-                request = nlohmann::json::parse(line);
-            } catch (const nlohmann::json::exception&) {
-                throw UsageError("line " + std::to_string(number) + " is not JSON");
+                parsed = unmask_examples::parse_bounded_json(line);
+            } catch (const unmask_examples::JsonTooDeep& e) {
+                throw UsageError("line " + std::to_string(number) + " nests deeper than " +
+                                 std::to_string(e.max_nesting) + " levels");
             }
+            if (!parsed) throw UsageError("line " + std::to_string(number) + " is not JSON");
+            const nlohmann::json& request = *parsed;
             if (!request.is_object()) throw UsageError("a request must be a JSON object");
             if (request.contains("id")) id = request.at("id");
             unmask_generate_params params;

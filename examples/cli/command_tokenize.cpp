@@ -2,11 +2,13 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.hpp"
 #include "commands.hpp"
 #include "engine_session.hpp"
 
@@ -42,11 +44,29 @@ int run_tokenize(const ParsedArgs& args) {
 
 int run_detokenize(const ParsedArgs& args) {
     const auto tokenizer = load_tokenizer(args);
-    std::vector<int32_t> ids;
+    const std::string input(std::istreambuf_iterator<char>(std::cin), {});
+    const auto invalid = [](const std::string& why) { return CommandError(UNMASK_ERR_INVALID_ARGUMENT, "INVALID_ARGUMENT: " + why); };
+    std::optional<nlohmann::json> parsed;
     try {
-        ids = nlohmann::json::parse(std::cin).get<std::vector<int32_t>>();
-    } catch (const nlohmann::json::exception&) {
-        throw CommandError(UNMASK_ERR_INVALID_ARGUMENT, "INVALID_ARGUMENT: standard input is not a JSON array of token ids");
+        parsed = unmask_examples::parse_bounded_json(input);
+    } catch (const unmask_examples::JsonTooDeep&) {
+        throw invalid("standard input must be a JSON array of token ids, not nested arrays");
+    }
+    if (!parsed || !parsed->is_array()) throw invalid("standard input is not a JSON array of token ids");
+    // Every id is the tokenizer's: an id it lacks is an error here, where the library's decoder
+    // would skip it (as it must for a model's padding rows).
+    int64_t vocab_size = 0;
+    check(unmask_tokenizer_vocab_size(tokenizer.get(), &vocab_size));
+    std::vector<int32_t> ids;
+    for (const nlohmann::json& id : *parsed) {
+        if (!id.is_number_integer())
+            throw invalid("token ids are whole numbers, got " + id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        const bool is_unsigned = id.is_number_unsigned();
+        if (!is_unsigned && id.get<int64_t>() < 0) throw invalid("token id " + id.dump() + " is negative");
+        if (is_unsigned ? id.get<uint64_t>() >= uint64_t(vocab_size) : id.get<int64_t>() >= vocab_size)
+            throw invalid("token id " + id.dump() + " is not in the tokenizer's vocabulary (ids 0.." +
+                          std::to_string(vocab_size - 1) + ")");
+        ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
     int64_t length = 0;
     const int32_t skip = args.has("skip-special") ? 1 : 0;

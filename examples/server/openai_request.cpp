@@ -4,12 +4,14 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bounded_json.hpp"
 #include "generation_parameters.hpp"
 #include "unmask.h"
 
@@ -17,27 +19,6 @@ namespace unmask_server {
 namespace {
 
 using nlohmann::json;
-
-// How deeply arrays and objects nest in a JSON text (strings skipped). Checked before parsing:
-// nlohmann's parser is iterative, but copying or printing a deep value recurses.
-int nesting_depth(std::string_view text) {
-    int depth = 0, deepest = 0;
-    bool in_string = false, escaped = false;
-    for (const char c : text) {
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return deepest;
-}
 
 // A value for an error message: scalars as JSON, short; containers by their kind.
 std::string shown(const nlohmann::json& v) {
@@ -246,11 +227,15 @@ const std::set<std::string>& known_fields(Endpoint endpoint) {
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint) {
-    if (nesting_depth(body) > max_nesting)
-        throw ApiError(400, "the request body nests deeper than " + std::to_string(max_nesting) + " levels", "",
+    std::optional<json> parsed;
+    try {
+        parsed = unmask_examples::parse_bounded_json(body);
+    } catch (const unmask_examples::JsonTooDeep& e) {
+        throw ApiError(400, "the request body nests deeper than " + std::to_string(e.max_nesting) + " levels", "",
                        "invalid_json");
-    const json root = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-    if (root.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+    }
+    if (!parsed) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+    const json& root = *parsed;
     if (!root.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
     const auto& known = known_fields(endpoint);
     for (const auto& item : root.items())

@@ -30,9 +30,6 @@ struct CompletionRequest {
     bool seed_given = false;          // OpenAI: without a seed, sampling differs per request
 };
 
-// Arrays and objects nested deeper than this are refused before parsing.
-constexpr int max_nesting = 64;
-
 // Throws ApiError for malformed JSON, unknown fields, wrong types and impossible values.
 CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint);
 

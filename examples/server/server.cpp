@@ -498,7 +498,7 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
         if (!tokens.empty()) {
             const std::string delta = text.advance(tokens.data(), static_cast<int64_t>(tokens.size()), false);
             if (!delta.empty()) open = send(chunk_body(endpoint, outcome, delta, "", false));
-            if (text.ended()) unmask_request_cancel(job.handle);  // the answer is complete
+            if (text.ended()) unmask_request_stop(job.handle);  // the answer is complete
         }
         open = open && job.probe.alive() && sink.is_writable();
         finished = unmask_request_wait(job.handle, 0) == UNMASK_OK;

@@ -194,8 +194,9 @@ void Engine::schedule() {
             for (auto it = queue_.begin(); it != queue_.end();) {
                 const auto& r = *it;
                 if (stopping_ || r->cancel_requested() || now >= r->deadline_) {
-                    ended.emplace_back(r, now >= r->deadline_ && !stopping_ && !r->cancel_requested() ? RequestFinish::timeout
-                                                                                                      : RequestFinish::cancelled);
+                    ended.emplace_back(r, r->cancel_requested() ? r->requested_end()
+                                          : stopping_           ? RequestFinish::cancelled
+                                                                : RequestFinish::timeout);
                     it = queue_.erase(it);
                     room_.notify_one();
                 } else {
@@ -253,7 +254,7 @@ void Engine::run_step() {
     std::vector<DecodeSequence*> sequences;
     std::vector<SequenceState*> states;
     for (const auto& r : running_) {
-        if (r->cancel_requested()) end(r, RequestFinish::cancelled);
+        if (r->cancel_requested()) end(r, r->requested_end());
         else if (now >= r->deadline_) end(r, RequestFinish::timeout);
         else {
             try {

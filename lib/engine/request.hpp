@@ -75,9 +75,14 @@ public:
     // Waits until the request has its outcome; false when `timeout` passed first (none: forever).
     bool wait(std::optional<std::chrono::duration<double>> timeout) const;
     bool finished() const;
-    // Asks the engine to stop it (between steps); a no-op once finished.
-    void cancel() noexcept { cancel_requested_ = true; }
-    bool cancel_requested() const noexcept { return cancel_requested_; }
+    // Asks the engine to stop it (between steps); a no-op once finished. cancel() ends it as
+    // cancelled; stop() as an answer that ended (eos): the caller found its end, a stop string.
+    // The first request wins.
+    void cancel() noexcept { request_end(RequestFinish::cancelled); }
+    void stop() noexcept { request_end(RequestFinish::eos); }
+    bool cancel_requested() const noexcept { return requested_end_ != RequestFinish::none; }
+    // How a caller asked it to end (none: it did not).
+    RequestFinish requested_end() const noexcept { return requested_end_; }
     bool admitted() const noexcept { return admitted_flag_; }
     // The outcome; throws Error(INVALID_ARGUMENT) before it exists.
     RequestResult result() const;
@@ -91,7 +96,11 @@ private:
     mutable std::condition_variable done_;
     bool finished_ = false;
     RequestResult result_;
-    std::atomic<bool> cancel_requested_{false};
+    void request_end(RequestFinish finish) noexcept {
+        RequestFinish none = RequestFinish::none;
+        requested_end_.compare_exchange_strong(none, finish);
+    }
+    std::atomic<RequestFinish> requested_end_{RequestFinish::none};
     std::atomic<bool> admitted_flag_{false};
 
     // The scheduler's side, touched only by the engine.

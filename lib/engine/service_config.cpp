@@ -22,14 +22,16 @@ using nlohmann::json;
 
 constexpr std::array<std::string_view, 4> section_names = {"service", "model", "resources", "server"};
 
-// YAML -> the JSON value model, so both syntaxes go through one validator.
-json from_yaml(const YAML::Node& node, const std::string& where) {
+// YAML -> the JSON value model, so both syntaxes go through one validator. Recursive, so bounded
+// as JSON files are (yaml-cpp's own bound, 2000 levels, is for its parser's stack, not ours).
+json from_yaml(const YAML::Node& node, const std::string& where, int depth = 1) {
+    if (depth > max_json_depth) fail(Status::invalid_argument, "the configuration nests deeper than {} levels", max_json_depth);
     switch (node.Type()) {
         case YAML::NodeType::Null:
         case YAML::NodeType::Undefined: return nullptr;
         case YAML::NodeType::Sequence: {
             json out = json::array();
-            for (const auto& item : node) out.push_back(from_yaml(item, where));
+            for (const auto& item : node) out.push_back(from_yaml(item, where, depth + 1));
             return out;
         }
         case YAML::NodeType::Map: {
@@ -37,7 +39,7 @@ json from_yaml(const YAML::Node& node, const std::string& where) {
             for (const auto& item : node) {
                 const std::string key = item.first.as<std::string>();
                 if (out.contains(key)) fail(Status::invalid_argument, "{}: the key '{}' appears twice", where, key);
-                out[key] = from_yaml(item.second, where.empty() ? key : where + "." + key);
+                out[key] = from_yaml(item.second, where.empty() ? key : where + "." + key, depth + 1);
             }
             return out;
         }

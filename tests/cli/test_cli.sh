@@ -122,6 +122,14 @@ PY
 expect_run "generate text" 0 generate -m "$chat" --prompt "the" --gen-length 4 --steps 4
 expect_run "generate prompt twice" 2 generate -m "$chat" --prompt "a" --prompt-ids 1
 expect_one_error_line "generate prompt twice" "either --prompt TEXT or --prompt-ids"
+# What the server refuses, the command line refuses too, and nothing given is silently ignored.
+expect_run "generate empty prompt" 2 generate -m "$chat" --prompt '' --gen-length 4 --steps 4
+expect_one_error_line "generate empty prompt" "--prompt must not be empty"
+expect_run "generate --system without --chat" 2 generate -m "$chat" --prompt "hi" --system "be brief" --gen-length 4 --steps 4
+expect_one_error_line "generate --system without --chat" "--system is a chat message"
+expect_run "generate seed -1" 1 generate -m "$chat" --prompt "hi" --seed -1 --gen-length 4 --steps 4
+expect_one_error_line "generate seed -1" "seed must be a whole number in 0..18446744073709551615"
+expect_run "generate largest seed" 0 generate -m "$chat" --prompt "hi" --seed 18446744073709551615 --gen-length 4 --steps 4
 
 printf 'the tether h\xc3\xa9llo\n\tok' >"$work/text"
 "$unmask" tokenize --tokenizer "$chat" <"$work/text" >"$work/ids" 2>"$work/err" || fail "tokenize: $(cat "$work/err")"
@@ -133,6 +141,16 @@ echo '[1, -5]' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/
 expect_one_error_line "detokenize negative id" "INVALID_ARGUMENT: .*token id -5 is negative"
 echo 'not json' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
 expect_one_error_line "detokenize bad input" "not a JSON array"
+echo '[116, 100000]' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+[ $? -eq 1 ] || fail "detokenize of an id the tokenizer lacks fails"
+expect_one_error_line "detokenize unknown id" "token id 100000 is not in the tokenizer's vocabulary (ids 0..261)"
+echo '[2147483648]' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+expect_one_error_line "detokenize id beyond int32" "token id 2147483648 is not in the tokenizer's vocabulary"
+echo '[18446744073709551615]' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+expect_one_error_line "detokenize id beyond int64" "token id 18446744073709551615 is not in the tokenizer's vocabulary"
+/usr/bin/python3 -c 'print("[" * 100000 + "]" * 100000)' | "$unmask" detokenize --tokenizer "$chat" >"$work/out" 2>"$work/err"
+[ $? -eq 1 ] || fail "detokenize of arrays nested 100,000 deep fails cleanly"
+expect_one_error_line "detokenize deep input" "not nested arrays"
 expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
 expect_one_error_line "tokenize missing file" "IO: .*does not exist"
 expect_run "generate with the bundled model" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
@@ -199,20 +217,28 @@ expect_run "generate at the suggested length" 0 generate -m "$fixtures/good/llad
 chat="$fixtures/good/tiny-chat"
 printf '%s\n' '{"id": "a", "prompt_ids": [1, 2, 3], "gen_length": 8, "steps": 4}' \
     'not json' \
-    '{"id": 7, "prompt": "hello", "gen_length": 6, "policy": "maskgit_plus", "temperature": 0.5, "seed": 3}' \
+    '{"id": 70, "prompt": "hello", "gen_length": 6, "policy": "maskgit_plus", "temperature": 0.5, "seed": 3}' \
     '{"id": "dual", "prompt_ids": [1, 2], "gen_length": 8, "block_length": 4, "cache_mode": "dual", "cache_refresh_steps": 2}' \
     '{"id": "bad", "prompt_ids": [1], "gen_lenght": 8}' \
     '{"id": "long", "prompt_ids": [1], "gen_length": 100000}' \
+    "$(/usr/bin/python3 -c 'print("{\"id\": " + "[" * 100000 + "]" * 100000 + ", \"prompt_ids\": [1]}")')" \
+    "$(/usr/bin/python3 -c 'print("{\"id\": \"deep\", \"prompt_ids\": " + "[" * 100000 + "]" * 100000 + "}")')" \
+    '{"id": "last", "prompt_ids": [1, 2], "gen_length": 4, "steps": 4}' \
     | "$unmask" serve-stdin -m "$chat" --threads 2 >"$work/served" 2>"$work/err" || fail "serve-stdin: $(cat "$work/err")"
 /usr/bin/python3 - "$work/served" <<'PY' || fail "serve-stdin results: $(cat "$work/served")"
 import json, sys
 results = [json.loads(line) for line in open(sys.argv[1])]
 by_id = {str(r["id"]): r for r in results}
-assert len(results) == 6 and len(by_id) == 6, results
+# Every line is answered, the lines nested 100,000 deep by their line numbers, and the valid lines
+# around them are served.
+assert len(results) == 9 and len(by_id) == 9, results
+assert "line 7 nests deeper than 64 levels" in by_id["7"]["error"] and by_id["7"]["status"] == "INVALID_ARGUMENT"
+assert "line 8 nests deeper than 64 levels" in by_id["8"]["error"]
+assert by_id["last"]["finish_reason"] in ("length", "eos") and len(by_id["last"]["tokens"]) == 4
 assert len(by_id["dual"]["tokens"]) == 8 and by_id["dual"]["steps"] == 8
 assert by_id["a"]["finish_reason"] in ("length", "eos") and len(by_id["a"]["tokens"]) == 8 and "text" in by_id["a"]
 assert by_id["a"]["steps"] == 4 and by_id["a"]["timings"]["end_to_end_seconds"] > 0
-assert len(by_id["7"]["tokens"]) == 6
+assert len(by_id["70"]["tokens"]) == 6
 assert "not JSON" in by_id["2"]["error"]
 assert "gen_lenght" in by_id["bad"]["error"] and by_id["bad"]["status"] == "INVALID_ARGUMENT"
 assert by_id["long"]["status"] == "TOO_LONG"

@@ -264,6 +264,28 @@ TEST_CASE("a deadline ends a request within one step, and cancel works from anot
     unmask_request_free(cancelled);
     CHECK(unmask_request_wait(nullptr, 0) == UNMASK_ERR_INVALID_ARGUMENT);
 
+    // A caller that found the answer's end stops it: the outcome is EOS, counted as one, and a
+    // later cancel changes nothing (the first of the two wins).
+    auto finished_as = [&](int32_t reason) {
+        unmask_engine_stats stats{};
+        stats.struct_size = sizeof stats;
+        REQUIRE(unmask_engine_stats_get(engine.engine, &stats) == UNMASK_OK);
+        return stats.finished[reason];
+    };
+    const uint64_t eos_before = finished_as(UNMASK_FINISH_EOS), cancelled_before = finished_as(UNMASK_FINISH_CANCELLED);
+    unmask_request* stopped = nullptr;
+    REQUIRE(unmask_engine_submit(engine.engine, &long_run, prompt.data(), 3, 0, &stopped) == UNMASK_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(unmask_request_stop(stopped) == UNMASK_OK);
+    CHECK(unmask_request_cancel(stopped) == UNMASK_OK);
+    const Outcome s = outcome_of(stopped);
+    CHECK(s.info.finish_reason == UNMASK_FINISH_EOS);
+    CHECK(s.info.steps < 512);
+    CHECK(finished_as(UNMASK_FINISH_EOS) == eos_before + 1);
+    CHECK(finished_as(UNMASK_FINISH_CANCELLED) == cancelled_before);
+    unmask_request_free(stopped);
+    CHECK(unmask_request_stop(nullptr) == UNMASK_ERR_INVALID_ARGUMENT);
+
     // Freeing a running request's handle cancels it, and its callback is not called again.
     struct Counter {
         std::atomic<int> calls{0};
@@ -533,6 +555,12 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
     }
     CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": "m", "weights_path": "n"}})", false, "."),
                          doctest::Contains("duplicate"), Error);
+    // Nesting is bounded in both syntaxes before anything recursive walks it (YAML sequences 200
+    // deep: within what yaml-cpp parses, beyond our bound of 128).
+    const std::string deep_yaml = "server:\n  x: " + std::string(200, '[') + std::string(200, ']') + "\n";
+    CHECK_THROWS_WITH_AS(parse_service_config(deep_yaml, true, "."), doctest::Contains("nests deeper than 128 levels"), Error);
+    const std::string deep_json = R"({"server": {"x": )" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+    CHECK_THROWS_WITH_AS(parse_service_config(deep_json, false, "."), doctest::Contains("nested deeper than 128 levels"), Error);
     CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": 5}})", false, "."),
                          doctest::Contains("'model.weights_path' must be a string"), Error);
     CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": "m"}, "service": {"listen_port": "80"}})",

@@ -120,6 +120,16 @@ TEST_CASE("the tokenizer C API reports sizes, truncates safely and rejects bad i
     CHECK(std::string(buffer, size_t(length)) ==
           "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 
+    int64_t vocab_size = 0;
+    REQUIRE(unmask_tokenizer_vocab_size(tokenizer, &vocab_size) == UNMASK_OK);
+    CHECK(vocab_size == 262);  // a vocabulary of 258 (ids 0..257), then 4 added tokens
+    CHECK(unmask_tokenizer_vocab_size(tokenizer, nullptr) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(unmask_tokenizer_vocab_size(nullptr, &vocab_size) == UNMASK_ERR_INVALID_ARGUMENT);
+    const int32_t last[] = {261, 262};  // the last added token, then the first id beyond
+    REQUIRE(unmask_detokenize(tokenizer, last, 2, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
+    CHECK(length > 0);
+    REQUIRE(unmask_detokenize(tokenizer, last + 1, 1, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
+    CHECK(length == 0);
     const int32_t beyond[] = {116, 100000, 257};  // ids the tokenizer lacks are skipped
     REQUIRE(unmask_detokenize(tokenizer, beyond, 3, 0, buffer, sizeof buffer, &length) == UNMASK_OK);
     CHECK(std::string(buffer, size_t(length)) == "the");

@@ -167,6 +167,7 @@ def _declare(lib):
         "unmask_engine_metrics": (s, [handle, POINTER(c_char), c_int64, POINTER(c_int64)]),
         "unmask_request_wait": (s, [handle, c_double]),
         "unmask_request_cancel": (s, [handle]),
+        "unmask_request_stop": (s, [handle]),
         "unmask_request_info_get": (s, [handle, POINTER(RequestInfo)]),
         "unmask_request_tokens": (s, [handle, POINTER(c_int32), c_int64, POINTER(c_int64)]),
         "unmask_request_text": (s, [handle, POINTER(c_char), c_int64, POINTER(c_int64)]),
@@ -174,6 +175,7 @@ def _declare(lib):
         "unmask_model_tokenizer": (s, [handle, POINTER(handle)]),
         "unmask_tokenize": (s, [handle, c_char_p, c_int64, c_int32, POINTER(c_int32), c_int64, POINTER(c_int64)]),
         "unmask_tokenize_chat": (s, [handle, c_char_p, c_char_p, POINTER(c_int32), c_int64, POINTER(c_int64)]),
+        "unmask_tokenizer_vocab_size": (s, [handle, POINTER(c_int64)]),
         "unmask_detokenize": (s, [handle, POINTER(c_int32), c_int64, c_int32, POINTER(c_char), c_int64,
                                   POINTER(c_int64)]),
     }

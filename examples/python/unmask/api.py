@@ -175,6 +175,12 @@ class Tokenizer:
         return _read_ids(lambda b, c, n: lib.unmask_tokenize_chat(self._handle, s, user.encode(), b, c, n),
                          "unmask_tokenize_chat")
 
+    def vocab_size(self) -> int:
+        """One past the highest id the tokenizer knows; decode() skips ids beyond."""
+        size = ctypes.c_int64()
+        _check(lib.unmask_tokenizer_vocab_size(self._handle, ctypes.byref(size)), "unmask_tokenizer_vocab_size")
+        return size.value
+
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         array = _ids(ids)
         return _read_text(lambda b, c, n: lib.unmask_detokenize(self._handle, array, len(ids), int(skip_special_tokens),
@@ -297,6 +303,10 @@ class Request(_Owned):
 
     def cancel(self) -> None:
         _check(lib.unmask_request_cancel(self._handle), "unmask_request_cancel")
+
+    def stop(self) -> None:
+        """The answer has ended (a stop string, say): stop it, with outcome EOS."""
+        _check(lib.unmask_request_stop(self._handle), "unmask_request_stop")
 
     def info(self) -> Dict[str, Any]:
         out = _sized(_ffi.RequestInfo)

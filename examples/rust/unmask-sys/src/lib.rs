@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 6;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 7;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -347,6 +347,7 @@ extern "C" {
 
     pub fn unmask_request_wait(request: *const unmask_request, timeout_seconds: c_double) -> unmask_status;
     pub fn unmask_request_cancel(request: *mut unmask_request) -> unmask_status;
+    pub fn unmask_request_stop(request: *mut unmask_request) -> unmask_status;
     pub fn unmask_request_info_get(request: *const unmask_request, info: *mut unmask_request_info) -> unmask_status;
     pub fn unmask_request_tokens(request: *const unmask_request, tokens: *mut i32, capacity: i64, count: *mut i64)
                                  -> unmask_status;
@@ -360,6 +361,7 @@ extern "C" {
                            add_special_tokens: i32, ids: *mut i32, capacity: i64, count: *mut i64) -> unmask_status;
     pub fn unmask_tokenize_chat(tokenizer: *const unmask_tokenizer, system: *const c_char, user: *const c_char,
                                 ids: *mut i32, capacity: i64, count: *mut i64) -> unmask_status;
+    pub fn unmask_tokenizer_vocab_size(tokenizer: *const unmask_tokenizer, size: *mut i64) -> unmask_status;
     pub fn unmask_detokenize(tokenizer: *const unmask_tokenizer, ids: *const i32, count: i64,
                              skip_special_tokens: i32, text: *mut c_char, capacity: i64, length: *mut i64)
                              -> unmask_status;

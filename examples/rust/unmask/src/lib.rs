@@ -333,6 +333,11 @@ impl Request<'_> {
         check(unsafe { sys::unmask_request_cancel(self.handle) })
     }
 
+    /// The answer has ended (a stop string, say): stops the request with outcome EOS.
+    pub fn stop(&mut self) -> Result<()> {
+        check(unsafe { sys::unmask_request_stop(self.handle) })
+    }
+
     /// The finish reason (`sys::UNMASK_FINISH_*`), steps and forwards once finished.
     pub fn outcome(&self) -> Result<(i32, i64, i64)> {
         let mut info: sys::unmask_request_info = unsafe { std::mem::zeroed() };
