@@ -9,7 +9,7 @@ build_packages=(
   libfmt-dev nlohmann-json3-dev doctest-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev   # tokenizer: Unicode regexes and normalisation
   libyaml-cpp-dev                # engine: service configuration files in YAML
-  libcpp-httplib-dev             # unmask-server: HTTP(S) (brings OpenSSL, zlib and brotli headers)
+  libboost-dev libssl-dev        # unmask-server: its HTTP front (Boost.Beast, headers only) and TLS
   python3
 )
 test_packages=(

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <stdexcept>
 
@@ -76,31 +75,48 @@ std::optional<std::string> ApiKeys::find(std::string_view presented) const {
     return found;
 }
 
-RateLimiter::RateLimiter(double per_second, double burst)
-    : per_second_(per_second), burst_(burst > 0 ? burst : std::max(1.0, per_second)) {}
+RateLimiter::RateLimiter(double per_second, double burst, size_t max_clients)
+    : per_second_(per_second), burst_(burst > 0 ? burst : std::max(1.0, per_second)), max_clients_(std::max<size_t>(1, max_clients)) {}
+
+RateLimiter::Bucket& RateLimiter::bucket(const std::string& client, Clock::time_point now) {
+    if (const auto found = buckets_.find(client); found != buckets_.end()) {
+        recency_.splice(recency_.begin(), recency_, found->second);
+        Bucket& b = *found->second;
+        const double elapsed = std::chrono::duration<double>(now - b.updated).count();
+        b.tokens = std::min(burst_, b.tokens + std::max(0.0, elapsed) * per_second_);
+        b.updated = now;
+        return b;
+    }
+    if (buckets_.size() >= max_clients_) {
+        buckets_.erase(recency_.back().client);
+        recency_.pop_back();
+    }
+    recency_.push_front({client, burst_, now});
+    buckets_.emplace(client, recency_.begin());
+    return recency_.front();
+}
 
 double RateLimiter::acquire(const std::string& client, Clock::time_point now) {
     if (per_second_ <= 0) return 0;
     std::lock_guard lock(mutex_);
-    if (buckets_.size() >= max_clients) {
-        // Forget the clients whose buckets have refilled: they are as new ones.
-        for (auto it = buckets_.begin(); it != buckets_.end();) {
-            const double idle = std::chrono::duration<double>(now - it->second.updated).count();
-            it = it->second.tokens + idle * per_second_ >= burst_ ? buckets_.erase(it) : std::next(it);
-        }
-    }
-    auto [it, inserted] = buckets_.try_emplace(client, Bucket{burst_, now});
-    Bucket& bucket = it->second;
-    if (!inserted) {
-        const double elapsed = std::chrono::duration<double>(now - bucket.updated).count();
-        bucket.tokens = std::min(burst_, bucket.tokens + std::max(0.0, elapsed) * per_second_);
-        bucket.updated = now;
-    }
-    if (bucket.tokens >= 1) {
-        bucket.tokens -= 1;
+    Bucket& b = bucket(client, now);
+    if (b.tokens >= 1) {
+        b.tokens -= 1;
         return 0;
     }
-    return (1 - bucket.tokens) / per_second_;
+    return (1 - b.tokens) / per_second_;
+}
+
+double RateLimiter::due(const std::string& client, Clock::time_point now) {
+    if (per_second_ <= 0) return 0;
+    std::lock_guard lock(mutex_);
+    const Bucket& b = bucket(client, now);
+    return b.tokens >= 1 ? 0 : (1 - b.tokens) / per_second_;
+}
+
+size_t RateLimiter::clients() const {
+    std::lock_guard lock(mutex_);
+    return buckets_.size();
 }
 
 }  // namespace unmask_server

@@ -3,11 +3,12 @@
 #pragma once
 
 #include <chrono>
-#include <map>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace unmask_server {
@@ -31,23 +32,35 @@ private:
 };
 
 // A token bucket per client: `per_second` tokens a second up to `burst`; each request takes one.
+// At most `max_clients` buckets are kept: a new client beyond them takes the place of the one
+// seen least recently (whose bucket has most likely refilled), so the state stays bounded however
+// many addresses a client has.
 class RateLimiter {
 public:
     using Clock = std::chrono::steady_clock;
-    RateLimiter(double per_second, double burst);  // per_second 0: unlimited
+    static constexpr size_t default_max_clients = 10000;
+    RateLimiter(double per_second, double burst, size_t max_clients = default_max_clients);  // per_second 0: unlimited
 
     // 0 when the request may go ahead (its token taken), else the seconds until a token is due.
     double acquire(const std::string& client, Clock::time_point now = Clock::now());
+    // The same without taking a token: 0 when one is there.
+    double due(const std::string& client, Clock::time_point now = Clock::now());
+    size_t clients() const;
 
 private:
     struct Bucket {
+        std::string client;
         double tokens;
         Clock::time_point updated;
     };
-    static constexpr size_t max_clients = 10000;  // beyond it, idle buckets are dropped
+    using Recency = std::list<Bucket>;  // the most recently seen first
+    Bucket& bucket(const std::string& client, Clock::time_point now);  // refilled to `now`
+
     double per_second_, burst_;
-    std::mutex mutex_;
-    std::map<std::string, Bucket> buckets_;
+    size_t max_clients_;
+    mutable std::mutex mutex_;
+    Recency recency_;
+    std::unordered_map<std::string, Recency::iterator> buckets_;
 };
 
 }  // namespace unmask_server

@@ -78,7 +78,15 @@ unmask_server::ServerOptions server_options(const ParsedArgs& args, std::string&
         o.keys = unmask_server::ApiKeys::load(server.api_keys_env, server.api_key_file);
         o.rate_limit_per_second = server.rate_limit_per_second;
         o.rate_limit_burst = static_cast<double>(server.rate_limit_burst);
-        o.max_body_bytes = server.max_body_bytes;
+        o.max_auth_failures_per_minute = static_cast<double>(server.max_auth_failures_per_minute);
+        o.limits.max_body_bytes = static_cast<uint64_t>(server.max_body_bytes);
+        o.limits.max_header_bytes = static_cast<size_t>(server.max_header_bytes);
+        o.limits.max_connections = static_cast<size_t>(server.max_connections);
+        o.limits.max_connections_per_address = static_cast<size_t>(server.max_connections_per_address);
+        o.limits.header_seconds = server.header_timeout_seconds;
+        o.limits.body_seconds = server.body_timeout_seconds;
+        o.limits.idle_seconds = server.keep_alive_timeout_seconds;
+        o.limits.write_seconds = server.write_timeout_seconds;
         o.tls_certificate = server.tls_certificate;
         o.tls_private_key = server.tls_private_key;
         o.drain_timeout_seconds = server.drain_timeout_seconds;

@@ -14,7 +14,6 @@
 
 #include "answer_text.hpp"
 #include "api_error.hpp"
-#include "connection_probe.hpp"
 #include "openai_response.hpp"
 #include "unmask.hpp"
 
@@ -23,11 +22,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the access log line of the request being served on this thread reports. cpp-httplib
-// serves a connection's requests one at a time on one thread, handler and response writing
-// included, so the handler fills it in and the logger reads it.
+// What the access log line of the request being served on this thread reports. The HTTP front
+// runs a request's handler, writes its response and calls the access logger on one worker thread,
+// so the handler fills it in and the logger reads it. (Probes run on the network thread and fill
+// in nothing.)
 struct AccessRecord {
-    Clock::time_point start = Clock::now();
     std::string request_id = "-", key = "-", prompt;
     // How a generation ended: stop or length (answered), timeout, cancelled, error, disconnected.
     // A stream's status line goes out before its end, so this is where its outcome shows.
@@ -122,8 +121,7 @@ std::vector<int32_t> encode(const unmask_tokenizer* tokenizer, const CompletionR
 
 // One request being served: its parsed body, its engine request and what streams from it.
 struct Server::Job {
-    Job(Server& owner, CompletionRequest parsed, const httplib::Request& request)
-        : server(owner), body(std::move(parsed)), probe(request) {}
+    Job(Server& owner, CompletionRequest parsed) : server(owner), body(std::move(parsed)) {}
     ~Job() {
         {
             // Out of the drain's sight before the handle goes.
@@ -156,12 +154,10 @@ struct Server::Job {
 
     Server& server;
     CompletionRequest body;
-    ConnectionProbe probe;
     std::string id;
     int64_t created = unix_seconds();
     int64_t prompt_tokens = 0;
     unmask_request* handle = nullptr;
-    bool client_gone = false;
     // Streaming: the generated region at the latest committed block.
     std::mutex mutex;
     std::condition_variable changed;
@@ -170,36 +166,18 @@ struct Server::Job {
 };
 
 Server::Server(ServerOptions options, unmask_examples::LogFile& log)
-    : options_(std::move(options)), log_(log), rate_limiter_(options_.rate_limit_per_second, options_.rate_limit_burst) {
+    : options_(std::move(options)), log_(log), rate_limiter_(options_.rate_limit_per_second, options_.rate_limit_burst),
+      auth_failures_(options_.max_auth_failures_per_minute / 60, options_.max_auth_failures_per_minute) {
     if (options_.model_name.empty()) options_.model_name = folder_name(options_.model_path);
     created_ = unix_seconds();
-    if (!options_.tls_certificate.empty()) {
-        auto tls = std::make_unique<httplib::SSLServer>(options_.tls_certificate.c_str(), options_.tls_private_key.c_str());
-        if (!tls->is_valid())
-            throw std::runtime_error("cannot use the TLS certificate '" + options_.tls_certificate + "' and key '" +
-                                     options_.tls_private_key + "'");
-        http_ = std::move(tls);
-    } else {
-        http_ = std::make_unique<httplib::Server>();
-    }
-    // A connection is a thread while its request runs: enough for every request the engine can
-    // hold (running and queued) plus the probes, so overload is answered with 429, not a wait.
-    const size_t threads = static_cast<size_t>(options_.engine_params.max_concurrent_requests +
-                                               options_.engine_params.max_queued_requests) + 16;
-    http_->new_task_queue = [threads] { return new httplib::ThreadPool(std::min<size_t>(threads, 1024)); };
-    http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
-    // Idle keep-alive connections and slow clients hold a thread: keep both short.
-    http_->set_keep_alive_timeout(2);
-    http_->set_read_timeout(10);
-    http_->set_write_timeout(10);
+    // A worker holds a request while it runs: enough for every request the engine can hold
+    // (running and queued) and a margin, so overload is answered by the engine with 429.
+    http::Limits limits = options_.limits;
+    limits.worker_threads = std::min<size_t>(static_cast<size_t>(options_.engine_params.max_concurrent_requests +
+                                                                 options_.engine_params.max_queued_requests) + 16, 1024);
+    http_ = std::make_unique<http::Server>(options_.host, options_.port,
+                                           http::TlsFiles{options_.tls_certificate, options_.tls_private_key}, limits);
     route();
-    if (options_.port == 0) {
-        port_ = http_->bind_to_any_port(options_.host);
-    } else {
-        port_ = http_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
-    }
-    if (port_ <= 0)
-        throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
 }
 
 Server::~Server() {
@@ -209,7 +187,7 @@ Server::~Server() {
 
 void Server::log(int32_t level, const std::string& message) { log_.write(level, "server: " + message); }
 
-void Server::reply_error(httplib::Response& response, const ApiError& error) {
+void Server::reply_error(http::Response& response, const ApiError& error) {
     response.status = error.status;
     if (error.retry_after_seconds > 0)
         response.set_header("Retry-After", std::to_string(static_cast<int64_t>(std::ceil(error.retry_after_seconds))));
@@ -217,70 +195,41 @@ void Server::reply_error(httplib::Response& response, const ApiError& error) {
     response.set_content(error_body(error), "application/json");
 }
 
-void Server::route() {
-    http_->set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
-        access_record = AccessRecord{};
-        // Only bodies with a Content-Length are bounded by max_body_bytes (cpp-httplib 0.11 reads
-        // chunked and length-less bodies whole, and inflates compressed ones): refuse the others
-        // before their bodies are read, and ask the client to close the connection they are on.
-        if (request.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
-        std::optional<ApiError> refused;
-        if (request.has_header("Transfer-Encoding") || !request.has_header("Content-Length"))
-            refused = ApiError(411, "a request body needs a Content-Length (chunked bodies are not accepted)", "",
-                               "length_required");
-        else if (request.has_header("Content-Encoding"))
-            refused = ApiError(415, "compressed request bodies are not accepted", "", "unsupported_encoding");
-        if (!refused) return httplib::Server::HandlerResponse::Unhandled;
-        const_cast<httplib::Request&>(request).set_header("Connection", "close");  // the response says so
-        reply_error(response, *refused);
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    http_->set_error_handler([this](const httplib::Request& request, httplib::Response& response) {
-        if (!response.body.empty()) return;
-        if (response.status == 413)
-            reply_error(response, ApiError(413, "the request body is larger than max_body_bytes (" +
-                                                    std::to_string(options_.max_body_bytes) + ")", "", "body_too_large"));
-        else if (response.status == 404)
-            reply_error(response, ApiError(404, "no such endpoint: " + request.method + " " + request.path, "", "not_found"));
-        else if (response.status == 400)
-            reply_error(response, ApiError(400, "malformed HTTP request", "", "bad_request"));
-        else
-            reply_error(response, ApiError(response.status, "HTTP " + std::to_string(response.status)));
-    });
-    http_->set_exception_handler([this](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
-        std::string what = "unknown";
-        try {
-            std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-            what = e.what();
-        } catch (...) {
-        }
-        log(UNMASK_LOG_ERROR, "a handler failed: " + what);
-        reply_error(response, ApiError(500, "internal error: " + what));
-    });
-    http_->set_logger([this](const httplib::Request& request, const httplib::Response& response) {
-        const AccessRecord& r = access_record;
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - r.start).count();
-        char line[512];
-        std::snprintf(line, sizeof line,
-                      "access id=%s key=%s client=%s method=%s path=%s status=%d outcome=%s latency_ms=%.1f "
-                      "prompt_tokens=%lld completion_tokens=%lld steps=%lld forwards=%lld",
-                      r.request_id.c_str(), r.key.c_str(), request.remote_addr.c_str(), quoted(request.method.substr(0, 16)).c_str(),
-                      quoted(request.path.substr(0, 128)).c_str(), response.status, r.outcome.c_str(), ms, static_cast<long long>(r.prompt_tokens),
-                      static_cast<long long>(r.completion_tokens), static_cast<long long>(r.steps),
-                      static_cast<long long>(r.forwards));
-        std::string message = line;
-        if (options_.log_prompts && !r.prompt.empty()) message += " prompt=" + quoted(r.prompt);
-        log_.write(UNMASK_LOG_INFO, message);
-        access_record = AccessRecord{};  // requests refused before routing have no record of their own
-        std::lock_guard lock(counters_mutex_);
-        ++responses_by_status_[response.status];
-    });
+void Server::log_access(const http::Request& request, const http::Response& response, const http::Delivery& delivery) {
+    if (!delivery.delivered) access_record.outcome = "disconnected";
+    const AccessRecord& r = access_record;
+    // A response the client did not get is logged as nginx logs it, 499, whatever it would have been.
+    const int status = delivery.delivered ? response.status : 499;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "access id=%s key=%s client=%s method=%s path=%s status=%d outcome=%s latency_ms=%.1f "
+                  "prompt_tokens=%lld completion_tokens=%lld steps=%lld forwards=%lld",
+                  r.request_id.c_str(), r.key.c_str(), request.remote_addr.c_str(), quoted(request.method.substr(0, 16)).c_str(),
+                  quoted(request.path.substr(0, 128)).c_str(), status, r.outcome.c_str(), delivery.seconds * 1000,
+                  static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.completion_tokens),
+                  static_cast<long long>(r.steps), static_cast<long long>(r.forwards));
+    std::string message = line;
+    if (options_.log_prompts && !r.prompt.empty()) message += " prompt=" + quoted(r.prompt);
+    log_.write(UNMASK_LOG_INFO, message);
+    access_record = AccessRecord{};
+    std::lock_guard lock(counters_mutex_);
+    if (delivery.delivered) ++responses_by_status_[status];
+    else ++client_disconnects_;
+}
 
-    http_->Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
-        response.set_content(R"({"status":"alive"})", "application/json");
+void Server::route() {
+    http_->set_error_writer([this](http::Response& response, const std::string& message, const char* code) {
+        ApiError error(response.status, message, "", code);
+        if (response.status == 503) error.retry_after_seconds = 1;
+        reply_error(response, error);
     });
-    http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& response) {
+    http_->set_access_logger([this](const http::Request& request, const http::Response& response,
+                                    const http::Delivery& delivery) { log_access(request, response, delivery); });
+    // Probes run on the network thread: never behind busy workers.
+    http_->route("GET", "/healthz", [](const http::Request&, http::Response& response, const http::Exchange&) {
+        response.set_content(R"({"status":"alive"})", "application/json");
+    }, true);
+    http_->route("GET", "/readyz", [this](const http::Request&, http::Response& response, const http::Exchange&) {
         const State state = state_.load();
         const char* name = state == State::loading ? "loading" : state == State::failed ? "failed" : "draining";
         if (state == State::ready) {
@@ -295,11 +244,11 @@ void Server::route() {
         const bool ready = std::string_view(name) == "ready";
         response.status = ready ? 200 : 503;
         response.set_content(std::string(R"({"status":")") + name + "\"}", "application/json");
-    });
-    http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    }, true);
+    http_->route("GET", "/metrics", [this](const http::Request&, http::Response& response, const http::Exchange&) {
         response.set_content(metrics(), "text/plain; version=0.0.4");
-    });
-    http_->Get("/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
+    }, true);
+    http_->route("GET", "/v1/models", [this](const http::Request& request, http::Response& response, const http::Exchange&) {
         try {
             admit(request);
             response.set_content(models_body(options_.model_name, created_), "application/json");
@@ -307,26 +256,39 @@ void Server::route() {
             reply_error(response, error);
         }
     });
-    http_->Post("/v1/completions", [this](const httplib::Request& request, httplib::Response& response) {
-        handle_completion(request, response, Endpoint::completions);
+    http_->route("POST", "/v1/completions", [this](const http::Request& request, http::Response& response,
+                                                   const http::Exchange& exchange) {
+        handle_completion(request, response, exchange, Endpoint::completions);
     });
-    http_->Post("/v1/chat/completions", [this](const httplib::Request& request, httplib::Response& response) {
-        handle_completion(request, response, Endpoint::chat_completions);
+    http_->route("POST", "/v1/chat/completions", [this](const http::Request& request, http::Response& response,
+                                                        const http::Exchange& exchange) {
+        handle_completion(request, response, exchange, Endpoint::chat_completions);
     });
 }
 
 // Authentication and the rate limit of the /v1/ endpoints: in the handlers, once the body has been
 // read, so that a refused request leaves its keep-alive connection usable.
-void Server::admit(const httplib::Request& request) {
+void Server::admit(const http::Request& request) {
     std::string client = request.remote_addr;
     if (!options_.keys.empty()) {
-        const std::string header = request.get_header_value("Authorization");
+        // An address that failed too often is refused before its key is even looked at, so keys
+        // cannot be guessed at the rate requests arrive.
+        if (const double wait = auth_failures_.due(request.remote_addr); wait > 0) {
+            ApiError error(429, "too many failed authentications from this address: at most " +
+                                    std::to_string(int64_t(options_.max_auth_failures_per_minute)) + " a minute", "",
+                           "too_many_auth_failures");
+            error.retry_after_seconds = wait;
+            throw error;
+        }
+        const std::string header = request.header("Authorization");
         std::optional<std::string> key;
         if (header.size() > 7 && strncasecmp(header.c_str(), "Bearer ", 7) == 0)
             key = options_.keys.find(std::string_view(header).substr(7));
-        if (!key)
+        if (!key) {
+            if (!header.empty()) auth_failures_.acquire(request.remote_addr);  // a guess, not a missing key
             throw ApiError(401, header.empty() ? "an API key is required (Authorization: Bearer KEY)" : "the API key is not valid",
                            "", "invalid_api_key");
+        }
         access_record.key = client = *key;
     }
     if (const double wait = rate_limiter_.acquire(client); wait > 0) {
@@ -353,9 +315,22 @@ std::string Server::metrics() {
             "# TYPE unmask_server:http_responses_total counter\n";
     for (const auto& [status, count] : responses_by_status_)
         text += "unmask_server:http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
-    text += "# HELP unmask_server:client_disconnects_total Requests cancelled because their client went away.\n"
+    text += "# HELP unmask_server:client_disconnects_total Responses not delivered: the client went away first.\n"
             "# TYPE unmask_server:client_disconnects_total counter\n"
             "unmask_server:client_disconnects_total " + std::to_string(client_disconnects_) + "\n";
+    const http::FrontStats front = http_->stats();
+    const auto add = [&](const char* name, const char* type, const char* help, uint64_t value) {
+        text += std::string("# HELP unmask_server:") + name + " " + help + "\n# TYPE unmask_server:" + name + " " + type +
+                "\nunmask_server:" + name + " " + std::to_string(value) + "\n";
+    };
+    add("connections_open", "gauge", "HTTP connections open now.", front.connections_open);
+    add("connections_accepted_total", "counter", "HTTP connections accepted.", front.connections_accepted);
+    add("connections_refused_total", "counter", "Connections closed at once: over max_connections or the per-address bound.",
+        front.connections_refused);
+    add("connection_timeouts_total", "counter", "Connections closed for a missed deadline (handshake, headers, body, write).",
+        front.timeouts);
+    add("malformed_requests_total", "counter", "Requests the front refused as malformed (400, 413, 415, 431).", front.malformed);
+    add("workers_busy_total", "counter", "Requests answered 503 for want of a worker.", front.workers_busy);
     const State state = state_.load();
     text += "# HELP unmask_server:ready 1 when the server takes requests.\n# TYPE unmask_server:ready gauge\n"
             "unmask_server:ready " + std::string(state == State::ready ? "1" : "0") + "\n";
@@ -374,12 +349,12 @@ void Server::apply_service_limits(CompletionRequest& request) const {
     if (p.max_steps > 0 && p.min_steps > p.max_steps) p.min_steps = p.max_steps;
 }
 
-std::shared_ptr<Server::Job> Server::submit(const httplib::Request& request, Endpoint endpoint) {
+std::shared_ptr<Server::Job> Server::submit(const http::Request& request, Endpoint endpoint) {
     const State state = state_.load();
     if (state == State::loading) throw unavailable("the model is still loading", "loading");
     if (state != State::ready) throw unavailable("the server is shutting down", "shutting_down");
 
-    auto job = std::make_shared<Job>(*this, parse_completion_request(request.body, endpoint), request);
+    auto job = std::make_shared<Job>(*this, parse_completion_request(request.body, endpoint));
     CompletionRequest& body = job->body;
     if (!body.model.empty() && body.model != options_.model_name)
         throw ApiError(404, "the model '" + body.model + "' does not exist; this server serves '" + options_.model_name + "'",
@@ -409,7 +384,8 @@ std::shared_ptr<Server::Job> Server::submit(const httplib::Request& request, End
     return job;
 }
 
-void Server::handle_completion(const httplib::Request& request, httplib::Response& response, Endpoint endpoint) {
+void Server::handle_completion(const http::Request& request, http::Response& response, const http::Exchange& exchange,
+                               Endpoint endpoint) {
     try {
         admit(request);
         auto job = submit(request, endpoint);
@@ -417,16 +393,17 @@ void Server::handle_completion(const httplib::Request& request, httplib::Respons
         if (job->body.stream)
             stream(std::move(job), response);
         else
-            answer(*job, response);
+            answer(*job, response, exchange);
     } catch (const ApiError& error) {
         reply_error(response, error);
     }
 }
 
-void Server::answer(Job& job, httplib::Response& response) {
+void Server::answer(Job& job, http::Response& response, const http::Exchange& exchange) {
+    bool client_gone = false;
     while (unmask_request_wait(job.handle, 0.05) == UNMASK_ERR_TIMEOUT) {
-        if (!job.probe.alive()) {
-            job.client_gone = true;
+        if (!client_gone && exchange.client_gone()) {
+            client_gone = true;
             unmask_request_cancel(job.handle);
         }
     }
@@ -435,13 +412,7 @@ void Server::answer(Job& job, httplib::Response& response) {
     unmask_request_info_get(job.handle, &info);
     access_record.steps = info.steps;
     access_record.forwards = info.forwards;
-    if (job.client_gone) {
-        access_record.outcome = "disconnected";
-        std::lock_guard lock(counters_mutex_);
-        ++client_disconnects_;
-        response.status = 499;  // nginx's "client closed request": logged, never sent
-        return;
-    }
+    if (client_gone) return;  // nothing is sent: logged as a disconnect
     if (info.finish_reason != UNMASK_FINISH_LENGTH && info.finish_reason != UNMASK_FINISH_EOS) {
         access_record.outcome = unanswered(info);
         throw failure(info);
@@ -462,30 +433,26 @@ void Server::answer(Job& job, httplib::Response& response) {
     response.set_content(completion_body(job.body.endpoint, outcome), "application/json");
 }
 
-void Server::stream(std::shared_ptr<Job> job, httplib::Response& response) {
+void Server::stream(std::shared_ptr<Job> job, http::Response& response) {
     response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream", [this, job](size_t, httplib::DataSink& sink) {
-        // cpp-httplib calls the provider outside its exception handling: nothing may escape.
+    response.content_type = "text/event-stream";
+    response.stream = [this, job](http::BodyWriter& writer) {
         try {
-            return stream_events(*job, sink);
+            stream_events(*job, writer);
         } catch (const std::exception& e) {
             log(UNMASK_LOG_ERROR, std::string("a stream failed: ") + e.what());
-            const std::string event = server_sent_event(error_body(ApiError(500, e.what()))) + "data: [DONE]\n\n";
-            sink.write(event.data(), event.size());
-            sink.done();
-            return true;
+            writer.write(server_sent_event(error_body(ApiError(500, e.what()))) + "data: [DONE]\n\n");
         }
-    });
+    };
 }
 
-bool Server::stream_events(Job& job, httplib::DataSink& sink) {
+// The events of a stream as its blocks commit. A client that goes away cancels the request; the
+// access log then says so (the front reports the stream undelivered).
+void Server::stream_events(Job& job, http::BodyWriter& writer) {
     const Endpoint endpoint = job.body.endpoint;
     CompletionOutcome outcome = job.outcome();
     AnswerText text(tokenizer_, info_.mask_token_id, info_.eos_token_id, job.body.stop);
-    const auto send = [&](const std::string& body) {
-        const std::string event = server_sent_event(body);
-        return sink.write(event.data(), event.size());
-    };
+    const auto send = [&](const std::string& body) { return writer.write(server_sent_event(body)); };
     bool open = endpoint == Endpoint::completions || send(chunk_body(endpoint, outcome, "", "", true));
     bool finished = false;
     while (open && !finished) {
@@ -500,24 +467,20 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
             if (!delta.empty()) open = send(chunk_body(endpoint, outcome, delta, "", false));
             if (text.ended()) unmask_request_stop(job.handle);  // the answer is complete
         }
-        open = open && job.probe.alive() && sink.is_writable();
+        open = open && !writer.client_gone();
         finished = unmask_request_wait(job.handle, 0) == UNMASK_OK;
     }
     if (!open) {
         unmask_request_cancel(job.handle);
         unmask_request_wait(job.handle, -1);
-        job.client_gone = true;
-        access_record.outcome = "disconnected";
-        std::lock_guard lock(counters_mutex_);
-        ++client_disconnects_;
-        return false;
+        return;
     }
     unmask_request_info info{};
     info.struct_size = sizeof info;
     unmask_request_info_get(job.handle, &info);
     outcome.steps = access_record.steps = info.steps;
     outcome.forwards = access_record.forwards = info.forwards;
-    const bool ended_early = text.ended();  // EOS or a stop string in the committed text: cancelled here
+    const bool ended_early = text.ended();  // EOS or a stop string in the committed text: stopped here
     if (ended_early || info.finish_reason == UNMASK_FINISH_LENGTH || info.finish_reason == UNMASK_FINISH_EOS) {
         std::string delta;
         if (!ended_early) {
@@ -535,9 +498,7 @@ bool Server::stream_events(Job& job, httplib::DataSink& sink) {
         access_record.outcome = unanswered(info);
         send(error_body(failure(info)));
     }
-    sink.write("data: [DONE]\n\n", 14);
-    sink.done();
-    return true;
+    writer.write("data: [DONE]\n\n");
 }
 
 bool Server::load() {
@@ -598,7 +559,10 @@ void Server::shutdown() {
     state_changed_.notify_all();
 }
 
+// Bounded by the drain timeout (and a second for the last writes), whatever the clients do: what
+// is not written by then is cut off when the front stops.
 void Server::drain() {
+    const auto started = Clock::now();
     size_t queued = 0, running = 0;
     {
         std::lock_guard lock(jobs_mutex_);
@@ -618,13 +582,14 @@ void Server::drain() {
     log(UNMASK_LOG_INFO, "draining: " + std::to_string(running) + " running, " + std::to_string(queued) +
                              " queued requests cancelled; drain timeout " + std::to_string(options_.drain_timeout_seconds) + " s");
     unmask_engine_shutdown(engine_, UNMASK_SHUTDOWN_DRAIN, options_.drain_timeout_seconds);
-    // Every request has its outcome now; give the handlers a moment to write their responses.
+    // Every request has its outcome now; the handlers write their responses in what is left.
+    const double left = options_.drain_timeout_seconds - std::chrono::duration<double>(Clock::now() - started).count();
     std::unique_lock lock(jobs_mutex_);
-    jobs_changed_.wait_for(lock, std::chrono::seconds(10), [&] { return jobs_.empty(); });
+    jobs_changed_.wait_for(lock, std::chrono::duration<double>(std::max(1.0, left)), [&] { return jobs_.empty(); });
 }
 
 int Server::run() {
-    std::thread listener([this] { http_->listen_after_bind(); });
+    http_->run();
     const bool loaded = load();
     {
         std::unique_lock lock(state_mutex_);
@@ -635,7 +600,6 @@ int Server::run() {
     if (loaded) drain();
     log(UNMASK_LOG_INFO, "stopping");
     http_->stop();
-    listener.join();
     std::lock_guard lock(state_mutex_);
     return loaded || shutdown_requested_ ? 0 : 1;  // a load cancelled by the shutdown is no failure
 }

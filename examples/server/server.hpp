@@ -1,6 +1,6 @@
 // unmask-server: an OpenAI-compatible HTTP server over one engine, with the gateway duties of a
 // deployment (API keys, per-key rate limits, body limits, timeouts, readiness, draining, access
-// logs and metrics), built on the public C API and cpp-httplib.
+// logs and metrics), built on the public C API and an event-driven HTTP front (http_server.hpp).
 #pragma once
 
 #include <atomic>
@@ -13,9 +13,8 @@
 #include <string>
 #include <thread>
 
-#include <httplib.h>
-
 #include "access_control.hpp"
+#include "http_server.hpp"
 #include "log_file.hpp"
 #include "openai_request.hpp"
 #include "unmask.h"
@@ -32,7 +31,8 @@ struct ServerOptions {
     ApiKeys keys;                     // empty: no authentication
     double rate_limit_per_second = 0;
     double rate_limit_burst = 0;
-    int64_t max_body_bytes = 1 << 20;
+    double max_auth_failures_per_minute = 10;  // per client address; 0: no limit
+    http::Limits limits;              // connections, deadlines, sizes; worker_threads is set from the engine's
     std::string tls_certificate, tls_private_key;  // both or neither
     double drain_timeout_seconds = 30;
     bool log_prompts = false;
@@ -45,7 +45,7 @@ public:
     Server(ServerOptions options, unmask_examples::LogFile& log);
     ~Server();
 
-    int port() const { return port_; }
+    int port() const { return http_->port(); }
     // Serves until shutdown() is called: health and readiness at once, the API once the model
     // is loaded and warmed up. Then drains and returns 0 (1 when the model failed to load).
     int run();
@@ -59,21 +59,22 @@ private:
     void route();
     bool load();
     void drain();
-    void handle_completion(const httplib::Request& request, httplib::Response& response, Endpoint endpoint);
-    void answer(Job& job, httplib::Response& response);
-    void stream(std::shared_ptr<Job> job, httplib::Response& response);
-    bool stream_events(Job& job, httplib::DataSink& sink);
-    void admit(const httplib::Request& request);
+    void handle_completion(const http::Request& request, http::Response& response, const http::Exchange& exchange,
+                           Endpoint endpoint);
+    void answer(Job& job, http::Response& response, const http::Exchange& exchange);
+    void stream(std::shared_ptr<Job> job, http::Response& response);
+    void stream_events(Job& job, http::BodyWriter& writer);
+    void admit(const http::Request& request);
     void apply_service_limits(CompletionRequest& request) const;
-    void reply_error(httplib::Response& response, const struct ApiError& error);
-    std::shared_ptr<Job> submit(const httplib::Request& request, Endpoint endpoint);
+    void reply_error(http::Response& response, const struct ApiError& error);
+    void log_access(const http::Request& request, const http::Response& response, const http::Delivery& delivery);
+    std::shared_ptr<Job> submit(const http::Request& request, Endpoint endpoint);
     std::string metrics();
     void log(int32_t level, const std::string& message);
 
     ServerOptions options_;
     unmask_examples::LogFile& log_;
-    std::unique_ptr<httplib::Server> http_;
-    int port_ = 0;
+    std::unique_ptr<http::Server> http_;
     std::atomic<State> state_{State::loading};
     std::mutex state_mutex_;
     std::condition_variable state_changed_;
@@ -85,6 +86,7 @@ private:
     unmask_model_description info_{};
     int64_t created_ = 0;
     RateLimiter rate_limiter_;
+    RateLimiter auth_failures_;  // per client address: a token per failed authentication
 
     std::mutex jobs_mutex_;
     std::set<Job*> jobs_;  // requests being served, for the drain

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time on a seed corpus made from the model fixtures
 # (good and malformed safetensors files and config.json files), tokenizer files and text, and
-# request bodies of unmask-server.
+# request bodies and HTTP requests of unmask-server.
 # usage: run_fuzzers.sh FUZZ_BUILD_DIR SECONDS_PER_TARGET
 set -euo pipefail
 build=$1
@@ -48,4 +48,7 @@ run fuzz_tokenizer "$work/corpus/tokenizer"
 # unmask-server's request bodies: the checked-in examples of each endpoint.
 cp -r "$source_dir/tests/fuzz/corpus/openai_request" "$work/corpus/openai_request"
 run fuzz_openai_request "$work/corpus/openai_request"
+# unmask-server's HTTP front: requests as clients send them, well-formed and not.
+cp -r "$source_dir/tests/fuzz/corpus/http_front" "$work/corpus/http_front"
+run fuzz_http_front "$work/corpus/http_front"
 echo "fuzzing passed"

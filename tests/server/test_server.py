@@ -289,6 +289,25 @@ class Gateway(unittest.TestCase):
         self.assertIn("key=key-2", log)
         self.assertNotIn("secret", log, "keys are never logged")
 
+    def test_failed_authentications_are_limited_per_address(self):
+        server = ServerProcess(server={"api_keys_env": "TEST_UNMASK_KEYS", "max_auth_failures_per_minute": 3},
+                               env={"TEST_UNMASK_KEYS": "sk-right"})
+        try:
+            guesses = [server.request("GET", "/v1/models", headers={"Authorization": "Bearer sk-guess%d" % i}).status
+                       for i in range(3)]
+            self.assertEqual(guesses, [401, 401, 401])
+            # The fourth guess is refused before its key is compared, and so is the right key from
+            # the same address until a failure has expired (one every 20 s at 3 a minute).
+            for key in ("sk-guess3", "sk-right"):
+                refused = server.request("GET", "/v1/models", headers={"Authorization": "Bearer " + key})
+                self.assertEqual(refused.status, 429, key)
+                self.assertEqual(refused.json()["error"]["code"], "too_many_auth_failures")
+                self.assertGreater(int(refused.headers["Retry-After"]), 0)
+            # Probes need no key and are never refused.
+            self.assertEqual(server.request("GET", "/readyz").status, 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_missing_key_variable_is_a_clear_startup_error(self):
         with self.assertRaisesRegex(RuntimeError, "UNMASK_TEST_UNSET is not set"):
             ServerProcess(server={"api_keys_env": "UNMASK_TEST_UNSET"})
@@ -314,13 +333,21 @@ class Gateway(unittest.TestCase):
             r = server.post("/v1/completions", {"prompt": "x" * 2000})
             self.assertEqual((r.status, r.json()["error"]["code"]), (413, "body_too_large"))
             self.assertEqual(server.post("/v1/completions", {"prompt": "x", "max_tokens": 4}).status, 200)
-            # Bodies the limit cannot bound are refused before they are read, and the connection closed.
+            # Chunked bodies are bounded by the same limit, as they arrive: a chunk that would pass it
+            # is refused at its size line, and the connection closed.
             chunked = server.raw(b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                  b"10000\r\n" + b"x" * 4096)
-            self.assertTrue(chunked.startswith(b"HTTP/1.1 411 "), chunked[:60])
+            self.assertTrue(chunked.startswith(b"HTTP/1.1 413 "), chunked[:60])
             self.assertIn(b"Connection: close", chunked)
+            small = json.dumps({"prompt": "x", "max_tokens": 4}).encode()
+            accepted = server.raw(b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                                  b"%x\r\n" % len(small) + small + b"\r\n0\r\n\r\n")
+            self.assertTrue(accepted.startswith(b"HTTP/1.1 200 "), accepted[:60])
+            # Without a length or chunks a request has no body (RFC 9112 6.3): what follows is the
+            # next request, here not one.
             lengthless = server.raw(b"POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{}")
-            self.assertTrue(lengthless.startswith(b"HTTP/1.1 411 "), lengthless[:60])
+            self.assertTrue(lengthless.startswith(b"HTTP/1.1 400 "), lengthless[:60])
+            self.assertIn(b"not valid JSON", lengthless)
             gzipped = server.raw(b"POST /v1/completions HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd")
             self.assertTrue(gzipped.startswith(b"HTTP/1.1 415 "), gzipped[:60])
         finally:

@@ -180,6 +180,28 @@ TEST_CASE("the rate limiter is a token bucket per client") {
     CHECK(limiter.acquire("a", t0 + std::chrono::seconds(100)) > 0.0);
     RateLimiter unlimited(0, 0);
     for (int i = 0; i < 1000; ++i) REQUIRE(unlimited.acquire("a", t0) == 0.0);
+    CHECK(limiter.due("a", t0 + std::chrono::seconds(100)) > 0.0);  // due() takes nothing
+    CHECK(limiter.due("b", t0 + std::chrono::seconds(100)) == 0.0);
+    CHECK(limiter.acquire("b", t0 + std::chrono::seconds(100)) == 0.0);
+}
+
+TEST_CASE("the rate limiter's state stays bounded at four times its cap of clients, forgetting the least recent") {
+    RateLimiter limiter(1.0, 1.0);
+    const auto t0 = RateLimiter::Clock::time_point{};
+    REQUIRE(limiter.acquire("kept", t0) == 0.0);
+    // 40,000 addresses, each drained within the same second: none has refilled, and yet the table
+    // holds no more than its cap.
+    for (int i = 0; i < 4 * int(RateLimiter::default_max_clients); ++i) {
+        const std::string client = "10." + std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) + "." +
+                                   std::to_string(i & 255);
+        REQUIRE(limiter.acquire(client, t0) == 0.0);
+        REQUIRE(limiter.acquire(client, t0) > 0.0);
+        if (i % 1000 == 0) REQUIRE(limiter.acquire("kept", t0) > 0.0);  // seen recently: never evicted
+        REQUIRE(limiter.clients() <= RateLimiter::default_max_clients);
+    }
+    CHECK(limiter.clients() == RateLimiter::default_max_clients);
+    CHECK(limiter.acquire("kept", t0) > 0.0);     // still drained: its bucket was kept
+    CHECK(limiter.acquire("10.0.0.0", t0) == 0.0);  // evicted long ago: a new bucket
 }
 
 TEST_CASE("error and chunk bodies carry OpenAI's fields and survive invalid UTF-8") {
