@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <algorithm>
 #include <deque>
 #include <future>
 #include <map>
@@ -41,13 +42,18 @@ std::string header_safe(std::string value) {
     return value;
 }
 
+// How a body is delimited: by its length, in chunks (a stream to an HTTP/1.1 client), or by the
+// end of the connection (a stream to an HTTP/1.0 client, which cannot read chunks).
+enum class Framing { length, chunked, until_close };
+
 // The status line and headers of a response.
-std::string response_head(const Response& r, bool keep_alive, bool chunked) {
+std::string response_head(const Response& r, bool keep_alive, Framing framing) {
     const auto reason = bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(r.status)));
     std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
     head += "Content-Type: " + header_safe(r.content_type) + "\r\n";
-    head += chunked ? std::string("Transfer-Encoding: chunked\r\n") : "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
-    head += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+    if (framing == Framing::chunked) head += "Transfer-Encoding: chunked\r\n";
+    if (framing == Framing::length) head += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+    head += keep_alive && framing != Framing::until_close ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
     for (const auto& [name, value] : r.headers) head += header_safe(name) + ": " + header_safe(value) + "\r\n";
     return head + "\r\n";
 }
@@ -126,6 +132,8 @@ struct Server::State {
     AccessLogger logger;
     ErrorWriter error_writer;
     std::unique_ptr<WorkerPool> workers;
+    // Keeps the network thread running until the workers are done: a worker's write waits on it.
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
     std::thread network;
     bool running = false, stopped = false;
 
@@ -207,7 +215,8 @@ public:
         if (data.empty()) return !stream_failed_;
         char size[20];
         std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-        if (!stream_failed_ && !write_from_worker(std::string(size) + std::string(data) + "\r\n")) stream_failed_ = true;
+        const std::string framed = chunked_ ? std::string(size) + std::string(data) + "\r\n" : std::string(data);
+        if (!stream_failed_ && !write_from_worker(framed)) stream_failed_ = true;
         return !stream_failed_;
     }
 
@@ -222,16 +231,22 @@ private:
 
     // One deadline at a time: a missed one closes the connection, which ends every operation.
     // `missed_counts` says whether missing it is the client's fault (counted as a timeout).
+    // A deadline that expired as it was cancelled still runs its handler, with success: the
+    // generation tells a current deadline from one that was replaced or withdrawn.
     void arm(double seconds, bool missed_counts = true) {
+        const uint64_t generation = ++deadline_generation_;
         timer_.expires_after(duration_of(seconds));
-        timer_.async_wait([weak = std::weak_ptr<Connection>(self()), missed_counts](const error_code& ec) {
+        timer_.async_wait([weak = std::weak_ptr<Connection>(self()), missed_counts, generation](const error_code& ec) {
             const auto connection = weak.lock();
-            if (ec || !connection || connection->closed_) return;
+            if (ec || !connection || connection->closed_ || connection->deadline_generation_ != generation) return;
             if (missed_counts) ++connection->server_.timeouts;
             connection->close();
         });
     }
-    void disarm() { timer_.cancel(); }
+    void disarm() {
+        ++deadline_generation_;
+        timer_.cancel();
+    }
 
     // The next request: a kept-alive connection first waits for its first byte (idle deadline),
     // then every request has the header deadline for the rest of its headers.
@@ -256,6 +271,7 @@ private:
         parser_->header_limit(static_cast<std::uint32_t>(server_.limits.max_header_bytes));
         parser_->body_limit(server_.limits.max_body_bytes);
         bhttp::async_read_header(stream_, buffer_, *parser_, [self = self()](const error_code& ec, size_t) {
+            if (self->closed_) return;
             if (ec) return self->refuse(ec);
             self->on_header();
         });
@@ -269,9 +285,10 @@ private:
                                   partial_request());
         }
         const auto expect = message[bhttp::field::expect];
-        if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+        if (beast::iequals(expect, "100-continue") && message.version() >= 11 && !parser_->is_done()) {
             auto interim = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
             asio::async_write(stream_, asio::buffer(*interim), [self = self(), interim](const error_code& ec, size_t) {
+                if (self->closed_) return;
                 if (ec) return self->close();
                 self->read_body();
             });
@@ -283,6 +300,7 @@ private:
     void read_body() {
         arm(server_.limits.body_seconds);
         bhttp::async_read(stream_, buffer_, *parser_, [self = self()](const error_code& ec, size_t) {
+            if (self->closed_) return;
             if (ec) return self->refuse(ec);
             self->disarm();
             self->dispatch();
@@ -325,6 +343,8 @@ private:
         parser_.reset();
         ++served_;
         keep_alive_ = message.keep_alive();
+        http10_ = message.version() < 11;
+        head_only_ = message.method() == bhttp::verb::head;
         arrived_ = Clock::now();
         Request request;
         request.method = std::string(message.method_string());
@@ -341,7 +361,7 @@ private:
         for (const Route& r : server_.routes) {
             if (r.path != request.path) continue;
             path_known = true;
-            if (r.method == request.method) route = &r;
+            if (r.method == request.method || (head_only_ && r.method == "GET")) route = &r;  // HEAD: GET's head
         }
         if (route == nullptr) {
             Response r = path_known ? server_.error(405, "the method " + request.method + " is not allowed on " + request.path,
@@ -363,18 +383,25 @@ private:
             ++server_.workers_busy;
             Response busy = server_.error(503, "the server is busy: every worker is taken", "server_busy");
             busy.close = false;
-            busy.set_header("Retry-After", "1");
+            if (std::none_of(busy.headers.begin(), busy.headers.end(),
+                             [](const auto& h) { return beast::iequals(h.first, "Retry-After"); }))
+                busy.set_header("Retry-After", "1");
             respond_inline(std::move(busy), summary);
         }
     }
 
     void run_guarded(const Route& route, const Request& request, Response& response) {
+        std::string failure;
         try {
             route.handler(request, response, *this);
+            return;
         } catch (const std::exception& e) {
-            response = server_.error(500, std::string("internal error: ") + e.what(), "internal_error");
-            response.close = false;
+            failure = e.what();
+        } catch (...) {
+            failure = "unknown";
         }
+        response = server_.error(500, "internal error: " + failure, "internal_error");
+        response.close = false;
     }
 
     // While a worker serves a request, the connection reads on until bytes come: a client that
@@ -444,8 +471,9 @@ private:
 
     // A response written on the network thread (probes, errors of the front).
     void respond_inline(Response response, const Request& request) {
-        const bool keep = keep_alive_ && !response.close && !response.stream;
-        auto data = std::make_shared<std::string>(response_head(response, keep, false) + response.body);
+        const bool keep = keep_alive_ && !response.close;  // (inline handlers do not stream)
+        auto data = std::make_shared<std::string>(response_head(response, keep, Framing::length) +
+                                                  (head_only_ ? std::string() : response.body));
         arm(server_.limits.write_seconds);
         asio::async_write(stream_, asio::buffer(*data),
                           [self = self(), data, keep, response = std::move(response), request](const error_code& ec, size_t) {
@@ -461,18 +489,27 @@ private:
     void serve(const Route& route, const Request& request) {
         Response response;
         run_guarded(route, request, response);
-        const bool keep = keep_alive_ && !response.close;
+        bool keep = keep_alive_ && !response.close;
         bool delivered = false;
         if (!client_gone()) {
-            if (response.stream) {
+            if (response.stream && !head_only_) {
                 stream_failed_ = false;
-                delivered = write_from_worker(response_head(response, keep, true));
+                chunked_ = !http10_;
+                keep = keep && chunked_;
+                delivered = write_from_worker(response_head(response, keep, chunked_ ? Framing::chunked : Framing::until_close));
                 if (delivered) {
-                    response.stream(*this);
-                    delivered = !stream_failed_ && write_from_worker("0\r\n\r\n");
+                    try {
+                        response.stream(*this);
+                    } catch (...) {
+                        stream_failed_ = true;  // cut short: the client sees the connection end
+                    }
+                    // A client gone during the stream did not get its end, whatever was written.
+                    delivered = !stream_failed_ && !client_gone() && (!chunked_ || write_from_worker("0\r\n\r\n"));
                 }
+                keep = keep && delivered;
             } else {
-                delivered = write_from_worker(response_head(response, keep, false) + response.body);
+                delivered = write_from_worker(response_head(response, keep, Framing::length) +
+                                              (head_only_ ? std::string() : response.body));
             }
         }
         if (server_.logger) server_.logger(request, response, {delivered, seconds_since_arrival()});
@@ -509,7 +546,9 @@ private:
     std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
     bool closed_ = false, reading_ahead_ = false, resume_ = false, lingering_ = false, keep_alive_ = true;
     std::atomic<bool> stream_failed_{false};
-    uint64_t served_ = 0;
+    bool chunked_ = true;  // the stream being written: chunks, or bytes until the connection ends
+    uint64_t served_ = 0, deadline_generation_ = 0;
+    bool http10_ = false, head_only_ = false;  // the request being answered: HTTP/1.0, HEAD
     Clock::time_point arrived_ = Clock::now();
 };
 
@@ -624,6 +663,7 @@ void Server::run() {
     if (s.running) return;
     s.running = true;
     s.workers = std::make_unique<WorkerPool>(s.limits.worker_threads);
+    s.keep_running.emplace(s.io.get_executor());
     s.accept();
     s.network = std::thread([&s] { s.io.run(); });
 }
@@ -632,9 +672,11 @@ void Server::stop() {
     State& s = *state_;
     if (!s.running || s.stopped) return;
     s.stopped = true;
-    // Closing every connection fails the writes handlers wait for, so the workers come back soon.
+    // Closing every connection fails the writes handlers wait for, so the workers come back soon;
+    // the network thread runs until they have (a write posted later fails at once, closed).
     asio::post(s.io, [&s] { s.close_all(); });
     s.workers->stop();
+    s.keep_running.reset();
     s.io.stop();
     s.network.join();
 }

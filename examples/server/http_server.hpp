@@ -6,7 +6,8 @@
 // `Connection: close` is honoured; a malformed request (conflicting or invalid Content-Length,
 // oversized headers or body, a bad chunk) is answered 400/413/431 at once and the connection
 // closed. Probes (routes marked `inline`) run on the network thread, so a pool of busy workers
-// never delays them.
+// never delays them. A stream is chunked for HTTP/1.1 clients and ends with the connection for
+// HTTP/1.0 ones.
 //
 // Why not cpp-httplib: it holds a thread per connection for as long as the client keeps it open
 // or trickles bytes, so any number of slow clients above its pool makes the server unreachable,
@@ -112,7 +113,8 @@ public:
 
     int port() const;
     // Routes, before run(): exact paths. `inline_handler` runs on the network thread: it must not
-    // block. An unknown path is 404, a known path with another method 405.
+    // block, nor stream. An unknown path is 404, a known path with another method 405; HEAD is
+    // answered as GET without the body. Handlers must not call stop().
     void route(std::string method, std::string path, Handler handler, bool inline_handler = false);
     void set_access_logger(AccessLogger logger);
     void set_error_writer(ErrorWriter writer);

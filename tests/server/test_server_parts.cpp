@@ -1,18 +1,28 @@
-// The pure parts of unmask-server: the request parser, the streamed answer text, API keys, the
-// rate limiter and the server's section of a configuration file. The HTTP behaviour is tested end to end by test_server.py.
+// The parts of unmask-server: the request parser, the streamed answer text, API keys, the rate
+// limiter, the server's section of a configuration file, and the HTTP front's shutdown under a
+// stream. The HTTP behaviour is tested end to end by test_server.py and hostile/test_hostile.py.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "access_control.hpp"
 #include "answer_text.hpp"
+#include "http_server.hpp"
 #include "openai_request.hpp"
 #include "openai_response.hpp"
 #include "server_config.hpp"
@@ -289,4 +299,70 @@ TEST_CASE("each wrong key, type or value of the server section is named") {
             CHECK(std::string(e.what()).find(message) != std::string::npos);
         }
     }
+}
+
+namespace {
+
+// A loopback client of the HTTP front: sends, then reads until the front closes (or 5 s pass).
+std::string exchange_bytes(int port, const std::string& request, int read_ms = 5000) {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(s >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval wait{read_ms / 1000, (read_ms % 1000) * 1000};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    REQUIRE(connect(s, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(send(s, request.data(), request.size(), MSG_NOSIGNAL) == ssize_t(request.size()));
+    std::string got;
+    char buffer[4096];
+    for (ssize_t n; (n = recv(s, buffer, sizeof buffer, 0)) > 0;) got.append(buffer, size_t(n));
+    close(s);
+    return got;
+}
+
+}  // namespace
+
+TEST_CASE("the HTTP front stops promptly under a stream still writing, and survives a stream that throws") {
+    using namespace unmask_server::http;
+    Limits limits;
+    limits.worker_threads = 2;
+    auto front = std::make_unique<Server>("127.0.0.1", 0, TlsFiles{}, limits);
+    std::atomic<int> writes_after_stop{0};
+    std::atomic<bool> stopping{false};
+    front->route("GET", "/slow", [&](const Request&, Response& r, const Exchange&) {
+        r.stream = [&](BodyWriter& w) {
+            w.write("a");
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            const bool written = w.write("b");  // after stop(): fails at once, never hangs
+            if (stopping && !written) ++writes_after_stop;
+        };
+    });
+    front->route("GET", "/throws", [](const Request&, Response& r, const Exchange&) {
+        r.stream = [](BodyWriter& w) {
+            w.write("partial");
+            throw std::runtime_error("a stream failed midway");
+        };
+    });
+    front->route("GET", "/ok", [](const Request&, Response& r, const Exchange&) { r.set_content("fine", "text/plain"); });
+    front->run();
+    const int port = front->port();
+
+    // A stream that throws is cut short (no final chunk): the connection ends, the front goes on.
+    const std::string cut = exchange_bytes(port, "GET /throws HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(cut.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(cut.find("partial") != std::string::npos);
+    CHECK(cut.find("0\r\n\r\n") == std::string::npos);
+    CHECK(exchange_bytes(port, "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n").find("fine") != std::string::npos);
+
+    std::thread client([&] { exchange_bytes(port, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stopping = true;
+    const auto started = std::chrono::steady_clock::now();
+    front->stop();
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(2));
+    CHECK(writes_after_stop == 1);
+    client.join();
+    front.reset();
 }

@@ -179,6 +179,23 @@ class Hostile(unittest.TestCase):
         got = self.server.raw(b"GET /healthz HTTP/1.0\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n")
         self.assertEqual(responses(got), [200])
 
+    def test_head_has_no_body_and_http10_streams_have_no_chunks(self):
+        # HEAD's answer has GET's head and no body, so the next pipelined response is read intact.
+        got = self.server.raw(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        head, _, rest = got.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), got[:60])
+        self.assertIn(b"Content-Length: 18", head)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200"), rest[:60])
+        # An HTTP/1.0 client cannot read chunks: its stream is the bare events, ended by the close.
+        body = json.dumps({"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 24,
+                           "block_length": 8, "stream": True}).encode()
+        got = self.server.raw(b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+                              str(len(body)).encode() + b"\r\n\r\n" + body, read_timeout=30)
+        head, _, events = got.partition(b"\r\n\r\n")
+        self.assertNotIn(b"Transfer-Encoding", head)
+        self.assertIn(b"Connection: close", head)
+        self.assertEqual(sse_events(events)[-1], "[DONE]")
+
     def test_half_closed_client_is_served_or_counted_as_gone(self):
         ok, gone = 'unmask_server:http_responses_total{code="200"}', "unmask_server:client_disconnects_total"
         before = metrics(self.server)
