@@ -22,6 +22,29 @@ SCRATCH = tempfile.mkdtemp(prefix="unmask-server-tests-")
 atexit.register(shutil.rmtree, SCRATCH, True)
 
 
+def self_signed_certificate():
+    """A throwaway certificate and key for 127.0.0.1 (openssl), as (certificate, key) paths."""
+    scratch = tempfile.mkdtemp(prefix="tls-", dir=SCRATCH)
+    cert, key = os.path.join(scratch, "cert.pem"), os.path.join(scratch, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def closed_by_peer(sockets, within=2):
+    """True when the other end has closed every socket (each read sees the end within `within` s)."""
+    for s in sockets:
+        s.settimeout(within)
+        try:
+            if s.recv(1) != b"":
+                return False
+        except socket.timeout:
+            return False
+        except OSError:
+            pass
+    return True
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status, self.headers, self.body = status, headers, body

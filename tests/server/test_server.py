@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from server_process import MODEL, SCRATCH, SERVER, SOURCE_DIR, ServerProcess, sse_events
+from server_process import MODEL, SCRATCH, SERVER, SOURCE_DIR, ServerProcess, self_signed_certificate, sse_events
 
 HELDOUT = os.path.join(SOURCE_DIR, "bench", "data", "tool_calls_heldout.jsonl")
 LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 500, "steps": 500}
@@ -542,11 +542,7 @@ class Robustness(unittest.TestCase):
 
 class TransportAndLogs(unittest.TestCase):
     def test_tls(self):
-        scratch = tempfile.mkdtemp(prefix="tls-", dir=SCRATCH)
-        cert, key = os.path.join(scratch, "cert.pem"), os.path.join(scratch, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
-        server = ServerProcess(tls=(cert, key))
+        server = ServerProcess(tls=self_signed_certificate())
         try:
             r = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Set a timer for 3 minutes."}],
                                                      "max_tokens": 32})
