@@ -60,29 +60,37 @@ def timed(action):
 
 
 class Trickler:
-    """`count` connections that send a request's headers one byte a second (slowloris)."""
+    """`count` connections that send a request's headers one byte a second (slowloris). While
+    `reconnect` is set, a connection the server closes is opened again, as the attack does."""
 
-    def __init__(self, port, count, wrap=None, send=True):
-        self.sockets = []
-        for _ in range(count):
-            s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            self.sockets.append(s)
+    def __init__(self, port, count, reconnect=True):
+        self.port = port
+        self.sockets = [self._connect() for _ in range(count)]
+        self.reconnect = threading.Event()
+        if reconnect:
+            self.reconnect.set()
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._trickle, args=(send,), daemon=True)
+        self.thread = threading.Thread(target=self._trickle, daemon=True)
         self.thread.start()
 
-    def _trickle(self, send):
+    def _connect(self):
+        return socket.create_connection(("127.0.0.1", self.port), timeout=10)
+
+    def _trickle(self):
         text = b"POST /v1/completions HTTP/1.1\r\nHost: slow\r\nX-Pad: " + b"a" * 1000
-        for i in range(len(text)):
-            if self.stop.wait(1.0):
-                return
-            if not send:
-                continue
-            for s in self.sockets:
+        sent = [0] * len(self.sockets)
+        while not self.stop.wait(1.0):
+            for i, s in enumerate(self.sockets):
                 try:
-                    s.send(text[i:i + 1])
+                    s.send(text[sent[i]:sent[i] + 1])
+                    sent[i] += 1
                 except OSError:
-                    pass
+                    if self.reconnect.is_set():
+                        s.close()
+                        try:
+                            self.sockets[i], sent[i] = self._connect(), 0
+                        except OSError:
+                            pass
 
     def closed_by_server(self):
         closed = 0
@@ -122,13 +130,17 @@ class Hostile(unittest.TestCase):
         self.assertLess(seconds, 10.0, what + ": a completion is served")
 
     def test_slowloris_neither_starves_the_server_nor_stays(self):
-        # More slow connections than the worker pool (2 + 4 + 16 = 22) has threads.
+        # More slow connections than the worker pool (2 + 4 + 16 = 22) has threads, reopened as the
+        # server closes them, for 5 s: the server answers at once throughout.
         timeouts = metric(self.server, "unmask_server:connection_timeouts_total")
         slow = Trickler(self.server.port, 40)
         try:
-            time.sleep(0.5)
-            self.assert_served_quickly("during a slowloris attack")
-            # Each slow connection is closed at its header deadline (2 s), however it trickles.
+            for second in range(5):
+                time.sleep(1.0)
+                self.assert_served_quickly("second %d of a slowloris attack" % second)
+            # Without reconnecting, each slow connection is closed at its header deadline (2 s),
+            # however it trickles.
+            slow.reconnect.clear()
             deadline = time.time() + 10
             while slow.closed_by_server() < 40 and time.time() < deadline:
                 time.sleep(0.2)
@@ -170,6 +182,11 @@ class Hostile(unittest.TestCase):
         got = self.server.raw(data)
         self.assertEqual(responses(got), [200])
         self.assertIn(b"Connection: close", got)
+        # An error of the front says Connection: close and means it: what follows is not served.
+        got = self.server.raw(b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n" +
+                              b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(responses(got), [400])
+        self.assertIn(b"Connection: close", got)
         # HTTP/1.0 without keep-alive closes too.
         got = self.server.raw(b"GET /healthz HTTP/1.0\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n")
         self.assertEqual(responses(got), [200])
@@ -193,24 +210,29 @@ class Hostile(unittest.TestCase):
 
     def test_half_closed_client_is_served_or_counted_as_gone(self):
         ok, gone = 'unmask_server:http_responses_total{code="200"}', "unmask_server:client_disconnects_total"
-        before = metrics(self.server)
-        with socket.create_connection(("127.0.0.1", self.server.port), timeout=30) as s:
-            s.sendall(post(b"/v1/completions", COMPLETION))
-            s.shutdown(socket.SHUT_WR)
-            got = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-        time.sleep(0.3)
-        after = metrics(self.server)
-        if got:  # served: its 200 was written and counted (beside the first scrape's)
-            self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:40])
-            self.assertEqual(after[ok], before[ok] + 2)
-        else:  # not served: a disconnect, and no 200 counted for it
-            self.assertEqual(after[ok], before[ok] + 1)
-            self.assertEqual(after.get(gone, 0), before.get(gone, 0) + 1)
+        bodies = {"short": COMPLETION,
+                  "long": json.dumps({"prompt": "x", "max_tokens": 128, "steps": 128}).encode(),
+                  "stream": json.dumps({"prompt": "x", "max_tokens": 64, "block_length": 8, "stream": True}).encode()}
+        for name, body in bodies.items():
+            with self.subTest(request=name):
+                before = metrics(self.server)
+                with socket.create_connection(("127.0.0.1", self.server.port), timeout=30) as s:
+                    s.sendall(post(b"/v1/completions", body))
+                    s.shutdown(socket.SHUT_WR)
+                    got = b""
+                    while chunk := s.recv(65536):
+                        got += chunk
+                time.sleep(0.3)
+                after = metrics(self.server)
+                log = [line for line in self.server.log().splitlines() if 'path="/v1/completions"' in line][-1]
+                if got:  # served: its 200 was written whole and counted (beside the first scrape's)
+                    self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:40])
+                    self.assertEqual(after[ok], before[ok] + 2)
+                    self.assertIn("status=200", log)
+                else:  # not served: a disconnect, and no 200 counted or logged for it
+                    self.assertEqual(after[ok], before[ok] + 1)
+                    self.assertEqual(after.get(gone, 0), before.get(gone, 0) + 1)
+                    self.assertIn("status=499 outcome=disconnected", log)
 
     def test_invalid_or_conflicting_lengths_are_refused_at_once(self):
         cases = [b"Content-Length: 5\r\nContent-Length: 7\r\n", b"Content-Length: -5\r\n",
@@ -276,7 +298,7 @@ class HostileShutdown(unittest.TestCase):
     def test_exit_is_bounded_by_the_drain_timeout_whatever_clients_do(self):
         server = ServerProcess(service=SERVICE, server={**BOUNDS, "drain_timeout_seconds": 3, "header_timeout_seconds": 60,
                                                         "keep_alive_timeout_seconds": 60})
-        slow = Trickler(server.port, 30)
+        slow = Trickler(server.port, 30, reconnect=False)
         # A client that reads nothing of a long stream, and one holding an idle keep-alive.
         reader = socket.create_connection(("127.0.0.1", server.port))
         reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
