@@ -164,8 +164,11 @@ def main():
     status = server.stop()
 
     peak_rss = max(s["rss_kib"] for s in samples)
+    # The resident set at each tenth of the run, to tell a plateau from a slope.
+    tenths = [samples[min(len(samples) - 1, len(samples) * k // 10)]["rss_kib"] for k in range(1, 11)]
     summary = {"requests": state["next"], "seconds": round(elapsed, 1), "statuses": state["statuses"],
-               "warm": warm, "final": final, "peak_rss_kib": peak_rss, "samples": len(samples)}
+               "warm": warm, "final": final, "peak_rss_kib": peak_rss, "rss_kib_by_tenth": tenths,
+               "samples": len(samples)}
     print(json.dumps(summary))
     failures = list(state["problems"][:10])
     if status != 0:
