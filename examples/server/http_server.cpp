@@ -2,12 +2,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <algorithm>
-#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
@@ -20,6 +18,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "worker_pool.hpp"
 
 namespace unmask_server::http {
 namespace {
@@ -57,58 +57,6 @@ std::string response_head(const Response& r, bool keep_alive, Framing framing) {
     for (const auto& [name, value] : r.headers) head += header_safe(name) + ": " + header_safe(value) + "\r\n";
     return head + "\r\n";
 }
-
-// Threads for handlers that may block. As many tasks as threads may wait; beyond, try_post fails.
-class WorkerPool {
-public:
-    explicit WorkerPool(size_t threads) : capacity_(2 * std::max<size_t>(1, threads)) {
-        for (size_t i = 0; i < std::max<size_t>(1, threads); ++i) threads_.emplace_back([this] { work(); });
-    }
-    ~WorkerPool() { stop(); }
-
-    bool try_post(std::function<void()> task) {
-        std::lock_guard lock(mutex_);
-        if (stopping_ || tasks_.size() + running_ >= capacity_) return false;
-        tasks_.push_back(std::move(task));
-        changed_.notify_one();
-        return true;
-    }
-    // Runs what was posted, then joins.
-    void stop() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-            changed_.notify_all();
-        }
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-private:
-    void work() {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-            if (tasks_.empty()) return;
-            auto task = std::move(tasks_.front());
-            tasks_.pop_front();
-            ++running_;
-            lock.unlock();
-            task();
-            task = nullptr;
-            lock.lock();
-            --running_;
-        }
-    }
-
-    const size_t capacity_;
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    std::deque<std::function<void()>> tasks_;
-    size_t running_ = 0;
-    bool stopping_ = false;
-    std::vector<std::thread> threads_;
-};
 
 struct Route {
     std::string method, path;
