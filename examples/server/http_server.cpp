@@ -90,9 +90,12 @@ struct Server::State {
     std::map<std::string, size_t> per_address;
 
     std::atomic<uint64_t> accepted{0}, refused{0}, timeouts{0}, malformed{0}, workers_busy{0}, open{0};
+    std::atomic<bool> stopping{false};  // stop() began: answers in flight get `stop_grace_seconds` a write
+    static constexpr double stop_grace_seconds = 2;
 
     void accept();
     void admit(tcp::socket socket);
+    void close_idle();  // stops accepting; closes the connections that are not being answered
     void close_all();
 
     // An error the front answers itself, its body in the server's format.
@@ -116,12 +119,14 @@ public:
     virtual void close() = 0;  // network thread
     const std::string& address() const { return address_; }
     bool client_gone() const override { return peer_closed_.load(); }
+    bool answering() const { return answering_; }
 
 protected:
     Server::State& server_;
     const std::string address_;
     const int port_;
     std::atomic<bool> peer_closed_{false};
+    bool answering_ = false;  // a request has arrived and its response is not out yet (network thread)
 };
 
 template <class Stream>
@@ -290,6 +295,7 @@ private:
         auto message = parser_->release();
         parser_.reset();
         ++served_;
+        answering_ = true;
         keep_alive_ = message.keep_alive();
         http10_ = message.version() < 11;
         head_only_ = message.method() == bhttp::verb::head;
@@ -376,8 +382,9 @@ private:
 
     // The response went out: the next request, or the end of the connection.
     void finished(bool keep_alive) {
+        answering_ = false;
         if (closed_) return;
-        if (!keep_alive) return linger();
+        if (!keep_alive || server_.stopping) return linger();
         if (reading_ahead_) {
             resume_ = true;  // the read in flight decides; a kept-alive connection waits only so long
             arm(server_.limits.idle_seconds, false);
@@ -472,7 +479,8 @@ private:
         auto buffer = std::make_shared<std::string>(std::move(data));
         asio::post(server_.io, [self = self(), done, buffer] {
             if (self->closed_) return done->set_value(false);
-            self->arm(self->server_.limits.write_seconds);
+            const auto& s = self->server_;
+            self->arm(s.stopping ? std::min(s.limits.write_seconds, Server::State::stop_grace_seconds) : s.limits.write_seconds);
             asio::async_write(self->stream_, asio::buffer(*buffer), [self, done, buffer](const error_code& ec, size_t) {
                 self->disarm();
                 if (ec) self->close();
@@ -540,6 +548,15 @@ void Server::State::admit(tcp::socket socket) {
     ++open;
     connections.insert(connection);
     connection->start();
+}
+
+void Server::State::close_idle() {
+    error_code ignored;
+    acceptor.close(ignored);
+    accept_retry.cancel();
+    const auto all = connections;  // close() erases
+    for (const auto& c : all)
+        if (!c->answering()) c->close();
 }
 
 void Server::State::close_all() {
@@ -620,10 +637,13 @@ void Server::stop() {
     State& s = *state_;
     if (!s.running || s.stopped) return;
     s.stopped = true;
-    // Closing every connection fails the writes handlers wait for, so the workers come back soon;
-    // the network thread runs until they have (a write posted later fails at once, closed).
-    asio::post(s.io, [&s] { s.close_all(); });
+    // No new connection nor request; the requests being answered finish, each write within the
+    // grace (the network thread runs until the workers are done: their writes wait on it); then
+    // whatever is left closes.
+    s.stopping = true;
+    asio::post(s.io, [&s] { s.close_idle(); });
     s.workers->stop();
+    asio::post(s.io, [&s] { s.close_all(); });
     s.keep_running.reset();
     s.io.stop();
     s.network.join();

@@ -121,8 +121,9 @@ public:
 
     // Starts the network thread and the workers; returns at once.
     void run();
-    // Stops accepting, closes every connection (a handler's pending write fails at once), waits
-    // for the handlers to return and the threads to end. Idempotent.
+    // Stops accepting and closes the connections waiting for a request; the requests being
+    // answered finish (each write within 2 s from now on), then every connection closes and the
+    // threads end. Idempotent.
     void stop();
     FrontStats stats() const;
 
