@@ -110,6 +110,8 @@ double RateLimiter::acquire(const std::string& client, Clock::time_point now) {
 double RateLimiter::due(const std::string& client, Clock::time_point now) {
     if (per_second_ <= 0) return 0;
     std::lock_guard lock(mutex_);
+    // A client without a bucket has a full one: asking takes no place in the table.
+    if (buckets_.find(client) == buckets_.end()) return 0;
     const Bucket& b = bucket(client, now);
     return b.tokens >= 1 ? 0 : (1 - b.tokens) / per_second_;
 }

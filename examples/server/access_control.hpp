@@ -43,7 +43,7 @@ public:
 
     // 0 when the request may go ahead (its token taken), else the seconds until a token is due.
     double acquire(const std::string& client, Clock::time_point now = Clock::now());
-    // The same without taking a token: 0 when one is there.
+    // The same without taking a token (nor a place for a client it has not seen): 0 when one is there.
     double due(const std::string& client, Clock::time_point now = Clock::now());
     size_t clients() const;
 

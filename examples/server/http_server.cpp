@@ -329,8 +329,12 @@ private:
             run_guarded(*route, request, response);
             return respond_inline(std::move(response), request);
         }
-        Request summary = request;  // for the access log of a request no worker takes
-        summary.body.clear();
+        Request summary;  // for the access log of a request no worker takes
+        summary.method = request.method;
+        summary.target = request.target;
+        summary.path = request.path;
+        summary.remote_addr = request.remote_addr;
+        summary.remote_port = request.remote_port;
         read_ahead();
         auto task = [self = self(), route, request = std::move(request)]() mutable { self->serve(*route, request); };
         if (!server_.workers->try_post(std::move(task))) {

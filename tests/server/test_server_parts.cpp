@@ -192,6 +192,8 @@ TEST_CASE("the rate limiter is a token bucket per client") {
     for (int i = 0; i < 1000; ++i) REQUIRE(unlimited.acquire("a", t0) == 0.0);
     CHECK(limiter.due("a", t0 + std::chrono::seconds(100)) > 0.0);  // due() takes nothing
     CHECK(limiter.due("b", t0 + std::chrono::seconds(100)) == 0.0);
+    CHECK(limiter.due("never-seen", t0) == 0.0);
+    CHECK(limiter.clients() == 2);  // asking about a new client keeps no bucket for it
     CHECK(limiter.acquire("b", t0 + std::chrono::seconds(100)) == 0.0);
 }
 
