@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh build
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_BUILD_TESTS=OFF -DUNMASK_BUILD_BENCH=OFF >/dev/null
+# The same build folder and backend as scripts/test.sh (the CPU; docs/cuda.md builds CUDA), so the
+# two commands run in either order, and again, on one clone.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=OFF >/dev/null
 cmake --build build -j "${UNMASK_JOBS:-2}" --target unmask_cli
 build/examples/cli/unmask version
 # The bundled default model (models/toolcall-llada-3m, made by training/): what unmask reads from
