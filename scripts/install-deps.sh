@@ -14,6 +14,7 @@ build_packages=(
 )
 test_packages=(
   python3-torch              # tests/reference: the PyTorch reference of the forward pass
+  python3-jinja2             # tests/template: the reference renderer of chat templates
   libopenblas0-pthread       # a fast BLAS for python3-torch (the references, training/)
   clang libclang-rt-14-dev   # libFuzzer targets
   openssl                    # unmask-server's TLS test makes a self-signed certificate

@@ -27,6 +27,16 @@ import torch
 from bpe import Tokenizer
 from model import Llada
 
+# The prompt format load() trains on, as a Hugging Face chat template (Jinja): user turns, then the
+# answer after <|assistant|>, ended by EOS. No system or tool role: the model never saw one.
+CHAT_TEMPLATE = ("{%- for message in messages -%}"
+                 "{%- if message['role'] == 'user' -%}<|user|>{{ message['content'] }}"
+                 "{%- elif message['role'] == 'assistant' -%}<|assistant|>{{ message['content'] }}{{ eos_token }}"
+                 "{%- else -%}{{ raise_exception('this model was trained on user and assistant turns only, not ' ~ message['role']) }}"
+                 "{%- endif -%}"
+                 "{%- endfor -%}"
+                 "{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}")
+
 
 def load(path, tokenizer, length):
     """(prompt ids, answer ids + EOS) per row; padding to a canvas length happens per batch."""
@@ -163,7 +173,7 @@ def main():
     with open(args.tokenizer, "rb") as f:
         files["tokenizer.json"] = f.read()
     files["tokenizer_config.json"] = json.dumps({"eos_token": "<|endoftext|>", "bos_token": None,
-                                                 "chat_template": "<|user|>{prompt}<|assistant|>"}, indent=1).encode()
+                                                 "chat_template": CHAT_TEMPLATE}, indent=1).encode()
     for name, data in files.items():
         with open(os.path.join(args.out, name), "wb") as f:
             f.write(data)
