@@ -25,8 +25,9 @@ inline constexpr size_t generate_params_v1_1_size = 200, generate_params_v1_2_si
 inline constexpr size_t model_params_v1_3_size = 80, plan_params_v1_3_size = 72, generate_params_v1_3_size = 216,
                         engine_params_v1_3_size = 80;
 
-// ABI 1.6's unmask_parameter_info.
-inline constexpr size_t parameter_info_v1_size = 64;
+// ABI 1.6's unmask_parameter_info; 1.8's unmask_chat_message.
+inline constexpr size_t parameter_info_v1_size = 64, chat_message_v1_size = 48;
+static_assert(sizeof(unmask_chat_message) >= chat_message_v1_size);
 
 static_assert(sizeof(unmask_model_params) >= model_params_v1_3_size && model_params_v1_3_size >= model_params_v1_size);
 static_assert(sizeof(unmask_model_description) >= model_description_v1_size);

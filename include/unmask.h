@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 7
+#define UNMASK_ABI_VERSION_MINOR 8
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -788,13 +788,56 @@ UNMASK_API unmask_status unmask_tokenize(const unmask_tokenizer *tokenizer, cons
                                          int32_t add_special_tokens, int32_t *ids, int64_t capacity, int64_t *count);
 
 /* Encodes a chat prompt: an optional system message (NULL or "" for none) and one user message,
- * formatted as the tokenizer's family expects (ChatML for Qwen and Dream, the LLaMA-3 headers for
- * LLaDA and Llama-3, with tokenizer_config.json's BOS; `<|user|>...<|assistant|>` for the bundled
- * model), ending where the assistant's answer begins. Writes ids like unmask_tokenize. Errors:
- * UNSUPPORTED when the tokenizer belongs to no known family (format the prompt yourself; arbitrary
- * Jinja chat templates are not run), INVALID_ARGUMENT for a system message the format cannot hold. */
+ * ending where the assistant's answer begins: unmask_tokenize_messages with those two messages.
+ * Since ABI 1.8 the model's chat template formats it when it has one; before, and for models
+ * without one, the built-in format of the tokenizer's family (ChatML for Qwen and Dream, the
+ * LLaMA-3 headers with tokenizer_config.json's BOS, `<|user|>...<|assistant|>`). Writes ids like
+ * unmask_tokenize. Errors: UNSUPPORTED when the tokenizer has no chat format, INVALID_ARGUMENT for
+ * a system message the format cannot hold (the template's message). */
 UNMASK_API unmask_status unmask_tokenize_chat(const unmask_tokenizer *tokenizer, const char *system, const char *user,
                                               int32_t *ids, int64_t capacity, int64_t *count);
+
+/* Since ABI 1.8: one message of a conversation, as OpenAI's chat API and Hugging Face's chat
+ * templates spell it. Strings are UTF-8 and NUL-terminated; NULL means absent. */
+typedef struct unmask_chat_message {
+    uint32_t struct_size;     /* set by unmask_chat_message_init; the same in every element of an array */
+    uint32_t reserved;        /* 0 */
+    const char *role;         /* "system", "user", "assistant", "tool" (what the template knows) */
+    const char *content;      /* NULL: none (an assistant turn that only calls tools) */
+    const char *tool_calls;   /* an assistant's calls: a JSON array of OpenAI tool calls,
+                                 [{"type": "function", "function": {"name": ..., "arguments": ...}}] */
+    const char *tool_call_id; /* a "tool" message's: the id of the call it answers */
+    const char *name;         /* a "tool" message's: the tool's name */
+} unmask_chat_message;
+
+/* Since ABI 1.8: zeroes *message and sets struct_size; `size` is the caller's sizeof. */
+UNMASK_API unmask_status unmask_chat_message_init_sized(unmask_chat_message *message, size_t size);
+#define unmask_chat_message_init(message) unmask_chat_message_init_sized((message), sizeof *(message))
+
+/* Since ABI 1.8: whether the tokenizer can format chats (*has = 1): its model has a chat template
+ * (tokenizer_config.json's chat_template, or chat_template.jinja) or one of the built-in formats of
+ * unmask_tokenize_chat. */
+UNMASK_API unmask_status unmask_tokenizer_has_chat_format(const unmask_tokenizer *tokenizer, int32_t *has);
+
+/* Since ABI 1.8: the prompt text of a conversation: `count` messages (an array whose elements'
+ * struct_size is the stride), `tools_json` (NULL, or a JSON array of OpenAI tool definitions
+ * {"type": "function", "function": {"name", "description", "parameters"}}) and, when
+ * add_generation_prompt = 1, the opening of the assistant's answer. The model's Jinja chat template
+ * renders it as Hugging Face's apply_chat_template does (byte for byte on the templates CI checks);
+ * a model without one uses the built-in format of its family, with the tools described in a
+ * system message (docs/tokenizers.md). Writes text like unmask_detokenize. Errors:
+ * INVALID_ARGUMENT for malformed messages or JSON and for what the template refuses (its
+ * raise_exception message, e.g. roles that must alternate); UNSUPPORTED when the model has no chat
+ * format or its template uses Jinja this version lacks (naming it). */
+UNMASK_API unmask_status unmask_apply_chat_template(const unmask_tokenizer *tokenizer, const unmask_chat_message *messages,
+                                                    int64_t count, const char *tools_json, int32_t add_generation_prompt,
+                                                    char *text, int64_t capacity, int64_t *length);
+
+/* Since ABI 1.8: the same conversation encoded to ids (special tokens in the text are read as
+ * tokens; no BOS is added beyond what the template writes). Writes ids like unmask_tokenize. */
+UNMASK_API unmask_status unmask_tokenize_messages(const unmask_tokenizer *tokenizer, const unmask_chat_message *messages,
+                                                  int64_t count, const char *tools_json, int32_t add_generation_prompt,
+                                                  int32_t *ids, int64_t capacity, int64_t *ids_count);
 
 /* Decodes ids to UTF-8 text. Writes up to `capacity` bytes (no terminating NUL) and sets *length
  * to the byte length of the whole text: when *length > capacity, call again with a larger buffer.

@@ -8,19 +8,21 @@
 
 namespace unmask {
 
-nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label) {
-    using nlohmann::json;
+namespace {
+
+template <typename json>
+json parse_strictly(std::string_view text, std::string_view label, Status status) {
     std::vector<std::set<std::string>> keys_per_object;  // one set per open object
     std::string duplicate;
     bool too_deep = false;
-    const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    const typename json::parser_callback_t on_event = [&](int depth, typename json::parse_event_t event, json& parsed) {
         if (depth > max_json_depth) too_deep = true;
         switch (event) {
             case json::parse_event_t::object_start: keys_per_object.emplace_back(); break;
             case json::parse_event_t::object_end: keys_per_object.pop_back(); break;
             case json::parse_event_t::key:
-                if (!keys_per_object.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-                    duplicate = parsed.get<std::string>();
+                if (!keys_per_object.back().insert(parsed.template get<std::string>()).second && duplicate.empty())
+                    duplicate = parsed.template get<std::string>();
                 break;
             default: break;
         }
@@ -29,12 +31,22 @@ nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::strin
     json root;
     try {
         root = json::parse(text.begin(), text.end(), on_event);
-    } catch (const json::exception& e) {
-        fail(Status::model_format, "{}: invalid JSON: {}", label, e.what());
+    } catch (const typename json::exception& e) {
+        fail(status, "{}: invalid JSON: {}", label, e.what());
     }
-    if (too_deep) fail(Status::model_format, "{}: nested deeper than {} levels", label, max_json_depth);
-    if (!duplicate.empty()) fail(Status::model_format, "{}: duplicate key '{}'", label, duplicate);
+    if (too_deep) fail(status, "{}: nested deeper than {} levels", label, max_json_depth);
+    if (!duplicate.empty()) fail(status, "{}: duplicate key '{}'", label, duplicate);
     return root;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label) {
+    return parse_strictly<nlohmann::json>(text, label, Status::model_format);
+}
+
+nlohmann::ordered_json parse_argument_json(std::string_view text, std::string_view label) {
+    return parse_strictly<nlohmann::ordered_json>(text, label, Status::invalid_argument);
 }
 
 }  // namespace unmask

@@ -16,4 +16,8 @@ inline constexpr int max_json_depth = 128;
 // deeper than max_json_depth.
 nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label);
 
+// The same for JSON a caller passes in (chat messages, tool definitions): object keys keep their
+// order (templates print them), and errors are INVALID_ARGUMENT.
+nlohmann::ordered_json parse_argument_json(std::string_view text, std::string_view label);
+
 }  // namespace unmask

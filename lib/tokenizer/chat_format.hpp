@@ -1,18 +1,35 @@
-// Chat prompts for the model families we know, chosen from the tokenizer's special tokens:
-// ChatML (Qwen, Dream: <|im_start|>), the LLaMA-3 header format (LLaDA, Llama-3:
-// <|start_header_id|>) and bare role tokens (the bundled model: <|user|>...<|assistant|>). A full Jinja engine for arbitrary chat_template strings is out of scope.
+// Chat prompts: the model's own chat template (tokenizer/chat_template.hpp) when it has one, as
+// Hugging Face's apply_chat_template renders it; otherwise a built-in format chosen from the
+// tokenizer's special tokens: ChatML (<|im_start|>), the LLaMA-3 headers (<|start_header_id|>)
+// or bare role tokens (<|user|>...<|assistant|>).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "tokenizer/tokenizer.hpp"
 
 namespace unmask {
 
-// The prompt text (special tokens spelled out) for one optional system message and one user
-// message, ending where the assistant's answer begins. Throws UNSUPPORTED when the tokenizer has
-// none of the families' tokens, INVALID_ARGUMENT for a system message the format has no role for.
+// Whether the tokenizer has a chat template or one of the built-in formats.
+bool has_chat_format(const Tokenizer& tokenizer);
+
+// The prompt text (special tokens spelled out) of `messages`, a JSON array of OpenAI-style
+// messages ({"role", "content", optional "tool_calls", "tool_call_id", "name"}), with `tools`
+// (null, or an array of OpenAI tool definitions) and, when `add_generation_prompt`, ending where
+// the assistant's answer begins. Without a template, tools are described in a system message
+// (docs/tokenizers.md). Throws INVALID_ARGUMENT for malformed messages or a template's error
+// (its raise_exception message), UNSUPPORTED when the tokenizer has no chat format or its
+// template could not be parsed.
+std::string format_chat(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                        bool add_generation_prompt);
+
+// One optional system message (empty for none) and one user message.
 std::string format_chat(const Tokenizer& tokenizer, std::string_view system, std::string_view user);
+
+// The system text that describes `tools` to a model without a chat template.
+std::string describe_tools(const nlohmann::ordered_json& tools);
 
 }  // namespace unmask

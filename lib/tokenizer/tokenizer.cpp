@@ -8,6 +8,7 @@
 #include "core/mapped_file.hpp"
 #include "core/utf8.hpp"
 #include "format/strict_json.hpp"
+#include "tokenizer/chat_template.hpp"
 #include "tokenizer/tokenizer_json.hpp"
 
 namespace unmask {
@@ -59,6 +60,9 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
                                          : std::string();
             if (!name.empty() && tokenizer->has_token(name)) tokenizer->bos_token_ = name;
         }
+        tokenizer->chat_template_ = ChatTemplate::load(file.parent_path(), config);
+    } else {
+        tokenizer->chat_template_ = ChatTemplate::load(file.parent_path(), nlohmann::json());
     }
     return tokenizer;
 }

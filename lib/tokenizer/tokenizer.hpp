@@ -18,6 +18,8 @@
 
 namespace unmask {
 
+class ChatTemplate;
+
 struct AddedToken {
     int32_t id = 0;
     std::string content;
@@ -41,6 +43,8 @@ public:
     // tokenizer_config.json's bos_token when it is in the vocabulary, else "".
     const std::string& bos_token() const noexcept { return bos_token_; }
     bool has_token(std::string_view token) const { return token_id(token) >= 0; }
+    // The model's chat template (tokenizer_config.json or chat_template.jinja), or nullptr.
+    const ChatTemplate* chat_template() const noexcept { return chat_template_.get(); }
     int64_t vocab_size() const noexcept { return static_cast<int64_t>(id_to_token_.size()); }
 
 private:
@@ -67,6 +71,7 @@ private:
     std::vector<std::string> id_to_token_;
     std::vector<int32_t> template_prefix_, template_suffix_;  // TemplateProcessing "single"
     std::string bos_token_;
+    std::shared_ptr<const ChatTemplate> chat_template_;
 };
 
 // Emits text as ids arrive, never a broken UTF-8 sequence (it waits for the rest of one).

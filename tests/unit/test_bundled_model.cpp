@@ -117,9 +117,9 @@ TEST_CASE("the bundled model's chat format wraps the request in its role tokens"
     REQUIRE(unmask_detokenize(tokenizer, ids, count, 0, text, sizeof text, &length) == UNMASK_OK);
     REQUIRE(length <= int64_t(sizeof text));
     CHECK(std::string(text, static_cast<size_t>(length)) == "<|user|>Add 2 and 3.<|assistant|>");
-    // The format has no system role: refused, not silently dropped.
+    // The format has no system role: its chat template refuses one rather than dropping it.
     CHECK(unmask_tokenize_chat(tokenizer, "be brief", "hi", ids, 64, &count) == UNMASK_ERR_INVALID_ARGUMENT);
-    CHECK(std::string(unmask_last_error()).find("no system role") != std::string::npos);
+    CHECK(std::string(unmask_last_error()).find("user and assistant turns only, not system") != std::string::npos);
 }
 
 TEST_CASE("the quality harness refuses settings it cannot run") {

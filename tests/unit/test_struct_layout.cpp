@@ -136,6 +136,15 @@ static_assert(offsetof(unmask_parameter_info, minimum_exclusive) == 56);
 static_assert(offsetof(unmask_parameter_info, maximum_exclusive) == 60);
 static_assert(sizeof(unmask_parameter_info) == 64);
 
+// ABI 1.8
+static_assert(offsetof(unmask_chat_message, reserved) == 4);
+static_assert(offsetof(unmask_chat_message, role) == 8);
+static_assert(offsetof(unmask_chat_message, content) == 16);
+static_assert(offsetof(unmask_chat_message, tool_calls) == 24);
+static_assert(offsetof(unmask_chat_message, tool_call_id) == 32);
+static_assert(offsetof(unmask_chat_message, name) == 40);
+static_assert(sizeof(unmask_chat_message) == 48);
+
 static_assert(offsetof(unmask_engine_params, max_concurrent_requests) == 4);
 static_assert(offsetof(unmask_engine_params, max_queued_requests) == 8);
 static_assert(offsetof(unmask_engine_params, threads) == 12);
