@@ -1,5 +1,4 @@
 // `unmask generate`: one diffusion generation from the command line, on the engine.
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "conversation.hpp"
 #include "decoding_options.hpp"
 #include "engine_session.hpp"
 #include "model_options.hpp"
+#include "step_view.hpp"
 
 namespace unmask_cli {
 namespace {
@@ -37,82 +38,30 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     return ids;
 }
 
-std::string detokenize(const unmask_tokenizer* tokenizer, const int32_t* ids, int64_t count, bool skip_special) {
-    int64_t length = 0;
-    check(unmask_detokenize(tokenizer, ids, count, skip_special ? 1 : 0, nullptr, 0, &length));
-    std::string text(static_cast<size_t>(length), '\0');
-    check(unmask_detokenize(tokenizer, ids, count, skip_special ? 1 : 0, text.data(), length, &length));
-    return text;
-}
-
+// --prompt as ids: in the model's chat format (its chat template) unless --raw, or unless the
+// model has none and no chat option asks for one.
 std::vector<int32_t> tokenize_prompt(const unmask_tokenizer* tokenizer, const ParsedArgs& args) {
     const std::string prompt = *args.value("prompt");
-    const std::string system = args.value("system").value_or("");
+    const bool chat = !args.has("raw") && (args.has("chat") || args.has("system") || has_chat_format(tokenizer));
+    if (chat) {
+        std::vector<ChatTurn> turns;
+        if (args.has("system")) turns.push_back({"system", *args.value("system")});
+        turns.push_back({"user", prompt});
+        return encode_chat(tokenizer, turns);
+    }
     int64_t count = 0;
-    auto encode = [&](int32_t* ids, int64_t capacity) {
-        if (args.has("chat")) check(unmask_tokenize_chat(tokenizer, system.c_str(), prompt.c_str(), ids, capacity, &count));
-        else check(unmask_tokenize(tokenizer, prompt.data(), static_cast<int64_t>(prompt.size()), 1, ids, capacity, &count));
-    };
-    encode(nullptr, 0);
+    check(unmask_tokenize(tokenizer, prompt.data(), static_cast<int64_t>(prompt.size()), 1, nullptr, 0, &count));
     std::vector<int32_t> ids(static_cast<size_t>(count));
-    encode(ids.data(), count);
+    check(unmask_tokenize(tokenizer, prompt.data(), static_cast<int64_t>(prompt.size()), 1, ids.data(), count, &count));
     return ids;
 }
 
-// Draws the generated region after each step: redrawn in place on a terminal, one line per step
-// otherwise. With a tokenizer the committed runs show as text, else as ids; masks as a glyph.
-struct StepView {
-    FILE* stream;
-    bool terminal;
-    int32_t mask;
-    const unmask_tokenizer* tokenizer;
-    int lines_drawn = 0;
-
-    static int32_t draw(const unmask_stream_event* event, void* user) {
-        auto* view = static_cast<StepView*>(user);
-        if (event->kind != UNMASK_STREAM_STEP) return 0;
-        const int32_t* canvas = event->tokens;
-        const int64_t length = event->token_count;
-        const char* glyph = view->terminal ? "\u2592" : "_";
-        std::string line = "step ";
-        line.append(std::to_string(event->step + 1)).append(" (+").append(std::to_string(event->committed)).append("): ");
-        for (int64_t i = 0; i < length;) {
-            if (canvas[i] == view->mask) {
-                line.append(glyph);
-                ++i;
-                continue;
-            }
-            int64_t end = i;
-            while (end < length && canvas[end] != view->mask) ++end;
-            if (view->tokenizer != nullptr) {
-                std::string text = detokenize(view->tokenizer, canvas + i, end - i, false);
-                for (char& c : text)  // control characters would move the cursor
-                    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
-                line.append(text);
-            } else {
-                for (int64_t j = i; j < end; ++j) line.append(j > i ? " " : "").append(std::to_string(canvas[j]));
-                if (end < length) line.push_back(' ');
-            }
-            i = end;
-        }
-        if (view->terminal) {
-            winsize size{};
-            const int columns = ioctl(fileno(view->stream), TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
-            if (view->lines_drawn > 1) std::fprintf(view->stream, "\033[%dA", view->lines_drawn - 1);
-            std::fprintf(view->stream, "\r\033[J%s", line.c_str());
-            view->lines_drawn = static_cast<int>((line.size() + size_t(columns) - 1) / size_t(columns));
-        } else {
-            std::fprintf(view->stream, "%s\n", line.c_str());
-        }
-        std::fflush(view->stream);
-        return 0;
-    }
-};
-
 int run_generate(const ParsedArgs& args) {
     if (args.has("prompt") == args.has("prompt-ids")) throw UsageError("give the prompt with either --prompt TEXT or --prompt-ids 1,2,3");
-    if (args.has("chat") && !args.has("prompt")) throw UsageError("--chat formats a --prompt TEXT");
-    if (args.has("system") && !args.has("chat")) throw UsageError("--system is a chat message: give it with --chat");
+    if ((args.has("chat") || args.has("raw") || args.has("system")) && !args.has("prompt"))
+        throw UsageError("--chat, --raw and --system say how to read a --prompt TEXT");
+    if (args.has("raw") && (args.has("chat") || args.has("system")))
+        throw UsageError("--raw sends the prompt as it is: it takes no --chat or --system");
     // As the server: a generation needs something to continue (--prompt-ids names its ids).
     if (args.has("prompt") && args.value("prompt")->empty()) throw UsageError("--prompt must not be empty");
     unmask_generate_params params;
@@ -145,7 +94,7 @@ int run_generate(const ParsedArgs& args) {
                                &submitted));
     const std::unique_ptr<unmask_request, void (*)(unmask_request*)> request(submitted, unmask_request_free);
     check(unmask_request_wait(request.get(), -1));
-    if (view.terminal) std::fprintf(view.stream, "\n");
+    view.finish();
     unmask_request_info info{};
     info.struct_size = sizeof info;
     check(unmask_request_info_get(request.get(), &info));
@@ -195,8 +144,9 @@ const Command generate_command{
      with_decoding_options(with_engine_options({
          {"prompt-ids", "IDS", "comma-separated prompt token ids"},
          {"prompt", "TEXT", "a text prompt (needs the model's tokenizer.json)"},
-         {"chat", "", "format --prompt as a chat user message (ChatML, LLaMA-3 headers or bare role tokens)"},
-         {"system", "TEXT", "with --chat: a system message"},
+         {"chat", "", "format --prompt with the model's chat template (the default when the model has one)"},
+         {"raw", "", "send --prompt as it is, without the chat template"},
+         {"system", "TEXT", "a system message before --prompt (in the chat format)"},
          {"show-steps", "", "draw the canvas after every step (masks as a glyph)"}}))},
     run_generate};
 

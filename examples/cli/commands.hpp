@@ -27,6 +27,7 @@ struct Command {
 extern const Command version_command;
 extern const Command inspect_command;
 extern const Command generate_command;
+extern const Command chat_command;
 extern const Command plan_command;
 extern const Command tokenize_command;
 extern const Command detokenize_command;

@@ -10,9 +10,9 @@ using namespace unmask_cli;
 
 namespace {
 
-const Command* const commands[] = {&version_command, &inspect_command,  &generate_command,
-                                   &plan_command,    &tokenize_command, &detokenize_command,
-                                   &serve_stdin_command};
+const Command* const commands[] = {&version_command,  &inspect_command,    &generate_command,
+                                   &chat_command,     &plan_command,       &tokenize_command,
+                                   &detokenize_command, &serve_stdin_command};
 
 void print_usage(std::ostream& out) {
     out << "usage: unmask <command> [options]\n\n"

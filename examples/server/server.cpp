@@ -21,6 +21,7 @@ namespace unmask_server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using unmask_examples::AnswerText;
 
 // What the access log line of the request being served on this thread reports. The HTTP front
 // runs a request's handler, writes its response and calls the access logger on one worker thread,

@@ -36,6 +36,8 @@ for command in version inspect generate plan tokenize detokenize serve-stdin; do
     grep -q "usage: unmask $command" "$work/out" || fail "$command --help shows its usage"
     grep -q -- "--json" "$work/out" || fail "$command --help lists --json"
 done
+expect_run "chat --help" 0 chat --help
+grep -q "usage: unmask chat" "$work/out" || fail "chat --help shows its usage"
 
 expect_run "version" 0 version
 grep -q "^unmask 0\." "$work/out" || fail "version prints the release"
@@ -125,8 +127,10 @@ expect_one_error_line "generate prompt twice" "either --prompt TEXT or --prompt-
 # What the server refuses, the command line refuses too, and nothing given is silently ignored.
 expect_run "generate empty prompt" 2 generate -m "$chat" --prompt '' --gen-length 4 --steps 4
 expect_one_error_line "generate empty prompt" "--prompt must not be empty"
-expect_run "generate --system without --chat" 2 generate -m "$chat" --prompt "hi" --system "be brief" --gen-length 4 --steps 4
-expect_one_error_line "generate --system without --chat" "--system is a chat message"
+expect_run "generate --raw --system" 2 generate -m "$chat" --prompt "hi" --raw --system "be brief" --gen-length 4 --steps 4
+expect_one_error_line "generate --raw --system" "--raw sends the prompt as it is"
+expect_run "generate --raw --chat" 2 generate -m "$chat" --prompt "hi" --raw --chat --gen-length 4 --steps 4
+expect_run "generate --raw without --prompt" 2 generate -m "$chat" --prompt-ids 1 --raw --gen-length 4 --steps 4
 expect_run "generate seed -1" 1 generate -m "$chat" --prompt "hi" --seed -1 --gen-length 4 --steps 4
 expect_one_error_line "generate seed -1" "seed must be a whole number in 0..18446744073709551615"
 expect_run "generate largest seed" 0 generate -m "$chat" --prompt "hi" --seed 18446744073709551615 --gen-length 4 --steps 4
@@ -153,15 +157,38 @@ expect_one_error_line "detokenize id beyond int64" "token id 1844674407370955161
 expect_one_error_line "detokenize deep input" "not nested arrays"
 expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
 expect_one_error_line "tokenize missing file" "IO: .*does not exist"
-expect_run "generate with the bundled model" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
+# The model's chat template is applied by default (no --chat): the bundled model needs it to answer.
+expect_run "generate with the bundled model" 0 generate --prompt "Set a timer for 25 minutes for the pasta." \
     --gen-length 48 --threads 2 --json
 /usr/bin/python3 - "$work/out" <<'PY' || fail "the bundled model answers with a JSON tool call: $(cat "$work/out")"
 import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
 assert set(call) == {"name", "arguments"} and isinstance(call["arguments"], dict), call
 PY
+# --raw sends the text without the template: the same request is then not a tool call.
+expect_run "generate --raw with the bundled model" 0 generate --raw --prompt "Set a timer for 25 minutes for the pasta." \
+    --gen-length 48 --threads 2 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "--raw sends the prompt without the chat template: $(cat "$work/out")"
+import json, sys
+text = json.load(open(sys.argv[1]))["text"]
+assert '"name": "set_timer"' not in text, text
+PY
+# `unmask chat`: turns from stdin, the history kept, /reset and unknown commands answered.
+printf 'Set a timer for 25 minutes for the pasta.\n/reset\n\nWhat is the weather in Lisbon on May 14?\n/frobnicate\n/exit\nnever read\n' \
+    | "$unmask" chat --gen-length 48 --threads 2 >"$work/out" 2>"$work/err" || fail "chat: $(cat "$work/err")"
+/usr/bin/python3 - "$work/out" <<'PY' || fail "chat answers each turn and takes its commands: $(cat "$work/out")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 4, lines
+assert json.loads(lines[0])["name"] == "set_timer", lines[0]
+assert lines[1] == "(conversation reset)", lines[1]
+assert json.loads(lines[2])["name"] == "get_weather", lines[2]
+assert lines[3].startswith("(unknown command /frobnicate"), lines[3]
+PY
+expect_run "chat with a model without a tokenizer" 1 chat -m "$model"
+expect_one_error_line "chat with a model without a tokenizer" "no tokenizer.json"
 for precision in fp32 bf16; do
-  expect_run "generate with a dual $precision cache" 0 generate --chat --prompt "Set a timer for 25 minutes for the pasta." \
+  expect_run "generate with a dual $precision cache" 0 generate --prompt "Set a timer for 25 minutes for the pasta." \
       --gen-length 48 --block-length 12 --threshold 0.9 --cache-mode dual --cache-vicinity 2 --cache-precision $precision \
       --threads 2 --json
   /usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"

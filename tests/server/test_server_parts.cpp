@@ -29,6 +29,7 @@
 #include "unmask.hpp"
 
 using namespace unmask_server;
+using unmask_examples::AnswerText;
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include "unmask.hpp"
 
-namespace unmask_server {
+namespace unmask_examples {
 
 AnswerText::AnswerText(const unmask_tokenizer* tokenizer, int32_t mask_token_id, int32_t eos_token_id,
                        std::vector<std::string> stop)
@@ -48,4 +48,4 @@ std::string AnswerText::advance(const int32_t* tokens, int64_t count, bool final
     return delta;
 }
 
-}  // namespace unmask_server
+}  // namespace unmask_examples

@@ -11,7 +11,7 @@
 
 #include "unmask.h"
 
-namespace unmask_server {
+namespace unmask_examples {
 
 class AnswerText {
 public:
@@ -37,4 +37,4 @@ private:
     int64_t committed_ = 0;
 };
 
-}  // namespace unmask_server
+}  // namespace unmask_examples
