@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time on a seed corpus made from the model fixtures
-# (good and malformed safetensors files and config.json files), tokenizer files and text, and
-# request bodies and HTTP requests of unmask-server.
+# (good and malformed safetensors files and config.json files), tokenizer files and text, chat
+# templates, and request bodies and HTTP requests of unmask-server.
 # usage: run_fuzzers.sh FUZZ_BUILD_DIR SECONDS_PER_TARGET
 set -euo pipefail
 build=$1
@@ -45,6 +45,13 @@ printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' >
 run fuzz_safetensors "$work/corpus/safetensors"
 run fuzz_model_config "$work/corpus/config"
 run fuzz_tokenizer "$work/corpus/tokenizer"
+# Chat templates: the published ones, the bundled model's, and the engine's own test snippets.
+mkdir -p "$work/corpus/chat_template"
+cp "$source_dir"/tests/template/templates/*.jinja "$work/corpus/chat_template/"
+/usr/bin/python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["chat_template"])' \
+    "$source_dir/models/toolcall-llada-3m/tokenizer_config.json" > "$work/corpus/chat_template/bundled.jinja"
+cp "$source_dir"/tests/fuzz/corpus/chat_template/* "$work/corpus/chat_template/"
+run fuzz_chat_template "$work/corpus/chat_template"
 # unmask-server's request bodies: the checked-in examples of each endpoint.
 cp -r "$source_dir/tests/fuzz/corpus/openai_request" "$work/corpus/openai_request"
 run fuzz_openai_request "$work/corpus/openai_request"
