@@ -74,6 +74,16 @@ inline unmask_memory_plan plan(const std::string& path, const PlanParams& params
     return out;
 }
 
+// One message of a conversation, owning its text: unmask_chat_message's fields, where an empty
+// string is absent (content too, unless has_content: an assistant turn that only calls tools
+// has none).
+struct ChatMessage {
+    std::string role, content;
+    std::string tool_calls;  // an assistant's calls: a JSON array of OpenAI tool calls
+    std::string tool_call_id, name;
+    bool has_content = true;
+};
+
 // A tokenizer: the model's (a view, owned by the model) or one loaded from a file (owned).
 class Tokenizer {
 public:
@@ -97,6 +107,31 @@ public:
                                         capacity, count);
         }, "unmask_tokenize_chat");
     }
+    // A conversation through the model's chat template (tool definitions as a JSON array, or
+    // empty for none): its text, or its ids; has_chat_format() says whether the model has one.
+    std::string apply_chat_template(const std::vector<ChatMessage>& messages, const std::string& tools_json = {},
+                                    bool add_generation_prompt = true) const {
+        const auto c = c_messages(messages);
+        return read_text([&](char* text, int64_t capacity, int64_t* length) {
+            return unmask_apply_chat_template(tokenizer_, c.data(), static_cast<int64_t>(c.size()),
+                                              tools_json.empty() ? nullptr : tools_json.c_str(), add_generation_prompt ? 1 : 0,
+                                              text, capacity, length);
+        }, "unmask_apply_chat_template");
+    }
+    std::vector<int32_t> encode_messages(const std::vector<ChatMessage>& messages, const std::string& tools_json = {},
+                                         bool add_generation_prompt = true) const {
+        const auto c = c_messages(messages);
+        return read_ids([&](int32_t* ids, int64_t capacity, int64_t* count) {
+            return unmask_tokenize_messages(tokenizer_, c.data(), static_cast<int64_t>(c.size()),
+                                            tools_json.empty() ? nullptr : tools_json.c_str(), add_generation_prompt ? 1 : 0,
+                                            ids, capacity, count);
+        }, "unmask_tokenize_messages");
+    }
+    bool has_chat_format() const {
+        int32_t has = 0;
+        check(unmask_tokenizer_has_chat_format(tokenizer_, &has), "unmask_tokenizer_has_chat_format");
+        return has == 1;
+    }
     // One past the highest id it knows; decode() skips ids beyond.
     int64_t vocab_size() const {
         int64_t size = 0;
@@ -110,6 +145,21 @@ public:
         }, "unmask_detokenize");
     }
     const unmask_tokenizer* get() const noexcept { return tokenizer_; }
+
+    // The C structs of `messages`, pointing into them.
+    static std::vector<unmask_chat_message> c_messages(const std::vector<ChatMessage>& messages) {
+        std::vector<unmask_chat_message> out(messages.size());
+        auto optional = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
+        for (size_t i = 0; i < messages.size(); ++i) {
+            check(unmask_chat_message_init(&out[i]), "unmask_chat_message_init");
+            out[i].role = messages[i].role.c_str();
+            out[i].content = messages[i].has_content ? messages[i].content.c_str() : nullptr;
+            out[i].tool_calls = optional(messages[i].tool_calls);
+            out[i].tool_call_id = optional(messages[i].tool_call_id);
+            out[i].name = optional(messages[i].name);
+        }
+        return out;
+    }
 
     // Calls `fill(buffer, capacity, &count)` until the buffer held everything (outputs such as
     // the metrics may grow between calls).

@@ -28,10 +28,17 @@ from bpe import Tokenizer
 from model import Llada
 
 # The prompt format load() trains on, as a Hugging Face chat template (Jinja): user turns, then the
-# answer after <|assistant|>, ended by EOS. No system or tool role: the model never saw one.
+# answer after <|assistant|>, ended by EOS; an earlier assistant turn's tool calls are written as
+# the model writes them. No system or tool role: the model never saw one.
 CHAT_TEMPLATE = ("{%- for message in messages -%}"
                  "{%- if message['role'] == 'user' -%}<|user|>{{ message['content'] }}"
-                 "{%- elif message['role'] == 'assistant' -%}<|assistant|>{{ message['content'] }}{{ eos_token }}"
+                 "{%- elif message['role'] == 'assistant' -%}<|assistant|>"
+                 "{%- if message['content'] -%}{{ message['content'] }}{%- endif -%}"
+                 "{%- for call in message['tool_calls'] or [] -%}"
+                 "{%- set function = call['function'] if call['function'] is defined else call -%}"
+                 "{{ '{\"name\": \"' ~ function['name'] ~ '\", \"arguments\": ' }}"
+                 "{{- function['arguments'] if function['arguments'] is string else function['arguments'] | tojson }}}"
+                 "{%- endfor -%}{{ eos_token }}"
                  "{%- else -%}{{ raise_exception('this model was trained on user and assistant turns only, not ' ~ message['role']) }}"
                  "{%- endif -%}"
                  "{%- endfor -%}"

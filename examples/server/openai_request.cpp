@@ -1,6 +1,7 @@
 #include "openai_request.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -119,12 +120,14 @@ private:
     const json& body_;
 };
 
+using ordered_json = nlohmann::ordered_json;
+
 // The text of a chat message: a string, or a list of {"type": "text", "text": ...} parts.
-std::string message_text(const json& content, const std::string& field) {
+std::string message_text(const ordered_json& content, const std::string& field) {
     if (content.is_string()) return content.get<std::string>();
     if (!content.is_array()) throw invalid_field(field, "must be a string or a list of text parts");
     std::string text;
-    for (const json& part : content) {
+    for (const ordered_json& part : content) {
         const auto type = part.is_object() ? part.find("type") : part.end();
         const auto value = part.is_object() ? part.find("text") : part.end();
         if (!part.is_object() || type == part.end() || *type != "text" || value == part.end() || !value->is_string())
@@ -134,28 +137,124 @@ std::string message_text(const json& content, const std::string& field) {
     return text;
 }
 
-void read_messages(const json& messages, CompletionRequest& out) {
+const ordered_json* member(const ordered_json& object, const char* key) {
+    const auto it = object.find(key);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string string_member(const ordered_json& object, const char* key, const std::string& field) {
+    const ordered_json* v = member(object, key);
+    if (v == nullptr || !v->is_string()) throw invalid_field(field + "." + key, "must be a string");
+    return v->get<std::string>();
+}
+
+// An assistant message's tool calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+void check_tool_calls(const ordered_json& calls, const std::string& field) {
+    if (!calls.is_array()) throw invalid_field(field, "must be a list of tool calls");
+    for (size_t k = 0; k < calls.size(); ++k) {
+        const std::string at = field + "[" + std::to_string(k) + "]";
+        const ordered_json& call = calls[k];
+        if (!call.is_object() || !member(call, "function") || !call["function"].is_object())
+            throw invalid_field(at, "must be {\"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": ...}}");
+        if (const ordered_json* type = member(call, "type"); type && *type != "function") throw invalid_field(at + ".type", "must be \"function\"");
+        string_member(call["function"], "name", at + ".function");
+        const ordered_json* arguments = member(call["function"], "arguments");
+        if (arguments && !arguments->is_string() && !arguments->is_object())
+            throw invalid_field(at + ".function.arguments", "must be a JSON string or an object");
+    }
+}
+
+void read_messages(const ordered_json& messages, CompletionRequest& out) {
     if (!messages.is_array() || messages.empty()) throw invalid_field("messages", "must be a non-empty list");
+    static const std::set<std::string> roles = {"system", "developer", "user", "assistant", "tool"};
+    static const std::set<std::string> keys = {"role", "content", "name", "tool_calls", "tool_call_id", "refusal"};
     bool have_user = false;
     for (size_t i = 0; i < messages.size(); ++i) {
         const std::string field = "messages[" + std::to_string(i) + "]";
-        const json& m = messages[i];
-        if (!m.is_object() || !m.contains("role") || !m.at("role").is_string() || !m.contains("content"))
-            throw invalid_field(field, "must be an object with a string 'role' and a 'content'");
-        const std::string role = m.at("role").get<std::string>();
-        const std::string text = message_text(m.at("content"), field + ".content");
-        if (text.find('\0') != std::string::npos) throw invalid_field(field + ".content", "must not contain NUL characters");
-        if (role == "system" && i == 0) {
-            out.system = text;
-        } else if (role == "user" && !have_user) {
-            out.user = text;
-            have_user = true;
-        } else {
-            throw invalid_field(field, "is not supported: the models take one optional system message first, then "
-                                       "one user message (got role '" + role + "')");
+        const ordered_json& m = messages[i];
+        if (!m.is_object() || !m.contains("role") || !m.at("role").is_string())
+            throw invalid_field(field, "must be an object with a string 'role'");
+        for (const auto& item : m.items())
+            if (keys.count(item.key()) == 0) throw invalid_field(field + "." + item.key(), "is not a known field");
+        unmask::api::ChatMessage message;
+        message.role = m.at("role").get<std::string>();
+        if (roles.count(message.role) == 0)
+            throw invalid_field(field + ".role", "must be system, developer, user, assistant or tool, got '" + message.role + "'");
+        if (message.role == "developer") message.role = "system";  // OpenAI's newer name for it
+        const ordered_json* calls = member(m, "tool_calls");
+        if (calls) {
+            if (message.role != "assistant") throw invalid_field(field + ".tool_calls", "belongs to assistant messages");
+            check_tool_calls(*calls, field + ".tool_calls");
+            message.tool_calls = calls->dump();
         }
+        if (const ordered_json* content = member(m, "content")) {
+            message.content = message_text(*content, field + ".content");
+            if (message.content.find('\0') != std::string::npos)
+                throw invalid_field(field + ".content", "must not contain NUL characters");
+        } else if (calls) {
+            message.has_content = false;
+        } else {
+            throw invalid_field(field + ".content", "is required (only an assistant message with tool_calls may omit it)");
+        }
+        if (message.role == "tool") message.tool_call_id = string_member(m, "tool_call_id", field);
+        if (member(m, "name")) message.name = string_member(m, "name", field);
+        have_user = have_user || message.role == "user";
+        out.messages.push_back(std::move(message));
     }
     if (!have_user) throw invalid_field("messages", "must contain a user message");
+}
+
+bool valid_tool_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (const char c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    return true;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters", "strict"}}];
+// tool_choice: "none", "auto", "required" or {"type": "function", "function": {"name": ...}}.
+void read_tools(const ordered_json* tools, const ordered_json* choice, CompletionRequest& out) {
+    std::set<std::string> names;
+    if (tools) {
+        if (!tools->is_array() || tools->size() > 128) throw invalid_field("tools", "must be a list of at most 128 tools");
+        static const std::set<std::string> function_keys = {"name", "description", "parameters", "strict"};
+        for (size_t i = 0; i < tools->size(); ++i) {
+            const std::string field = "tools[" + std::to_string(i) + "]";
+            const ordered_json& tool = (*tools)[i];
+            if (!tool.is_object() || tool.size() != 2 || !tool.contains("type") || tool["type"] != "function" ||
+                !tool.contains("function") || !tool["function"].is_object())
+                throw invalid_field(field, "must be {\"type\": \"function\", \"function\": {...}}");
+            const ordered_json& function = tool["function"];
+            for (const auto& item : function.items())
+                if (function_keys.count(item.key()) == 0) throw invalid_field(field + ".function." + item.key(), "is not a known field");
+            const std::string name = string_member(function, "name", field + ".function");
+            if (!valid_tool_name(name)) throw invalid_field(field + ".function.name", "must be 1 to 64 letters, digits, _ or -");
+            if (!names.insert(name).second) throw invalid_field(field + ".function.name", "names a tool twice: " + name);
+            if (const ordered_json* d = member(function, "description"); d && !d->is_string())
+                throw invalid_field(field + ".function.description", "must be a string");
+            if (const ordered_json* p = member(function, "parameters"); p && !p->is_object())
+                throw invalid_field(field + ".function.parameters", "must be a JSON Schema object");
+            if (const ordered_json* strict = member(function, "strict"); strict && !strict->is_boolean())
+                throw invalid_field(field + ".function.strict", "must be true or false");
+        }
+        out.tools = *tools;
+    }
+    out.tool_choice = names.empty() ? ToolChoice::none : ToolChoice::automatic;
+    if (!choice) return;
+    if (choice->is_string()) {
+        const std::string c = choice->get<std::string>();
+        if (c == "none") out.tool_choice = ToolChoice::none;
+        else if (c == "auto") out.tool_choice = ToolChoice::automatic;
+        else if (c == "required") out.tool_choice = ToolChoice::required;
+        else throw invalid_field("tool_choice", "must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    } else if (choice->is_object() && choice->contains("function") && (*choice)["function"].is_object()) {
+        out.tool_name = string_member((*choice)["function"], "name", "tool_choice.function");
+        if (names.count(out.tool_name) == 0) throw invalid_field("tool_choice.function.name", "names no tool of 'tools': " + out.tool_name);
+        out.tool_choice = ToolChoice::named;
+    } else {
+        throw invalid_field("tool_choice", "must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    if (out.tool_choice != ToolChoice::none && names.empty()) throw invalid_field("tool_choice", "asks for a tool call, but no tools are given");
 }
 
 void read_prompt(const json& prompt, CompletionRequest& out) {
@@ -218,13 +317,22 @@ const std::set<std::string>& known_fields(Endpoint endpoint) {
     }();
     static const std::set<std::string> chat = [] {
         auto s = common;
-        s.insert({"messages", "max_completion_tokens", "top_logprobs"});
+        s.insert({"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"});
         return s;
     }();
     return endpoint == Endpoint::completions ? completions : chat;
 }
 
 }  // namespace
+
+std::string template_tools(const CompletionRequest& request) {
+    if (request.tool_choice == ToolChoice::none) return "";
+    if (request.tool_choice != ToolChoice::named) return request.tools.dump();
+    ordered_json chosen = ordered_json::array();
+    for (const ordered_json& tool : request.tools)
+        if (tool["function"]["name"] == request.tool_name) chosen.push_back(tool);
+    return chosen.dump();
+}
 
 CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint) {
     std::optional<json> parsed;
@@ -254,9 +362,13 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
         f.only_neutral("suffix", {""});
         f.only_neutral("logprobs", {false, 0});
     } else {
-        const json* messages = f.find("messages");
+        // Messages and tools reach the chat template, which prints objects in the order sent.
+        const ordered_json ordered = ordered_json::parse(body);
+        const ordered_json* messages = member(ordered, "messages");
         if (messages == nullptr) throw invalid_field("messages", "is required");
         read_messages(*messages, out);
+        read_tools(member(ordered, "tools"), member(ordered, "tool_choice"), out);
+        f.boolean("parallel_tool_calls", true);
         f.only_neutral("logprobs", {false});
         f.only_neutral("top_logprobs", {0});
     }

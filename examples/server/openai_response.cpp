@@ -30,6 +30,21 @@ json envelope(Endpoint endpoint, const CompletionOutcome& o, bool chunk) {
 
 json finish(const std::string& reason) { return reason.empty() ? json(nullptr) : json(reason); }
 
+// OpenAI's shape of a call; its id is the completion's and the call's index.
+json tool_call(const CompletionOutcome& o, size_t index) {
+    const ToolCall& call = o.tool_calls[index];
+    return {{"id", "call_" + o.id + "_" + std::to_string(index)},
+            {"type", "function"},
+            {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+// unmask's part of a response: the diffusion work done, and why a generated call was refused.
+json extension(const CompletionOutcome& o) {
+    json out = {{"steps", o.steps}, {"forwards", o.forwards}};
+    if (!o.tool_call_error.empty()) out["tool_call_error"] = o.tool_call_error;
+    return out;
+}
+
 }  // namespace
 
 std::string error_body(const ApiError& error) {
@@ -50,12 +65,24 @@ std::string completion_body(Endpoint endpoint, const CompletionOutcome& o) {
     if (endpoint == Endpoint::completions) {
         choice["text"] = o.text;
         choice["logprobs"] = nullptr;
-    } else {
+    } else if (o.tool_calls.empty()) {
         choice["message"] = {{"role", "assistant"}, {"content", o.text}};
+    } else {
+        json calls = json::array();
+        for (size_t i = 0; i < o.tool_calls.size(); ++i) calls.push_back(tool_call(o, i));
+        choice["message"] = {{"role", "assistant"}, {"content", o.text.empty() ? json(nullptr) : json(o.text)}, {"tool_calls", calls}};
     }
     body["choices"] = json::array({choice});
     body["usage"] = usage(o);
-    body["unmask"] = {{"steps", o.steps}, {"forwards", o.forwards}};
+    body["unmask"] = extension(o);
+    return dump(body);
+}
+
+std::string tool_call_chunk_body(const CompletionOutcome& o, size_t index) {
+    json body = envelope(Endpoint::chat_completions, o, true);
+    json call = tool_call(o, index);
+    call["index"] = index;
+    body["choices"] = json::array({{{"index", 0}, {"finish_reason", nullptr}, {"delta", {{"tool_calls", json::array({call})}}}}});
     return dump(body);
 }
 
@@ -73,6 +100,7 @@ std::string chunk_body(Endpoint endpoint, const CompletionOutcome& o, const std:
         choice["delta"] = d;
     }
     body["choices"] = json::array({choice});
+    if (!finish_reason.empty() && !o.tool_call_error.empty()) body["unmask"] = extension(o);
     return dump(body);
 }
 
@@ -80,7 +108,7 @@ std::string usage_chunk_body(Endpoint endpoint, const CompletionOutcome& o) {
     json body = envelope(endpoint, o, true);
     body["choices"] = json::array();
     body["usage"] = usage(o);
-    body["unmask"] = {{"steps", o.steps}, {"forwards", o.forwards}};
+    body["unmask"] = extension(o);
     return dump(body);
 }
 

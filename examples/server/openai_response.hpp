@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "openai_request.hpp"
 
@@ -14,7 +15,9 @@ struct CompletionOutcome {
     std::string model;
     int64_t created = 0;        // Unix seconds
     std::string text;
-    std::string finish_reason;  // "stop" or "length"
+    std::string finish_reason;  // "stop", "length" or "tool_calls"
+    std::vector<ToolCall> tool_calls;  // chat: the answer's valid tool calls (then `text` is the rest)
+    std::string tool_call_error;       // chat: why a generated call was not returned as one
     int64_t prompt_tokens = 0, completion_tokens = 0;
     int64_t steps = 0, forwards = 0;  // unmask's extension: the diffusion work done
 };
@@ -25,6 +28,8 @@ std::string completion_body(Endpoint endpoint, const CompletionOutcome& outcome)
 // The chat endpoint's first chunk carries the assistant role (`first`).
 std::string chunk_body(Endpoint endpoint, const CompletionOutcome& outcome, const std::string& delta,
                        const std::string& finish_reason, bool first);
+// A stream's tool call: the whole call as one delta, at `index`.
+std::string tool_call_chunk_body(const CompletionOutcome& outcome, size_t index);
 // The last chunk with usage (stream_options.include_usage).
 std::string usage_chunk_body(Endpoint endpoint, const CompletionOutcome& outcome);
 

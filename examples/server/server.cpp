@@ -102,6 +102,23 @@ std::string quoted(const std::string& text) {
     return out + "\"";
 }
 
+std::string last_user_message(const CompletionRequest& request) {
+    for (auto m = request.messages.rbegin(); m != request.messages.rend(); ++m)
+        if (m->role == "user") return m->content;
+    return "";
+}
+
+// A chat answer when tools are offered: its valid calls become tool_calls (finish_reason
+// tool_calls); a call that is not valid is reported and the answer stays text.
+void read_calls(const CompletionRequest& request, CompletionOutcome& outcome) {
+    if (request.endpoint != Endpoint::chat_completions || request.tool_choice == ToolChoice::none) return;
+    ToolCallReading reading = read_tool_calls(outcome.text, request.tools, request.tool_choice, request.tool_name);
+    outcome.text = std::move(reading.content);
+    outcome.tool_calls = std::move(reading.calls);
+    outcome.tool_call_error = std::move(reading.error);
+    if (!outcome.tool_calls.empty()) outcome.finish_reason = "tool_calls";
+}
+
 std::vector<int32_t> encode(const unmask_tokenizer* tokenizer, const CompletionRequest& request) {
     if (!request.prompt_ids.empty()) return request.prompt_ids;
     const bool completion = request.endpoint == Endpoint::completions;
@@ -110,7 +127,7 @@ std::vector<int32_t> encode(const unmask_tokenizer* tokenizer, const CompletionR
     std::vector<int32_t> ids;
     try {
         const unmask::api::Tokenizer view(tokenizer);
-        ids = completion ? view.encode(request.prompt, true) : view.encode_chat(request.user, request.system);
+        ids = completion ? view.encode(request.prompt, true) : view.encode_messages(request.messages, template_tools(request));
     } catch (const unmask::api::Error& e) {
         throw invalid_field(field, std::string("cannot be encoded: ") + e.what());
     }
@@ -369,7 +386,7 @@ std::shared_ptr<Server::Job> Server::submit(const http::Request& request, Endpoi
     job->prompt_tokens = static_cast<int64_t>(ids.size());
     access_record.request_id = job->id;
     access_record.prompt_tokens = job->prompt_tokens;
-    if (options_.log_prompts) access_record.prompt = endpoint == Endpoint::completions ? body.prompt : body.user;
+    if (options_.log_prompts) access_record.prompt = endpoint == Endpoint::completions ? body.prompt : last_user_message(body);
     if (body.stream) {
         body.params.stream_callback = &Job::on_stream_event;
         body.params.stream_user_data = job.get();
@@ -429,6 +446,7 @@ void Server::answer(Job& job, http::Response& response, const http::Exchange& ex
     outcome.completion_tokens = text.committed_tokens();
     outcome.steps = info.steps;
     outcome.forwards = info.forwards;
+    read_calls(job.body, outcome);
     access_record.completion_tokens = outcome.completion_tokens;
     access_record.outcome = outcome.finish_reason;
     response.set_content(completion_body(job.body.endpoint, outcome), "application/json");
@@ -454,6 +472,7 @@ void Server::stream_events(Job& job, http::BodyWriter& writer) {
     CompletionOutcome outcome = job.outcome();
     AnswerText text(tokenizer_, info_.mask_token_id, info_.eos_token_id, job.body.stop);
     const auto send = [&](const std::string& body) { return writer.write(server_sent_event(body)); };
+    const bool with_tools = endpoint == Endpoint::chat_completions && job.body.tool_choice != ToolChoice::none;
     bool open = endpoint == Endpoint::completions || send(chunk_body(endpoint, outcome, "", "", true));
     bool finished = false;
     while (open && !finished) {
@@ -465,7 +484,8 @@ void Server::stream_events(Job& job, http::BodyWriter& writer) {
         }
         if (!tokens.empty()) {
             const std::string delta = text.advance(tokens.data(), static_cast<int64_t>(tokens.size()), false);
-            if (!delta.empty()) open = send(chunk_body(endpoint, outcome, delta, "", false));
+            // With tools the answer is held until it is whole: a call is checked before it is sent.
+            if (!delta.empty() && !with_tools) open = send(chunk_body(endpoint, outcome, delta, "", false));
             if (text.ended()) unmask_request_stop(job.handle);  // the answer is complete
         }
         open = open && !writer.client_gone();
@@ -492,7 +512,16 @@ void Server::stream_events(Job& job, http::BodyWriter& writer) {
         }
         const bool stopped = ended_early || text.stopped() || info.finish_reason == UNMASK_FINISH_EOS;
         outcome.completion_tokens = access_record.completion_tokens = text.committed_tokens();
-        access_record.outcome = stopped ? "stop" : "length";
+        outcome.finish_reason = stopped ? "stop" : "length";
+        if (with_tools) {
+            outcome.text = text.text();
+            read_calls(job.body, outcome);
+            delta = outcome.text;
+            if (!delta.empty()) send(chunk_body(endpoint, outcome, delta, "", false));
+            delta.clear();
+            for (size_t i = 0; i < outcome.tool_calls.size(); ++i) send(tool_call_chunk_body(outcome, i));
+        }
+        access_record.outcome = outcome.finish_reason;
         send(chunk_body(endpoint, outcome, delta, access_record.outcome, false));
         if (job.body.include_usage) send(usage_chunk_body(endpoint, outcome));
     } else {

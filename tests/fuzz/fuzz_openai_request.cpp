@@ -1,7 +1,9 @@
 // libFuzzer target: the request bodies of unmask-server's OpenAI endpoints. Any input either
-// parses or throws ApiError (400); what parses renders back into response bodies.
+// parses or throws ApiError (400); what parses renders back into response bodies, and the input
+// read as a generated answer goes through the tool-call reader against the request's tools.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "openai_request.hpp"
@@ -15,8 +17,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             unmask_server::CompletionOutcome outcome;
             outcome.id = "cmpl-1";
             outcome.model = request.model;
-            outcome.text = request.prompt + request.system + request.user;
+            outcome.text = request.prompt;
+            for (const auto& message : request.messages) outcome.text += message.content;
             outcome.finish_reason = "stop";
+            (void)unmask_server::template_tools(request);
+            const auto reading = unmask_server::read_tool_calls(std::string(body), request.tools, request.tool_choice,
+                                                                request.tool_name);
+            outcome.tool_calls = reading.calls;
+            outcome.tool_call_error = reading.error;
             (void)unmask_server::completion_body(endpoint, outcome);
             for (const auto& stop : request.stop) (void)unmask_server::chunk_body(endpoint, outcome, stop, "", false);
         } catch (const unmask_server::ApiError& error) {

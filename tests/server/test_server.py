@@ -116,8 +116,7 @@ class Endpoints(unittest.TestCase):
     def test_streaming_matches_the_whole_answer(self):
         for endpoint, body in [
             ("/v1/completions", {"prompt": "<|user|>Weather forecast for Quito, December 3<|assistant|>"}),
-            ("/v1/chat/completions", {"messages": [{"role": "system", "content": ""},
-                                                   {"role": "user", "content": "Weather forecast for Quito, December 3"}]}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Weather forecast for Quito, December 3"}]}),
         ]:
             body.update({"max_tokens": 48, "block_length": 12})
             whole = self.server.post(endpoint, body).json()
@@ -192,7 +191,10 @@ class Endpoints(unittest.TestCase):
             ("/v1/completions", {"prompt": [-5]}, 400, "prompt"),
             ("/v1/completions", {"prompt": "x", "stream": "yes"}, 400, "stream"),
             ("/v1/chat/completions", {"messages": []}, 400, "messages"),
-            ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": "hi"}]}, 400, "messages[0]"),
+            ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": "hi"}]}, 400, "messages"),
+            # The bundled model's chat template has no system role: its refusal is the answer.
+            ("/v1/chat/completions", {"messages": [{"role": "system", "content": "be brief"},
+                                                   {"role": "user", "content": "hi"}]}, 400, "messages"),
             ("/v1/chat/completions", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400,
              "messages[0].content"),
             ("/v1/completions", {"prompt": "x", "model": "gpt-4"}, 404, "model"),

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "access_control.hpp"
@@ -25,6 +26,7 @@
 #include "http_server.hpp"
 #include "openai_request.hpp"
 #include "openai_response.hpp"
+#include "tool_calls.hpp"
 #include "server_config.hpp"
 #include "unmask.hpp"
 
@@ -89,10 +91,32 @@ TEST_CASE("OpenAI fields map to generation parameters, steps defaulting to the l
                          {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
             "max_completion_tokens": 16, "steps": 8})",
         Endpoint::chat_completions);
-    CHECK(chat.system == "be brief");
-    CHECK(chat.user == "ab");
+    REQUIRE(chat.messages.size() == 2);
+    CHECK(chat.messages[0].role == "system");
+    CHECK(chat.messages[0].content == "be brief");
+    CHECK(chat.messages[1].content == "ab");
     CHECK(chat.params.gen_length == 16);
     CHECK(chat.params.steps == 8);
+    CHECK(chat.tool_choice == ToolChoice::none);
+
+    // A multi-turn conversation with a tool call and its result, and the tools in the order sent.
+    const auto tools = parse_completion_request(
+        R"({"messages": [{"role": "user", "content": "weather?"},
+                         {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                           "function": {"name": "get_weather", "arguments": "{\"city\": \"Porto\"}"}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "21"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"z": {}, "a": {}}}}},
+                      {"type": "function", "function": {"name": "set_timer"}}],
+            "tool_choice": {"type": "function", "function": {"name": "set_timer"}}})",
+        Endpoint::chat_completions);
+    REQUIRE(tools.messages.size() == 3);
+    CHECK_FALSE(tools.messages[1].has_content);
+    CHECK(tools.messages[1].tool_calls.find("get_weather") != std::string::npos);
+    CHECK(tools.messages[2].tool_call_id == "c1");
+    CHECK(tools.tool_choice == ToolChoice::named);
+    CHECK(tools.tool_name == "set_timer");
+    CHECK(template_tools(tools) == R"([{"type":"function","function":{"name":"set_timer"}}])");
+    CHECK(tools.tools.dump().find(R"({"z":{},"a":{}})") != std::string::npos);  // key order kept for the template
     CHECK(parse_completion_request(R"({"prompt": [1, 2, 3]})", Endpoint::completions).prompt_ids ==
           std::vector<int32_t>{1, 2, 3});
 }
@@ -108,10 +132,25 @@ TEST_CASE("each malformed request names its field") {
     CHECK(param_of(R"({"prompt": "x", "logprobs": 5})") == "logprobs");
     CHECK(param_of(R"({"prompt": "x", "messages": []})") == "messages");  // not a field of completions
     CHECK(param_of(R"({"prompt": "x", "stream_options": {"x": 1}})") == "stream_options.x");
-    CHECK(param_of(R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]})",
-                   Endpoint::chat_completions) == "messages[1]");
+    CHECK(param_of(R"({"messages": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]})",
+                   Endpoint::chat_completions) == "messages[1].role");
     CHECK(param_of(R"({"messages": [{"role": "system", "content": "a"}]})", Endpoint::chat_completions) == "messages");
-    CHECK(param_of(R"({"messages": [{"role": "user"}]})", Endpoint::chat_completions) == "messages[0]");
+    CHECK(param_of(R"({"messages": [{"role": "user"}]})", Endpoint::chat_completions) == "messages[0].content");
+    CHECK(param_of(R"({"messages": [{"role": "user", "content": "a", "tool_calls": []}]})", Endpoint::chat_completions) ==
+          "messages[0].tool_calls");
+    CHECK(param_of(R"({"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "1"}]})",
+                   Endpoint::chat_completions) == "messages[1].tool_call_id");
+    const std::string user = R"({"messages": [{"role": "user", "content": "a"}], )";
+    CHECK(param_of(user + R"("tools": [{"type": "function"}]})", Endpoint::chat_completions) == "tools[0]");
+    CHECK(param_of(user + R"("tools": [{"type": "function", "function": {"name": "a b"}}]})", Endpoint::chat_completions) ==
+          "tools[0].function.name");
+    CHECK(param_of(user + R"("tools": [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]})",
+                   Endpoint::chat_completions) == "tools[1].function.name");
+    CHECK(param_of(user + R"("tool_choice": "required"})", Endpoint::chat_completions) == "tool_choice");
+    CHECK(param_of(user + R"("tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "sometimes"})",
+                   Endpoint::chat_completions) == "tool_choice");
+    CHECK(param_of(user + R"("tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})",
+                   Endpoint::chat_completions) == "tool_choice.function.name");
     CHECK(param_of(R"({"prompt": "x"})", Endpoint::chat_completions) == "prompt");
 }
 
@@ -367,4 +406,56 @@ TEST_CASE("the HTTP front stops promptly, letting a stream in flight finish, and
     CHECK(written_after_stop);
     CHECK(streamed.find("1\r\nb\r\n0\r\n\r\n") != std::string::npos);  // the stream's end, then the close
     front.reset();
+}
+
+TEST_CASE("a generated tool call is returned only when its tool was offered and its arguments fit the schema") {
+    const auto tools = nlohmann::ordered_json::parse(R"([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+          "properties": {"city": {"type": "string", "minLength": 2}, "date": {"type": "string"}, "days": {"type": "integer", "maximum": 7},
+                         "unit": {"enum": ["c", "f"]}},
+          "required": ["city"], "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "set_timer"}}])");
+    auto read = [&](const std::string& text, ToolChoice choice = ToolChoice::automatic, const std::string& named = "") {
+        return read_tool_calls(text, tools, choice, named);
+    };
+    auto ok = read(R"({"name": "get_weather", "arguments": {"city": "Lisbon", "date": "2026-05-14"}})");
+    REQUIRE(ok.calls.size() == 1);
+    CHECK(ok.error.empty());
+    CHECK(ok.calls[0].name == "get_weather");
+    CHECK(ok.calls[0].arguments == R"({"city":"Lisbon","date":"2026-05-14"})");  // key order kept
+    CHECK(ok.content.empty());
+    // Qwen's format: text, then one or more <tool_call> blocks; "parameters" read as "arguments".
+    auto tagged = read("Checking.\n<tool_call>\n{\"name\": \"set_timer\", \"parameters\": {}}\n</tool_call>\n"
+                       "<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Faro\\\"}\"}</tool_call>");
+    REQUIRE(tagged.calls.size() == 2);
+    CHECK(tagged.content == "Checking.");
+    CHECK(tagged.calls[1].arguments == R"({"city":"Faro"})");
+    // Each way a call can be wrong is reported, and the text is returned as it is.
+    const std::pair<std::string, std::string> wrong[] = {
+        {R"({"name": "get_weather", "arguments": {"city": 5}})", "arguments.city: must be string, got an integer"},
+        {R"({"name": "get_weather", "arguments": {}})", "arguments.city: is required"},
+        {R"({"name": "get_weather", "arguments": {"city": "Porto", "days": 9}})", "arguments.days: must be <= 7"},
+        {R"({"name": "get_weather", "arguments": {"city": "Porto", "unit": "k"}})", "arguments.unit: must be one of"},
+        {R"({"name": "get_weather", "arguments": {"city": "Porto", "wind": 1}})", "arguments.wind: is not a property"},
+        {R"({"name": "get_weather", "arguments": {"city": "P"}})", "at least 2 characters"},
+        {R"({"name": "book_table", "arguments": {}})", "a tool the request did not offer"},
+        {R"({"name": "get_weather", "arguments": {"city": "Porto")", "not valid JSON"},
+        {R"({"tool": "get_weather"})", "not an object with a \"name\""},
+        {"{" + std::string(100, '[') + std::string(100, ']') + "}", "nests deeper"},
+    };
+    for (const auto& [text, why] : wrong) {
+        CAPTURE(text);
+        const auto r = read(text);
+        CHECK(r.calls.empty());
+        CHECK(r.error.find(why) != std::string::npos);
+        CHECK(r.content == text);
+    }
+    // Text is an answer under "auto", a failure under "required" and a named choice; a named
+    // choice takes only its tool.
+    CHECK(read("It is sunny.").error.empty());
+    CHECK(read("It is sunny.").content == "It is sunny.");
+    CHECK(read("It is sunny.", ToolChoice::required).error.find("asks for a tool call") != std::string::npos);
+    CHECK(read(R"({"name": "set_timer", "arguments": {}})", ToolChoice::named, "get_weather").error.find("asks for get_weather") !=
+          std::string::npos);
+    CHECK(read(R"({"name": "set_timer", "arguments": {}})", ToolChoice::named, "set_timer").calls.size() == 1);
 }
