@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.hpp"
+#include "progress_meter.hpp"
 #include "tool_call_eval.hpp"
 
 namespace {
@@ -103,7 +104,14 @@ int main(int argc, char** argv) try {
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     nlohmann::json rows = nlohmann::json::array();
     for (const unmask_quality::Setting& setting : settings) {
-        const unmask_quality::Score s = unmask_quality::evaluate(model.get(), examples, setting, options.batch);
+        // On stderr: in place on a terminal, else a line per tenth of the requests.
+        unmask_examples::ProgressMeter meter(setting.name, unmask_examples::ProgressMeter::Unit::items,
+                                             unmask_examples::stderr_is_terminal() ? stderr : nullptr,
+                                             [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+        const unmask_quality::Score s = unmask_quality::evaluate(
+            model.get(), examples, setting, options.batch,
+            [&](int64_t done, int64_t total) { meter.update(uint64_t(done), uint64_t(total)); });
+        meter.finish();
         std::printf("| %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
                     setting.cache.c_str(), percent(s.exact_fraction()).c_str(),
                     percent(s.task_fraction("answer", true)).c_str(), percent(s.task_fraction("answer")).c_str(),

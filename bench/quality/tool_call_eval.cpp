@@ -127,7 +127,8 @@ double Score::task_fraction(const std::string& task, bool exclude) const {
     return total ? double(right) / double(total) : 0;
 }
 
-Score evaluate(const unmask_model* model, const std::vector<Example>& examples, const Setting& setting, int64_t batch) {
+Score evaluate(const unmask_model* model, const std::vector<Example>& examples, const Setting& setting, int64_t batch,
+               const Progress& progress) {
     const unmask_tokenizer* tokenizer = nullptr;
     check(unmask_model_tokenizer(model, &tokenizer), "tokenizer");
     if (tokenizer == nullptr) throw std::runtime_error("the model directory has no tokenizer.json");
@@ -180,6 +181,7 @@ Score evaluate(const unmask_model* model, const std::vector<Example>& examples, 
             if (!exact && score.sample_failures.size() < 5)
                 score.sample_failures.push_back(example.prompt + " -> " + answer);
         }
+        if (progress) progress(score.examples, static_cast<int64_t>(examples.size()));
     }
     return score;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,9 +69,10 @@ struct Score {
 };
 
 // Generates an answer for every example with `setting` (batches of `batch` prompts, chat-formatted
-// with the model's tokenizer) and scores them. Throws std::runtime_error with the library's
-// message when a call fails.
+// with the model's tokenizer) and scores them; `progress` (may be empty) hears of each batch done.
+// Throws std::runtime_error with the library's message when a call fails.
+using Progress = std::function<void(int64_t done, int64_t total)>;
 Score evaluate(const unmask_model* model, const std::vector<Example>& examples, const Setting& setting,
-               int64_t batch = 16);
+               int64_t batch = 16, const Progress& progress = {});
 
 }  // namespace unmask_quality

@@ -109,7 +109,7 @@ int run_inspect(const ParsedArgs& args) {
     std::string path = args.positional.empty() ? std::string() : args.positional.front();
     if (path.empty() && read_config_option(args, config)) path = config.weights_path;
     if (path.empty()) path = default_model_path();
-    const ModelHandle model = load_model(path, params);
+    const ModelHandle model = load_model(path, params, args.has("progress"));
     const nlohmann::json description = describe(model.get());
     if (args.has("json"))
         std::cout << description.dump() << "\n";
@@ -129,7 +129,8 @@ const Command inspect_command{
      1,
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
       {"config", "FILE", "a service configuration: inspect its model"},
-      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16 or fp16"}}},
+      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16 or fp16"},
+      {"progress", "", "report --verify's progress on stderr (a line per tenth) even when it is not a terminal"}}},
     run_inspect};
 
 }  // namespace unmask_cli

@@ -19,7 +19,8 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         {"max-queued", "N", "requests waiting for admission (default 64)"},
         {"timeout", "SECONDS", "default deadline per request (0: none)"},
         {"log-file", "PATH", "write the library's log there"},
-        {"log-rotation-mb", "MB", "move the log file to PATH.1 when it passes this size"}};
+        {"log-rotation-mb", "MB", "move the log file to PATH.1 when it passes this size"},
+        {"progress", "", "report loading on stderr (a line per tenth) even when it is not a terminal"}};
     options.insert(options.end(), engine.begin(), engine.end());
     return with_memory_options(std::move(options));
 }
@@ -81,7 +82,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
         engine_params.log_callback = &LogFile::sink;
         engine_params.log_user_data = session.log.get();
     }
-    session.model = load_model(path, model_params);
+    session.model = load_model(path, model_params, args.has("progress"));
     session.engine_params = engine_params;
     check(unmask_model_tokenizer(session.model.get(), &session.tokenizer));
     session.info.struct_size = sizeof session.info;

@@ -1,10 +1,12 @@
 #include "model_options.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
 #include "bundled_model.hpp"
+#include "progress_meter.hpp"
 #include "commands.hpp"
 #include "decoding_options.hpp"
 #include "text_format.hpp"
@@ -48,9 +50,20 @@ std::string default_model_path() {
     }
 }
 
-ModelHandle load_model(const std::string& path, const unmask_model_params& params) {
+ModelHandle load_model(const std::string& path, unmask_model_params params, bool progress) {
+    // Bytes verified and read: in place on a terminal, a line per tenth with --progress elsewhere.
+    const bool terminal = unmask_examples::stderr_is_terminal();
+    unmask_examples::ProgressMeter meter("loading " + path, unmask_examples::ProgressMeter::Unit::bytes,
+                                         terminal ? stderr : nullptr,
+                                         [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+    if (terminal || progress) {
+        params.progress_callback = unmask_examples::ProgressMeter::callback;
+        params.progress_user_data = &meter;
+    }
     unmask_model* model = nullptr;
-    check(unmask_model_load(path.c_str(), &params, &model));
+    const unmask_status status = unmask_model_load(path.c_str(), &params, &model);
+    meter.finish();
+    check(status);
     return ModelHandle(model);
 }
 

@@ -32,7 +32,8 @@ void apply_memory_options(const ParsedArgs& args, Params& params);
 // from. UsageError naming the places tried when none exists.
 std::string default_model_path();
 
-// Loads `path`; CommandError with the library's message on failure.
-ModelHandle load_model(const std::string& path, const unmask_model_params& params);
+// Loads `path`, showing its progress on stderr when it is a terminal or `progress` asks;
+// CommandError with the library's message on failure.
+ModelHandle load_model(const std::string& path, unmask_model_params params, bool progress);
 
 }  // namespace unmask_cli

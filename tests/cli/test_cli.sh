@@ -56,6 +56,11 @@ expect_one_error_line "a negative value" "temperature must be >= 0, got -1"
 # Without a model named, the bundled model (models/) is used; $UNMASK_MODEL overrides it.
 expect_run "inspect the bundled model" 0 inspect
 grep -q "^architecture  *llada$" "$work/out" || fail "inspect without DIR shows the bundled model: $(cat "$work/out")"
+[ ! -s "$work/err" ] || fail "no progress unless asked, when stderr is not a terminal: $(cat "$work/err")"
+# --progress: the bytes verified and read, a line per tenth (stderr is not a terminal here).
+expect_run "inspect --verify --progress" 0 inspect --verify --progress
+grep -q "^loading .*toolcall-llada-3m: 100% 6.0 MiB of 6.0 MiB, .*/s" "$work/err" ||
+    fail "inspect --verify --progress reports the bytes: $(cat "$work/err")"
 UNMASK_MODEL="$work/elsewhere" "$unmask" inspect >"$work/out" 2>"$work/err"
 [ $? -eq 1 ] || fail "UNMASK_MODEL names the default model (a missing one is exit 1)"
 expect_one_error_line "inspect \$UNMASK_MODEL" "IO: .*elsewhere"

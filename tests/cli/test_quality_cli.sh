@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # unmask-quality's command line: repeated --setting options run in order, --json writes them,
-# and a bad value exits 2 with one line on stderr.
+# progress goes to stderr, and a bad value exits 2 with one line on stderr.
 # usage: test_quality_cli.sh PATH_TO_UNMASK_QUALITY
 set -uo pipefail
 quality=$1
@@ -19,6 +19,9 @@ assert [r["setting"] for r in d["results"]] == ["policy=low_confidence,steps=8",
 assert d["examples"] == 2 and d["gen_length"] == 16
 assert [r["forwards_per_sequence"] for r in d["results"]] == [8, 4]
 PY
+# Progress on stderr, not a terminal here: a line per tenth of the requests, per setting.
+grep -q "^policy=low_confidence,steps=8: 100% 2 of 2" "$work/err" && grep -q "^policy=random,steps=4: 100% 2 of 2" "$work/err" ||
+    fail "progress per setting on stderr: $(cat "$work/err")"
 
 "$quality" --batch 0 >"$work/out" 2>"$work/err"
 [ $? -eq 2 ] || fail "--batch 0 exits 2"

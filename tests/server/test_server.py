@@ -65,6 +65,8 @@ class Endpoints(unittest.TestCase):
         self.assertEqual(self.server.request("GET", "/healthz").status, 200)
         ready = self.server.request("GET", "/readyz")
         self.assertEqual((ready.status, ready.json()["status"]), (200, "ready"))
+        # Start-up wrote the loading progress to the log, a line per tenth of the bytes.
+        self.assertRegex(self.server.log(), r"info server: loading: 100% [0-9.]+ MiB of [0-9.]+ MiB")
         models = self.server.request("GET", "/v1/models").json()
         self.assertEqual(models["object"], "list")
         self.assertEqual([m["id"] for m in models["data"]], ["toolcall-llada-3m"])
