@@ -82,6 +82,22 @@ struct ChatMessage {
     std::string tool_calls;  // an assistant's calls: a JSON array of OpenAI tool calls
     std::string tool_call_id, name;
     bool has_content = true;
+
+    ChatMessage() = default;
+    ChatMessage(std::string role_, std::string content_) : role(std::move(role_)), content(std::move(content_)) {}
+    // An assistant turn that only calls tools.
+    static ChatMessage calls(std::string tool_calls_json) {
+        ChatMessage m("assistant", "");
+        m.tool_calls = std::move(tool_calls_json);
+        m.has_content = false;
+        return m;
+    }
+    // A tool's result, answering the call `tool_call_id`.
+    static ChatMessage tool_result(std::string tool_call_id_, std::string content_) {
+        ChatMessage m("tool", std::move(content_));
+        m.tool_call_id = std::move(tool_call_id_);
+        return m;
+    }
 };
 
 // A tokenizer: the model's (a view, owned by the model) or one loaded from a file (owned).

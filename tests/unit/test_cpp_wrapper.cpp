@@ -41,6 +41,18 @@ TEST_CASE("the C++ wrapper generates, encodes and decodes through the bundled mo
     CHECK(result.tokens.size() == 48);
     CHECK(tokenizer.decode(result.tokens, true).find("\"set_timer\"") != std::string::npos);
     CHECK(unmask::api::plan(bundled_model()).fits == 1);
+
+    // A conversation with an earlier tool call, through the model's chat template.
+    CHECK(tokenizer.has_chat_format());
+    const std::vector<unmask::api::ChatMessage> messages = {
+        {"user", "Set a timer for 3 minutes."},
+        unmask::api::ChatMessage::calls(R"([{"function": {"name": "set_timer", "arguments": "{\"minutes\": 3}"}}])"),
+        {"user", "Add 2 and 3."}};
+    const std::string prompt = tokenizer.apply_chat_template(messages);
+    CHECK(prompt == R"(<|user|>Set a timer for 3 minutes.<|assistant|>{"name": "set_timer", "arguments": {"minutes": 3}})"
+                    R"(<|endoftext|><|user|>Add 2 and 3.<|assistant|>)");
+    CHECK(tokenizer.encode_messages(messages) == tokenizer.encode(prompt));
+    CHECK_THROWS_AS(tokenizer.apply_chat_template({{"system", "be brief"}}), unmask::api::Error);
 }
 
 TEST_CASE("a C++ stream callback that throws cancels its own request, and the others finish") {

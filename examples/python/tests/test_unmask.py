@@ -39,6 +39,8 @@ class Layout(unittest.TestCase):
         for (struct, name), offset in offsets.items():
             self.assertEqual(getattr(struct, name).offset, offset, "%s.%s" % (struct.__name__, name))
         self.assertEqual(ctypes.sizeof(_ffi.StreamEvent), 56)
+        self.assertEqual(ctypes.sizeof(_ffi.ChatMessage), 48)
+        self.assertEqual(_ffi.ChatMessage.name.offset, 40)
         self.assertEqual(ctypes.sizeof(_ffi.Generation), 48)
         self.assertEqual(_ffi.lib.unmask_abi_version() >> 16, 1)
 
@@ -96,6 +98,25 @@ class Bindings(unittest.TestCase):
         uncached = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128)
         self.assertEqual(plan["sequence_state"] - uncached["sequence_state"],
                          2 * (halved["sequence_state"] - uncached["sequence_state"]))
+
+    def test_conversations_go_through_the_chat_template(self):
+        tokenizer = self.model.tokenizer
+        self.assertTrue(tokenizer.has_chat_format())
+        messages = [{"role": "user", "content": "Set a timer for 5 minutes."},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"type": "function", "function": {"name": "set_timer", "arguments": {"minutes": 5}}}]},
+                    {"role": "user", "content": "Add 2 and 3."}]
+        text = tokenizer.apply_chat_template(messages)
+        self.assertEqual(text, '<|user|>Set a timer for 5 minutes.<|assistant|>{"name": "set_timer", "arguments": '
+                               '{"minutes": 5}}<|endoftext|><|user|>Add 2 and 3.<|assistant|>')
+        self.assertEqual(tokenizer.encode_messages(messages), tokenizer.encode(text))
+        self.assertFalse(tokenizer.apply_chat_template(messages, add_generation_prompt=False).endswith("<|assistant|>"))
+        # The template's refusal: the bundled model has no system role.
+        with self.assertRaises(unmask.InvalidArgument) as caught:
+            tokenizer.apply_chat_template([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+        self.assertIn("not system", str(caught.exception))
+        with self.assertRaises(unmask.InvalidArgument):
+            tokenizer.apply_chat_template([{"role": "user", "text": "hi"}])
 
     def test_generate_answers_a_request(self):
         result = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48)

@@ -38,6 +38,11 @@ class StreamEvent(ctypes.Structure):
 STREAM_CALLBACK = ctypes.CFUNCTYPE(c_int32, POINTER(StreamEvent), c_void_p)
 
 
+class ChatMessage(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("reserved", c_uint32), ("role", c_char_p), ("content", c_char_p),
+                ("tool_calls", c_char_p), ("tool_call_id", c_char_p), ("name", c_char_p)]
+
+
 class ModelParams(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("checksum_mode", c_int32), ("backend", c_int32),
                 ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32),
@@ -176,6 +181,11 @@ def _declare(lib):
         "unmask_tokenize": (s, [handle, c_char_p, c_int64, c_int32, POINTER(c_int32), c_int64, POINTER(c_int64)]),
         "unmask_tokenize_chat": (s, [handle, c_char_p, c_char_p, POINTER(c_int32), c_int64, POINTER(c_int64)]),
         "unmask_tokenizer_vocab_size": (s, [handle, POINTER(c_int64)]),
+        "unmask_tokenizer_has_chat_format": (s, [handle, POINTER(c_int32)]),
+        "unmask_apply_chat_template": (s, [handle, POINTER(ChatMessage), c_int64, c_char_p, c_int32, POINTER(c_char),
+                                           c_int64, POINTER(c_int64)]),
+        "unmask_tokenize_messages": (s, [handle, POINTER(ChatMessage), c_int64, c_char_p, c_int32, POINTER(c_int32),
+                                         c_int64, POINTER(c_int64)]),
         "unmask_detokenize": (s, [handle, POINTER(c_int32), c_int64, c_int32, POINTER(c_char), c_int64,
                                   POINTER(c_int64)]),
     }

@@ -1,6 +1,7 @@
 """A Pythonic API over the C ABI: Model, Engine, Request, Tokenizer, plan(), exceptions mapped
 from the status codes. Prompts are token ids or text (chat-formatted by default)."""
 import ctypes
+import json
 import queue
 import weakref
 from dataclasses import dataclass, field
@@ -158,6 +159,26 @@ class Result:
     timings: Dict[str, float] = field(default_factory=dict)
 
 
+def _chat_arguments(messages, tools):
+    """The C array of `messages` and the tools as JSON (None for none). The strings the array points to
+    are kept alive by the array itself (ctypes keeps c_char_p fields' bytes)."""
+    array = (_ffi.ChatMessage * len(messages))()
+    for slot, message in zip(array, messages):
+        unknown = set(message) - {"role", "content", "tool_calls", "tool_call_id", "name"}
+        if unknown or "role" not in message:
+            raise InvalidArgument(1, "apply_chat_template", "a message is {role, content, tool_calls, tool_call_id, "
+                                  "name}, got keys %s" % sorted(message))
+        slot.struct_size = ctypes.sizeof(_ffi.ChatMessage)
+        slot.role = message["role"].encode()
+        content = message.get("content")
+        slot.content = content.encode() if content is not None else None
+        calls = message.get("tool_calls")
+        slot.tool_calls = json.dumps(calls).encode() if calls else None
+        slot.tool_call_id = message["tool_call_id"].encode() if message.get("tool_call_id") else None
+        slot.name = message["name"].encode() if message.get("name") else None
+    return array, (json.dumps(list(tools)).encode() if tools else None)
+
+
 class Tokenizer:
     """A model's tokenizer (owned by the model)."""
 
@@ -174,6 +195,29 @@ class Tokenizer:
         s = system.encode() if system else None
         return _read_ids(lambda b, c, n: lib.unmask_tokenize_chat(self._handle, s, user.encode(), b, c, n),
                          "unmask_tokenize_chat")
+
+    def has_chat_format(self) -> bool:
+        """Whether the model has a chat template (or a chat format unmask knows)."""
+        has = ctypes.c_int32()
+        _check(lib.unmask_tokenizer_has_chat_format(self._handle, ctypes.byref(has)), "unmask_tokenizer_has_chat_format")
+        return has.value == 1
+
+    def apply_chat_template(self, messages: Sequence[Dict[str, Any]], tools: Optional[Sequence[Dict[str, Any]]] = None,
+                            add_generation_prompt: bool = True) -> str:
+        """The prompt text of a conversation, rendered by the model's chat template: `messages` as OpenAI's
+        ({"role", "content", "tool_calls", "tool_call_id", "name"}), `tools` as OpenAI's tool definitions."""
+        array, tools_json = _chat_arguments(messages, tools)
+        return _read_text(lambda b, c, n: lib.unmask_apply_chat_template(self._handle, array, len(array), tools_json,
+                                                                         int(add_generation_prompt), b, c, n),
+                          "unmask_apply_chat_template")
+
+    def encode_messages(self, messages: Sequence[Dict[str, Any]], tools: Optional[Sequence[Dict[str, Any]]] = None,
+                        add_generation_prompt: bool = True) -> List[int]:
+        """The ids of apply_chat_template's text."""
+        array, tools_json = _chat_arguments(messages, tools)
+        return _read_ids(lambda b, c, n: lib.unmask_tokenize_messages(self._handle, array, len(array), tools_json,
+                                                                      int(add_generation_prompt), b, c, n),
+                         "unmask_tokenize_messages")
 
     def vocab_size(self) -> int:
         """One past the highest id the tokenizer knows; decode() skips ids beyond."""

@@ -181,6 +181,18 @@ pub struct unmask_stream_event {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+pub struct unmask_chat_message {
+    pub struct_size: u32,
+    pub reserved: u32,
+    pub role: *const c_char,
+    pub content: *const c_char,
+    pub tool_calls: *const c_char,
+    pub tool_call_id: *const c_char,
+    pub name: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 pub struct unmask_generate_params {
     pub struct_size: u32,
     pub policy: i32,
@@ -362,6 +374,13 @@ extern "C" {
     pub fn unmask_tokenize_chat(tokenizer: *const unmask_tokenizer, system: *const c_char, user: *const c_char,
                                 ids: *mut i32, capacity: i64, count: *mut i64) -> unmask_status;
     pub fn unmask_tokenizer_vocab_size(tokenizer: *const unmask_tokenizer, size: *mut i64) -> unmask_status;
+    pub fn unmask_tokenizer_has_chat_format(tokenizer: *const unmask_tokenizer, has: *mut i32) -> unmask_status;
+    pub fn unmask_apply_chat_template(tokenizer: *const unmask_tokenizer, messages: *const unmask_chat_message, count: i64,
+                                      tools_json: *const c_char, add_generation_prompt: i32, text: *mut c_char,
+                                      capacity: i64, length: *mut i64) -> unmask_status;
+    pub fn unmask_tokenize_messages(tokenizer: *const unmask_tokenizer, messages: *const unmask_chat_message, count: i64,
+                                    tools_json: *const c_char, add_generation_prompt: i32, ids: *mut i32, capacity: i64,
+                                    ids_count: *mut i64) -> unmask_status;
     pub fn unmask_detokenize(tokenizer: *const unmask_tokenizer, ids: *const i32, count: i64,
                              skip_special_tokens: i32, text: *mut c_char, capacity: i64, length: *mut i64)
                              -> unmask_status;
@@ -397,10 +416,12 @@ mod tests {
         assert_eq!(size_of::<unmask_generation>(), 48);
         assert_eq!(size_of::<unmask_stream_event>(), 56);
         assert_eq!(size_of::<unmask_parameter_info>(), 64);
+        assert_eq!(size_of::<unmask_chat_message>(), 48);
     }
 
     #[test]
     fn field_offsets_match_the_c_header() {
+        assert_eq!(offset!(unmask_chat_message, name), 40);
         assert_eq!(offset!(unmask_model_params, memory_budget_bytes), 56);
         assert_eq!(offset!(unmask_model_params, memory_margin), 72);
         assert_eq!(offset!(unmask_model_params, device), 80);

@@ -203,6 +203,66 @@ impl Drop for Model {
     }
 }
 
+/// One message of a conversation, as OpenAI's chat API spells it; None is absent.
+#[derive(Debug, Clone, Default)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: Option<String>,
+    /// An assistant's calls: a JSON array of OpenAI tool calls.
+    pub tool_calls: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: &str) -> Self {
+        ChatMessage { role: role.into(), content: Some(content.into()), ..Default::default() }
+    }
+}
+
+/// The C structs of a conversation and the strings they point to.
+struct CMessages {
+    _strings: Vec<CString>,
+    tools: Option<CString>,
+    messages: Vec<sys::unmask_chat_message>,
+}
+
+impl CMessages {
+    fn new(messages: &[ChatMessage], tools_json: Option<&str>) -> Result<Self> {
+        let mut strings = Vec::new();
+        let mut out = Vec::with_capacity(messages.len());
+        // A CString's buffer stays where it is when the CString moves into `strings`.
+        let mut pointer = |text: Option<&String>| -> Result<*const c_char> {
+            match text {
+                None => Ok(ptr::null()),
+                Some(text) => {
+                    let s = c_string(text)?;
+                    let p = s.as_ptr();
+                    strings.push(s);
+                    Ok(p)
+                }
+            }
+        };
+        for m in messages {
+            out.push(sys::unmask_chat_message {
+                struct_size: std::mem::size_of::<sys::unmask_chat_message>() as u32,
+                reserved: 0,
+                role: pointer(Some(&m.role))?,
+                content: pointer(m.content.as_ref())?,
+                tool_calls: pointer(m.tool_calls.as_ref())?,
+                tool_call_id: pointer(m.tool_call_id.as_ref())?,
+                name: pointer(m.name.as_ref())?,
+            });
+        }
+        let tools = tools_json.map(c_string).transpose()?;
+        Ok(CMessages { _strings: strings, tools, messages: out })
+    }
+
+    fn tools(&self) -> *const c_char {
+        self.tools.as_ref().map_or(ptr::null(), |t| t.as_ptr())
+    }
+}
+
 /// A model's tokenizer; lives as long as the model.
 pub struct Tokenizer<'model> {
     handle: *const sys::unmask_tokenizer,
@@ -221,6 +281,34 @@ impl Tokenizer<'_> {
         let user = c_string(user)?;
         read_ids(|ids, capacity, count| unsafe {
             sys::unmask_tokenize_chat(self.handle, ptr::null(), user.as_ptr(), ids, capacity, count)
+        })
+    }
+
+    /// Whether the model has a chat template (or a chat format unmask knows).
+    pub fn has_chat_format(&self) -> Result<bool> {
+        let mut has = 0;
+        check(unsafe { sys::unmask_tokenizer_has_chat_format(self.handle, &mut has) })?;
+        Ok(has == 1)
+    }
+
+    /// The prompt text of a conversation, rendered by the model's chat template (`tools_json`: a
+    /// JSON array of OpenAI tool definitions, or None).
+    pub fn apply_chat_template(&self, messages: &[ChatMessage], tools_json: Option<&str>, add_generation_prompt: bool)
+                               -> Result<String> {
+        let c = CMessages::new(messages, tools_json)?;
+        read_text(|text, capacity, length| unsafe {
+            sys::unmask_apply_chat_template(self.handle, c.messages.as_ptr(), c.messages.len() as i64, c.tools(),
+                                            add_generation_prompt as i32, text, capacity, length)
+        })
+    }
+
+    /// The ids of apply_chat_template's text.
+    pub fn encode_messages(&self, messages: &[ChatMessage], tools_json: Option<&str>, add_generation_prompt: bool)
+                           -> Result<Vec<i32>> {
+        let c = CMessages::new(messages, tools_json)?;
+        read_ids(|ids, capacity, count| unsafe {
+            sys::unmask_tokenize_messages(self.handle, c.messages.as_ptr(), c.messages.len() as i64, c.tools(),
+                                          add_generation_prompt as i32, ids, capacity, count)
         })
     }
 

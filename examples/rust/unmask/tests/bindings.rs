@@ -60,6 +60,25 @@ fn generate_answers_a_tool_call() {
 }
 
 #[test]
+fn conversations_go_through_the_chat_template() {
+    let model = unmask::Model::load(&bundled_model()).unwrap();
+    let tokenizer = model.tokenizer().unwrap();
+    assert!(tokenizer.has_chat_format().unwrap());
+    let call = unmask::ChatMessage {
+        role: "assistant".into(),
+        tool_calls: Some(r#"[{"type": "function", "function": {"name": "set_timer", "arguments": {"minutes": 5}}}]"#.into()),
+        ..Default::default()
+    };
+    let messages = [unmask::ChatMessage::new("user", "Set a timer for 5 minutes."), call,
+                    unmask::ChatMessage::new("user", "Add 2 and 3.")];
+    let text = tokenizer.apply_chat_template(&messages, None, true).unwrap();
+    assert_eq!(text, r#"<|user|>Set a timer for 5 minutes.<|assistant|>{"name": "set_timer", "arguments": {"minutes": 5}}<|endoftext|><|user|>Add 2 and 3.<|assistant|>"#);
+    assert_eq!(tokenizer.encode_messages(&messages, None, true).unwrap(), tokenizer.encode(&text).unwrap());
+    let refused = tokenizer.apply_chat_template(&[unmask::ChatMessage::new("system", "be brief")], None, true);
+    assert!(refused.unwrap_err().to_string().contains("not system"));
+}
+
+#[test]
 fn an_engine_streams_blocks_to_a_closure_from_several_threads() {
     let model = unmask::Model::load(&bundled_model()).unwrap();
     let engine = unmask::Engine::new(&model, 4).unwrap();
