@@ -1,6 +1,7 @@
 #include "json_schema.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 namespace unmask_server {
 namespace {
