@@ -1,7 +1,6 @@
 #include "tokenizer/chat_template.hpp"
 
 #include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -24,10 +23,11 @@ std::unique_ptr<ChatTemplate> ChatTemplate::load(const std::filesystem::path& di
     const auto file = directory / "chat_template.jinja";
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) return nullptr;
-    if (std::filesystem::file_size(file, ec) > jinja::Template::max_source_bytes)
-        fail(Status::model_format, "{}: larger than the {} bytes a chat template may have", file.string(), jinja::Template::max_source_bytes);
+    // At most one byte past the limit: the Template refuses it, without a huge file read whole.
     std::ifstream in(file, std::ios::binary);
-    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string source(jinja::Template::max_source_bytes + 1, '\0');
+    in.read(source.data(), static_cast<std::streamsize>(source.size()));
+    source.resize(static_cast<size_t>(in.gcount()));
     return parse(source, config);
 }
 
@@ -35,22 +35,24 @@ std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::string& source, con
     auto chat = std::unique_ptr<ChatTemplate>(new ChatTemplate());
     const nlohmann::json none;
     const nlohmann::json& declared = config.is_object() && config.contains("chat_template") ? config["chat_template"] : none;
+    // A malformed template is kept as an error: the model loads, chatting with it is UNSUPPORTED.
     if (declared.is_string()) {
         chat->add("default", declared.get<std::string>());
     } else if (declared.is_array()) {
         for (const auto& entry : declared) {
             if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("template") ||
-                !entry["template"].is_string())
-                fail(Status::model_format, "tokenizer_config.json: chat_template entries must be {{\"name\": ..., \"template\": ...}}");
+                !entry["template"].is_string()) {
+                chat->error_ = "tokenizer_config.json: chat_template entries must be {\"name\": ..., \"template\": ...}";
+                return chat;
+            }
             chat->add(entry["name"].get<std::string>(), entry["template"].get<std::string>());
         }
-        if (!chat->default_ && !chat->error_.empty()) return chat;
-        if (!chat->default_)
-            fail(Status::model_format, "tokenizer_config.json: chat_template lists no template named \"default\"");
+        if (!chat->default_ && chat->error_.empty())
+            chat->error_ = "tokenizer_config.json: chat_template lists no template named \"default\"";
     } else if (declared.is_null()) {
         chat->add("default", source);
     } else {
-        fail(Status::model_format, "tokenizer_config.json: chat_template is neither a string nor a list of named templates");
+        chat->error_ = "tokenizer_config.json: chat_template is neither a string nor a list of named templates";
     }
     for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"})
         if (config.is_object() && config.contains(key))

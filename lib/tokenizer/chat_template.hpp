@@ -19,7 +19,8 @@ class ChatTemplate {
 public:
     // The template of the tokenizer directory `directory` whose parsed tokenizer_config.json is
     // `config` (null when there is none); nullptr when the model has no chat template. A template
-    // that does not parse is kept with its error: loading the model succeeds, chatting fails.
+    // that is malformed or does not parse (or is beyond the size limit) is kept with its error:
+    // loading the model succeeds, chatting fails with UNSUPPORTED naming the problem.
     static std::unique_ptr<ChatTemplate> load(const std::filesystem::path& directory, const nlohmann::json& config);
     // From a template's text (tests, fuzzing).
     static std::unique_ptr<ChatTemplate> parse(const std::string& source, const nlohmann::json& config);

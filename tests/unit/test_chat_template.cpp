@@ -4,10 +4,12 @@
 // unicode; and every kind of bad template is a clear error within bounded time and memory.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -218,4 +220,31 @@ TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the fi
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 2, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
     // The template's own refusal reaches the caller: Qwen3 needs at least one message.
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 0, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("a model whose chat template is broken still loads; chatting with it is UNSUPPORTED naming the problem") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "unmask-broken-template";
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(std::filesystem::path(UNMASK_SOURCE_DIR) / "models/toolcall-llada-3m/tokenizer.json",
+                               dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
+    const std::pair<std::string, std::string> broken[] = {
+        {R"({"chat_template": "{% for m in messages %}no end"})", "endfor"},
+        {R"({"chat_template": 42})", "neither a string nor a list"},
+        {R"({"chat_template": [{"name": "tool_use", "template": "x"}]})", "no template named \"default\""},
+    };
+    for (const auto& [config, why] : broken) {
+        CAPTURE(config);
+        std::ofstream(dir / "tokenizer_config.json") << config;
+        const TokenizerHandle handle((dir / "tokenizer.json").string());
+        const unmask_chat_message m = message("user", "hi");
+        int64_t length = 0;
+        CHECK(unmask_apply_chat_template(handle.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_UNSUPPORTED);
+        CHECK(std::string(unmask_last_error()).find(why) != std::string::npos);
+    }
+    // chat_template.jinja beside the config, as newer transformers save it.
+    std::ofstream(dir / "tokenizer_config.json") << "{}";
+    std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}\n";
+    const TokenizerHandle handle((dir / "tokenizer.json").string());
+    CHECK(rendered(handle.tokenizer, {message("user", "hi")}, nullptr) == "[user]hi");
+    std::filesystem::remove_all(dir);
 }
