@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "abi_sizes.hpp"
 #include "boundary.hpp"
+#include "core/utf8.hpp"
 #include "format/strict_json.hpp"
 #include "handles.hpp"
 #include "tokenizer/chat_format.hpp"
@@ -63,6 +65,20 @@ extern "C" unmask_status unmask_tokenize_chat(const unmask_tokenizer* tokenizer,
 
 namespace {
 
+// OpenAI sends a call's arguments as a JSON string; chat templates expect the object
+// (transformers' documentation; Llama-3.1's template iterates it, Qwen's prints it with tojson).
+void objects_for_arguments(nlohmann::ordered_json& call) {
+    if (!call.is_object()) return;
+    nlohmann::ordered_json& function = call.contains("function") && call["function"].is_object() ? call["function"] : call;
+    if (!function.contains("arguments") || !function["arguments"].is_string()) return;
+    try {
+        nlohmann::ordered_json parsed = parse_argument_json(function["arguments"].get<std::string>(), "arguments");
+        if (parsed.is_object()) function["arguments"] = std::move(parsed);
+    } catch (const Error&) {
+        // Not JSON: the template gets the string as it was sent.
+    }
+}
+
 // The caller's messages as the JSON array chat templates read (OpenAI's message shape).
 nlohmann::ordered_json messages_json(const unmask_chat_message* messages, int64_t count) {
     require_array(messages, count, "messages", "count");
@@ -79,10 +95,16 @@ nlohmann::ordered_json messages_json(const unmask_chat_message* messages, int64_
         if (m.struct_size != stride)
             fail(Status::invalid_argument, "messages[{}].struct_size is {}, but messages[0]'s is {}", i, m.struct_size, stride);
         if (!m.role) fail(Status::invalid_argument, "messages[{}].role is NULL", i);
+        for (const auto& [field, text] : {std::pair{"role", m.role}, std::pair{"content", m.content},
+                                          std::pair{"tool_call_id", m.tool_call_id}, std::pair{"name", m.name}})
+            if (text)
+                if (const auto bad = find_invalid_utf8(text))
+                    fail(Status::invalid_argument, "messages[{}].{} is not valid UTF-8 (byte {})", i, field, *bad);
         nlohmann::ordered_json message{{"role", m.role}, {"content", m.content ? nlohmann::ordered_json(m.content) : nullptr}};
         if (m.tool_calls) {
             message["tool_calls"] = parse_argument_json(m.tool_calls, fmt::format("messages[{}].tool_calls", i));
             if (!message["tool_calls"].is_array()) fail(Status::invalid_argument, "messages[{}].tool_calls is not a JSON array", i);
+            for (auto& call : message["tool_calls"]) objects_for_arguments(call);
         }
         if (m.tool_call_id) message["tool_call_id"] = m.tool_call_id;
         if (m.name) message["name"] = m.name;

@@ -19,6 +19,9 @@ const char* kind_of(const json& v) {
     return "an object";
 }
 
+// JSON equality: objects regardless of key order.
+bool same(const json& a, const json& b) { return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump()); }
+
 bool has_type(const json& v, const std::string& type) {
     if (type == "null") return v.is_null();
     if (type == "boolean") return v.is_boolean();
@@ -59,10 +62,10 @@ std::string schema_violation(const json& value, const json& schema, const std::s
     }
     if (const auto options = schema.find("enum"); options != schema.end() && options->is_array()) {
         bool found = false;
-        for (const json& option : *options) found = found || option == value;
+        for (const json& option : *options) found = found || same(option, value);
         if (!found) return where + ": must be one of " + options->dump() + ", got " + value.dump();
     }
-    if (const auto constant = schema.find("const"); constant != schema.end() && *constant != value)
+    if (const auto constant = schema.find("const"); constant != schema.end() && !same(*constant, value))
         return where + ": must be " + constant->dump() + ", got " + value.dump();
     if (const auto any = schema.find("anyOf"); any != schema.end() && any->is_array() && !any->empty()) {
         std::string first;

@@ -204,6 +204,16 @@ void read_messages(const ordered_json& messages, CompletionRequest& out) {
     if (!have_user) throw invalid_field("messages", "must contain a user message");
 }
 
+constexpr size_t max_object_keys = 4096;
+
+// The most keys of any object in `value` (nesting is bounded by the body's parse).
+size_t largest_object(const json& value) {
+    size_t most = value.is_object() ? value.size() : 0;
+    if (value.is_structured())
+        for (const json& element : value) most = std::max(most, largest_object(element));
+    return most;
+}
+
 bool valid_tool_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
     for (const char c : name)
@@ -362,7 +372,11 @@ CompletionRequest parse_completion_request(std::string_view body, Endpoint endpo
         f.only_neutral("suffix", {""});
         f.only_neutral("logprobs", {false, 0});
     } else {
-        // Messages and tools reach the chat template, which prints objects in the order sent.
+        // Messages and tools reach the chat template, which prints objects in the order sent. An
+        // ordered object's insertion scans its keys: bounded first, so the parse stays cheap.
+        if (largest_object(root) > max_object_keys)
+            throw ApiError(400, "the request body has an object with more than " + std::to_string(max_object_keys) + " keys", "",
+                           "invalid_json");
         const ordered_json ordered = ordered_json::parse(body);
         const ordered_json* messages = member(ordered, "messages");
         if (messages == nullptr) throw invalid_field("messages", "is required");

@@ -26,6 +26,8 @@ std::string read_call(const std::string& text, const json& tools, ToolCall& call
     const json* arguments = parsed.contains("arguments") ? &parsed["arguments"] : parsed.contains("parameters") ? &parsed["parameters"] : nullptr;
     json decoded;
     if (arguments && arguments->is_string()) {  // arguments written as a JSON string
+        if (unmask_examples::json_nesting_depth(arguments->get<std::string>()) > unmask_examples::max_json_nesting)
+            return "the arguments of the tool call nest deeper than " + std::to_string(unmask_examples::max_json_nesting) + " levels";
         decoded = json::parse(arguments->get<std::string>(), nullptr, false);
         if (decoded.is_discarded()) return "the arguments of the tool call are not valid JSON";
         arguments = &decoded;

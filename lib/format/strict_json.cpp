@@ -1,5 +1,6 @@
 #include "format/strict_json.hpp"
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,10 +12,10 @@ namespace unmask {
 namespace {
 
 template <typename json>
-json parse_strictly(std::string_view text, std::string_view label, Status status) {
+json parse_strictly(std::string_view text, std::string_view label, Status status, size_t max_keys) {
     std::vector<std::set<std::string>> keys_per_object;  // one set per open object
     std::string duplicate;
-    bool too_deep = false;
+    bool too_deep = false, too_many_keys = false;
     const typename json::parser_callback_t on_event = [&](int depth, typename json::parse_event_t event, json& parsed) {
         if (depth > max_json_depth) too_deep = true;
         switch (event) {
@@ -23,6 +24,10 @@ json parse_strictly(std::string_view text, std::string_view label, Status status
             case json::parse_event_t::key:
                 if (!keys_per_object.back().insert(parsed.template get<std::string>()).second && duplicate.empty())
                     duplicate = parsed.template get<std::string>();
+                if (keys_per_object.back().size() > max_keys) {
+                    too_many_keys = true;
+                    return false;  // skipped, not inserted: the parse stays linear
+                }
                 break;
             default: break;
         }
@@ -35,6 +40,7 @@ json parse_strictly(std::string_view text, std::string_view label, Status status
         fail(status, "{}: invalid JSON: {}", label, e.what());
     }
     if (too_deep) fail(status, "{}: nested deeper than {} levels", label, max_json_depth);
+    if (too_many_keys) fail(status, "{}: an object with more than {} keys", label, max_keys);
     if (!duplicate.empty()) fail(status, "{}: duplicate key '{}'", label, duplicate);
     return root;
 }
@@ -42,11 +48,11 @@ json parse_strictly(std::string_view text, std::string_view label, Status status
 }  // namespace
 
 nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label) {
-    return parse_strictly<nlohmann::json>(text, label, Status::model_format);
+    return parse_strictly<nlohmann::json>(text, label, Status::model_format, SIZE_MAX);
 }
 
 nlohmann::ordered_json parse_argument_json(std::string_view text, std::string_view label) {
-    return parse_strictly<nlohmann::ordered_json>(text, label, Status::invalid_argument);
+    return parse_strictly<nlohmann::ordered_json>(text, label, Status::invalid_argument, max_argument_object_keys);
 }
 
 }  // namespace unmask

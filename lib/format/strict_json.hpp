@@ -2,6 +2,7 @@
 // would silently keep the last one, hiding a second definition of a tensor or a config field).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,10 @@ inline constexpr int max_json_depth = 128;
 nlohmann::json parse_json_rejecting_duplicates(std::string_view text, std::string_view label);
 
 // The same for JSON a caller passes in (chat messages, tool definitions): object keys keep their
-// order (templates print them), and errors are INVALID_ARGUMENT.
+// order (templates print them), objects have at most max_argument_object_keys keys (an ordered
+// object's insertion scans its keys: a hostile object of a million keys would take quadratic
+// time), and errors are INVALID_ARGUMENT.
+inline constexpr size_t max_argument_object_keys = 4096;
 nlohmann::ordered_json parse_argument_json(std::string_view text, std::string_view label);
 
 }  // namespace unmask

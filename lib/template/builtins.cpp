@@ -100,6 +100,12 @@ Value split(const std::string& text, const Value& separator, int64_t max_split) 
     return Value(std::move(parts));
 }
 
+// Fails when a string being built passes max_string_bytes.
+void check_size(const std::string& text, std::string_view what) {
+    if (text.size() > max_string_bytes)
+        fail(Status::invalid_argument, "chat template: {} makes a string larger than {} bytes", what, max_string_bytes);
+}
+
 std::string replace(const std::string& text, const std::string& old, const std::string& with, int64_t count) {
     std::string out;
     if (old.empty()) {  // Python inserts `with` around every code point
@@ -111,6 +117,7 @@ std::string replace(const std::string& text, const std::string& old, const std::
                 ++done;
             }
             out += cp;
+            check_size(out, "replace");
         }
         if (count < 0 || done < count) out += with;
         return out;
@@ -120,6 +127,7 @@ std::string replace(const std::string& text, const std::string& old, const std::
         const size_t at = text.find(old, from);
         if (at == std::string::npos) break;
         out.append(text, from, at - from).append(with);
+        check_size(out, "replace");
         from = at + old.size();
     }
     return out.append(text, from);
@@ -208,9 +216,10 @@ bool less(const Value& a, const Value& b) {
     fail(Status::invalid_argument, "chat template: cannot order {} and {}", a.type_name(), b.type_name());
 }
 
-void json_string(std::string& out, const std::string& s) {
+void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     out += '"';
-    for (const char c : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -219,26 +228,37 @@ void json_string(std::string& out, const std::string& s) {
             case '\t': out += "\\t"; break;
             case '\b': out += "\\b"; break;
             case '\f': out += "\\f"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char escape[8];
-                    std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned char>(c));
-                    out += escape;
-                } else {
+            default: {
+                const auto u = static_cast<unsigned char>(c);
+                if (u >= 0x20 && (u < 0x80 || !ensure_ascii)) {
                     out += c;
+                    break;
                 }
+                uint32_t code = u;
+                if (u >= 0x80) {  // ensure_ascii: \uXXXX, as a surrogate pair above the BMP (valid UTF-8)
+                    size_t next = i;
+                    code = next_code_point(s, next);
+                    i = std::max(next, i + 1) - 1;
+                }
+                char escape[16];
+                if (code >= 0x10000)
+                    std::snprintf(escape, sizeof escape, "\\u%04x\\u%04x", 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF));
+                else
+                    std::snprintf(escape, sizeof escape, "\\u%04x", code);
+                out += escape;
+            }
         }
     }
     out += '"';
 }
 
-void json_value(std::string& out, const Value& value, int indent, int level) {
+void json_value(std::string& out, const Value& value, const JsonOptions& options, int level) {
     auto newline = [&](int at) {
-        if (indent < 0) return;
+        if (options.indent < 0) return;
         out += '\n';
-        out.append(size_t(indent) * size_t(at), ' ');
+        out.append(size_t(options.indent) * size_t(at), ' ');
+        check_size(out, "tojson");
     };
-    const char* item_separator = indent < 0 ? ", " : ",";
     switch (value.kind()) {
         case Value::Kind::none: out += "null"; return;
         case Value::Kind::boolean: out += value.as_bool() ? "true" : "false"; return;
@@ -248,7 +268,7 @@ void json_value(std::string& out, const Value& value, int indent, int level) {
             out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : float_repr(d);
             return;
         }
-        case Value::Kind::string: json_string(out, value.as_string()); return;
+        case Value::Kind::string: json_string(out, value.as_string(), options.ensure_ascii); return;
         case Value::Kind::list: {
             if (value.list().empty()) {
                 out += "[]";
@@ -257,10 +277,11 @@ void json_value(std::string& out, const Value& value, int indent, int level) {
             out += '[';
             bool first = true;
             for (const Value& element : value.list()) {
-                if (!first) out += item_separator;
+                if (!first) out += options.item_separator;
                 first = false;
                 newline(level + 1);
-                json_value(out, element, indent, level + 1);
+                json_value(out, element, options, level + 1);
+                check_size(out, "tojson");
             }
             newline(level);
             out += ']';
@@ -271,15 +292,20 @@ void json_value(std::string& out, const Value& value, int indent, int level) {
                 out += "{}";
                 return;
             }
+            std::vector<const std::pair<std::string, Value>*> items;
+            for (const auto& item : value.dict().items) items.push_back(&item);
+            if (options.sort_keys)
+                std::stable_sort(items.begin(), items.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
             out += '{';
             bool first = true;
-            for (const auto& [key, element] : value.dict().items) {
-                if (!first) out += item_separator;
+            for (const auto* item : items) {
+                if (!first) out += options.item_separator;
                 first = false;
                 newline(level + 1);
-                json_string(out, key);
-                out += ": ";
-                json_value(out, element, indent, level + 1);
+                json_string(out, item->first, options.ensure_ascii);
+                out += options.key_separator;
+                json_value(out, item->second, options, level + 1);
+                check_size(out, "tojson");
             }
             newline(level);
             out += '}';
@@ -313,15 +339,17 @@ std::string html_escape(const std::string& text) {
 // Jinja's indent filter: every line but the first (unless `first`) gets `width` spaces; blank
 // lines only when `blank`.
 std::string indent_lines(const std::string& text, const Value& width, bool first, bool blank) {
-    const std::string pad = width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(0, integer_argument(width, "indent"))), ' ');
+    const int64_t spaces = width.is_string() ? 0 : std::clamp<int64_t>(integer_argument(width, "indent"), 0, int64_t(max_string_bytes));
+    const std::string pad = width.is_string() ? width.as_string() : std::string(size_t(spaces), ' ');
     std::string out;
     size_t from = 0;
     bool first_line = true;
     while (true) {
         const size_t nl = text.find('\n', from);
         const std::string line = text.substr(from, nl == std::string::npos ? std::string::npos : nl - from);
-        if ((!first_line || first) && (blank || !line.empty()) ) out += pad;
+        if ((!first_line || first) && (blank || !line.empty())) out += pad;
         out += line;
+        check_size(out, "indent");
         if (nl == std::string::npos) break;
         out += '\n';
         from = nl + 1;
@@ -335,13 +363,28 @@ std::string indent_lines(const std::string& text, const Value& width, bool first
 std::vector<std::string> code_points(std::string_view text) {
     std::vector<std::string> out;
     out.reserve(text.size());
-    for (size_t i = 0; i < text.size();) {
-        const size_t start = i;
-        next_code_point(text, i);
-        if (i == start) ++i;
+    for (size_t i = 0; i < text.size();) {  // valid UTF-8: continuation bytes follow their lead
+        const size_t start = i++;
+        while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
         out.emplace_back(text.substr(start, i - start));
     }
     return out;
+}
+
+size_t code_point_count(std::string_view text) {
+    size_t n = 0;
+    for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
+}
+
+Value code_point_at(const std::string& text, size_t index) {
+    for (size_t i = 0, k = 0; i < text.size(); ++k) {
+        size_t end = i + 1;
+        while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+        if (k == index) return Value(text.substr(i, end - i));
+        i = end;
+    }
+    return Value();
 }
 
 std::vector<size_t> slice_positions(size_t length, const Value& start, const Value& stop, const Value& step) {
@@ -359,13 +402,14 @@ std::vector<size_t> slice_positions(size_t length, const Value& start, const Val
     const int64_t first = clamp(start, s > 0 ? 0 : n - 1);
     const int64_t last = clamp(stop, s > 0 ? n : -1);
     std::vector<size_t> positions;
-    for (int64_t i = first; s > 0 ? i < last : i > last; i += s) positions.push_back(size_t(i));
+    // In __int128: a step near INT64_MAX must end the walk, not wrap around into the sequence.
+    for (__int128 i = first; s > 0 ? i < last : i > last; i += s) positions.push_back(size_t(i));
     return positions;
 }
 
-std::string to_json(const Value& value, int indent) {
+std::string to_json(const Value& value, const JsonOptions& options) {
     std::string out;
-    json_value(out, value, indent, 0);
+    json_value(out, value, options, 0);
     return out;
 }
 
@@ -379,9 +423,23 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
     }
     if (name == "string") return Value(value.str());
     if (name == "safe") return value;
-    if (name == "tojson") {
-        const Value indent = argument(args, 0, "indent", Value::none());
-        return Value(to_json(value, indent.is_none() ? -1 : int(integer_argument(indent, "tojson's indent"))));
+    if (name == "tojson") {  // Hugging Face's: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+        JsonOptions options;
+        options.ensure_ascii = argument(args, 0, "ensure_ascii", Value(false)).truthy();
+        const Value indent = argument(args, 1, "indent", Value::none());
+        if (!indent.is_none()) {
+            options.indent = int(std::clamp<int64_t>(integer_argument(indent, "tojson's indent"), 0, 1024));
+            options.item_separator = ",";
+        }
+        const Value separators = argument(args, 2, "separators", Value::none());
+        if (!separators.is_none()) {
+            if (!separators.is_list() || separators.list().size() != 2)
+                fail(Status::invalid_argument, "chat template: tojson's separators must be (item_separator, key_separator)");
+            options.item_separator = string_argument(separators.list()[0], "tojson's separators");
+            options.key_separator = string_argument(separators.list()[1], "tojson's separators");
+        }
+        options.sort_keys = argument(args, 3, "sort_keys", Value(false)).truthy();
+        return Value(to_json(value, options));
     }
     if (name == "trim") return Value(strip(value.str(), argument(args, 0, "chars", Value::none()), true, true));
     if (name == "lower") return Value(map_ascii(value.str(), [](int c) { return std::tolower(c); }));
@@ -420,6 +478,7 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
             if (!first) out += separator;
             first = false;
             out += (attribute.is_undefined() ? item : attribute_path(item, attribute.str())).str();
+            check_size(out, "join");
         }
         return Value(std::move(out));
     }
@@ -429,14 +488,19 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
                              count.is_none() ? -1 : integer_argument(count, "replace's count")));
     }
     if (name == "int") {
-        if (value.kind() == Value::Kind::floating) return Value(int64_t(value.as_double()));
+        // A float outside int64 (or NaN) has no int here; Python's would be a big integer.
+        auto truncated = [&](double d) -> Value {
+            if (!(d > -9.2e18 && d < 9.2e18)) return argument(args, 0, "default", Value(int64_t(0)));
+            return Value(int64_t(d));
+        };
+        if (value.kind() == Value::Kind::floating) return truncated(value.as_double());
         if (value.is_number()) return Value(value.as_int());
         try {
             const std::string text = strip(value.str(), Value::none(), true, true);
             size_t used = 0;
             const long long i = std::stoll(text, &used, 10);
             if (used == text.size()) return Value(int64_t(i));
-            return Value(int64_t(std::stod(text, &used)));
+            return truncated(std::stod(text, &used));
         } catch (const std::exception&) {
             return argument(args, 0, "default", Value(int64_t(0)));
         }
@@ -451,7 +515,10 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
     }
     if (name == "abs") {
         if (value.kind() == Value::Kind::floating) return Value(std::fabs(value.as_double()));
-        if (value.is_number()) return Value(value.as_int() < 0 ? -value.as_int() : value.as_int());
+        if (value.is_number()) {
+            if (value.as_int() == INT64_MIN) fail(Status::invalid_argument, "chat template: abs: integer overflow");
+            return Value(value.as_int() < 0 ? -value.as_int() : value.as_int());
+        }
         type_error("abs", value);
     }
     if (name == "round") {
@@ -460,7 +527,8 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
         const std::string method = argument(args, 1, "method", Value("common")).str();
         const double scale = std::pow(10.0, double(precision));
         const double x = value.as_double() * scale;
-        const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::round(x);
+        // "common" is Python's round(): halves to even, as nearbyint in the default rounding mode.
+        const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);
         return Value(r / scale);
     }
     if (name == "indent") {
@@ -486,7 +554,9 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
             } else {
                 Arguments rest;
                 rest.positional.assign(args.positional.begin() + std::min<size_t>(1, args.positional.size()), args.positional.end());
-                out.push_back(apply_filter(string_argument(argument(args, 0, "filter"), "map"), item, rest));
+                const std::string& filter = string_argument(argument(args, 0, "filter"), "map");
+                if (filter == "map") fail(Status::invalid_argument, "chat template: map cannot apply map");  // unbounded recursion
+                out.push_back(apply_filter(filter, item, rest));
             }
         }
         return Value(std::move(out));
@@ -513,8 +583,12 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
     if (name == "sort") {
         List items = items_of(value, "sort");
         const bool reverse = argument(args, 0, "reverse", Value(false)).truthy();
+        const bool case_sensitive = argument(args, 1, "case_sensitive", Value(false)).truthy();
         const Value attribute = argument(args, 2, "attribute");
-        auto key = [&](const Value& v) { return attribute.is_undefined() ? v : attribute_path(v, attribute.str()); };
+        auto key = [&](const Value& v) {
+            Value k = attribute.is_undefined() ? v : attribute_path(v, attribute.str());
+            return k.is_string() && !case_sensitive ? Value(map_ascii(k.as_string(), [](int c) { return std::tolower(c); })) : k;
+        };
         std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
             return reverse ? less(key(b), key(a)) : less(key(a), key(b));
         });
@@ -536,7 +610,8 @@ Value apply_filter(std::string_view name, const Value& value, Arguments& args) {
         for (const Value& item : items_of(value, "sum")) {
             if (!item.is_number()) type_error("sum", item);
             floating = floating || item.kind() == Value::Kind::floating;
-            total += item.as_int();
+            if (!floating && __builtin_add_overflow(total, item.as_int(), &total))
+                fail(Status::invalid_argument, "chat template: sum: integer overflow");
             total_double += item.as_double();
         }
         return floating ? Value(total_double) : Value(total);
@@ -589,7 +664,7 @@ bool apply_test(std::string_view name, const Value& value, Arguments& args) {
     if (name == "divisibleby") {
         const int64_t d = integer_argument(other, "divisibleby");
         if (d == 0) fail(Status::invalid_argument, "chat template: divisibleby 0");
-        return integer_argument(value, "divisibleby") % d == 0;
+        return d == -1 || integer_argument(value, "divisibleby") % d == 0;  // INT64_MIN % -1 traps
     }
     if (name == "in") {
         if (other.is_string()) return other.as_string().find(value.str()) != std::string::npos;
@@ -659,6 +734,7 @@ Value call_method(const Value& object, std::string_view name, Arguments& args) {
         if (!first) out += s;
         first = false;
         out += string_argument(item, "join");
+        check_size(out, "join");
     }
     return Value(std::move(out));
 }
@@ -681,11 +757,13 @@ Dict global_functions() {
             fail(Status::invalid_argument, "chat template: range takes 1 to 3 integers, given {}", n);
         }
         if (step == 0) fail(Status::invalid_argument, "chat template: range's step cannot be zero");
-        // Jinja's sandbox refuses ranges above 100,000 items (MAX_RANGE).
-        const double length = std::ceil((double(stop) - double(start)) / double(step));
-        if (length > 100000) fail(Status::invalid_argument, "chat template: range too big ({} items; at most 100000)", length);
+        // Jinja's sandbox refuses ranges above 100,000 items (MAX_RANGE); counted exactly, in __int128.
+        const __int128 span = __int128(stop) - start;
+        const __int128 length = (span == 0 || (span > 0) != (step > 0)) ? 0 : (span + step + (step > 0 ? -1 : 1)) / step;
+        if (length > 100000)
+            fail(Status::invalid_argument, "chat template: range too big ({} items; at most 100000)", int64_t(std::min<__int128>(length, INT64_MAX)));
         List out;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+        for (__int128 k = 0; k < length; ++k) out.emplace_back(int64_t(start + k * step));
         return Value(std::move(out));
     }));
     auto keyword_dict = [](Arguments& args) {

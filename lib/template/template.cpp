@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "template/builtins.hpp"
 
 namespace unmask::jinja {
@@ -38,7 +39,20 @@ public:
 private:
     enum class Flow { normal, stop_loop, next_iteration };
 
+    // Statements, expressions and macro calls nest at most max_frames deep together, whatever
+    // combination a template uses: the renderer's stack stays small.
+    static constexpr int max_frames = 768;
+    struct FrameGuard {
+        explicit FrameGuard(Renderer& r) : renderer(r) {
+            if (++renderer.frames_deep_ > max_frames)
+                fail(Status::invalid_argument, "chat template: rendering nests deeper than {} levels", max_frames);
+        }
+        ~FrameGuard() { --renderer.frames_deep_; }
+        Renderer& renderer;
+    };
+
     Flow render(const Body& body) {
+        const FrameGuard guard(*this);
         for (const Node& node : body) {
             step();
             const Flow flow = render(node);
@@ -63,6 +77,8 @@ private:
                     if (target.kind() != Value::Kind::name_space)
                         render_error(node.line, fmt::format("cannot set attribute '{}' of a {}: only a namespace() takes attributes",
                                                             node.attribute, target.type_name()));
+                    if (holds_namespace(value, 0))  // a namespace inside a namespace could make a cycle
+                        render_error(node.line, "a namespace attribute cannot hold a namespace");
                     target.dict().set(node.attribute, std::move(value));
                 } else if (node.targets.size() == 1) {
                     assign(node.targets[0], std::move(value));
@@ -94,10 +110,13 @@ private:
                 for (const auto& [key, _] : iterable.dict().items) items.emplace_back(key);
                 break;
             case Value::Kind::string:
+                if (code_point_count(iterable.as_string()) > max_list_items)
+                    render_error(node.line, fmt::format("a loop over more than {} characters", max_list_items));
                 for (std::string& cp : code_points(iterable.as_string())) items.emplace_back(std::move(cp));
                 break;
             default: render_error(node.line, fmt::format("a {} is not iterable", iterable.type_name()));
         }
+        steps_ += items.size();  // the copy
         Frame frame;
         frames_.push_back(&frame);
         ++loops_;
@@ -139,6 +158,19 @@ private:
         --loops_;
         frames_.pop_back();
         if (length == 0) render(node.otherwise);
+    }
+
+    // Lists and dicts nest at most Value::max_depth deep, so this recursion is bounded.
+    static bool holds_namespace(const Value& value, int depth) {
+        if (value.kind() == Value::Kind::name_space) return true;
+        if (depth > Value::max_depth) return false;
+        if (value.is_list())
+            for (const Value& element : value.list())
+                if (holds_namespace(element, depth + 1)) return true;
+        if (value.is_dict())
+            for (const auto& [key, element] : value.dict().items)
+                if (holds_namespace(element, depth + 1)) return true;
+        return false;
     }
 
     void bind(const Node& node, const Value& item) {
@@ -222,6 +254,7 @@ private:
 
     Value eval(const Expr& e) {
         step();
+        const FrameGuard guard(*this);
         using K = Expr::Kind;
         switch (e.kind) {
             case K::literal: return e.value;
@@ -242,12 +275,12 @@ private:
             }
             case K::attribute: return attribute(e, eval(*e.operands[0]), e.name);
             case K::item: return item(e, eval(*e.operands[0]), eval(*e.operands[1]));
-            case K::slice: return slice(e);
-            case K::call: return call(e);
+            case K::slice: return account(e, slice(e));
+            case K::call: return account(e, call(e));
             case K::filter: {
                 const Value value = eval(*e.operands[0]);
                 Arguments args = arguments(e);
-                return apply_filter(e.name, value, args);
+                return account(e, apply_filter(e.name, value, args));
             }
             case K::test: {
                 const Value value = eval(*e.operands[0]);
@@ -264,7 +297,7 @@ private:
                 if (v.as_int() == INT64_MIN) render_error(e.line, "integer overflow");
                 return Value(-v.as_int());
             }
-            case K::binary: return binary(e, e.name, eval(*e.operands[0]), eval(*e.operands[1]));
+            case K::binary: return account(e, binary(e, e.name, eval(*e.operands[0]), eval(*e.operands[1])));
             case K::compare: {
                 Value left = eval(*e.operands[0]);
                 for (size_t i = 0; i < e.ops.size(); ++i) {
@@ -352,10 +385,10 @@ private:
                 if (i < 0) i += n;
                 return i >= 0 && i < n ? object.list()[size_t(i)] : Value();
             }
-            const std::vector<std::string> points = code_points(object.as_string());
-            const int64_t n = int64_t(points.size());
-            if (i < 0) i += n;
-            return i >= 0 && i < n ? Value(points[size_t(i)]) : Value();
+            const std::string& s = object.as_string();
+            steps_ += s.size() / 64;  // a scan of the string
+            if (i < 0) i += int64_t(code_point_count(s));
+            return i >= 0 ? code_point_at(s, size_t(i)) : Value();
         }
         return Value();
     }
@@ -428,6 +461,8 @@ private:
         if (op == "+") {
             if (a.is_string() && b.is_string()) return bounded(e, a.as_string() + b.as_string());
             if (a.is_list() && b.is_list()) {
+                if (a.list().size() + b.list().size() > max_list_items)
+                    render_error(e.line, fmt::format("a list of more than {} items", max_list_items));
                 List out = a.list();
                 out.insert(out.end(), b.list().begin(), b.list().end());
                 return Value(std::move(out));
@@ -439,7 +474,8 @@ private:
             if (count.kind() != Value::Kind::integer && count.kind() != Value::Kind::boolean) return type_error();
             const int64_t n = std::max<int64_t>(0, count.as_int());
             const size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.list().size();
-            if (unit && uint64_t(n) > limits_.max_output_bytes / unit) render_error(e.line, "a repetition larger than the output limit");
+            const uint64_t limit = sequence.is_string() ? limits_.max_output_bytes : max_list_items;
+            if (unit && uint64_t(n) > limit / unit) render_error(e.line, "a repetition larger than the size limit");
             if (sequence.is_string()) {
                 std::string out;
                 for (int64_t i = 0; i < n; ++i) out += sequence.as_string();
@@ -496,6 +532,23 @@ private:
         return Value(r);
     }
 
+    // Work in proportion to what a result holds (copying a list or a long string is not one
+    // step), and the size limits of one value.
+    Value account(const Expr& e, Value value) {
+        size_t units = 0;
+        if (value.is_string()) {
+            if (value.as_string().size() > max_string_bytes) render_error(e.line, "a string larger than the output limit");
+            units = value.as_string().size() / 64;
+        } else if (value.is_list()) {
+            if (value.list().size() > max_list_items)
+                render_error(e.line, fmt::format("a list of more than {} items", max_list_items));
+            units = value.list().size();
+        }
+        steps_ += units;
+        step();
+        return value;
+    }
+
     Value bounded(const Expr& e, std::string text) const {
         if (text.size() > limits_.max_output_bytes) render_error(e.line, "a string larger than the output limit");
         return Value(std::move(text));
@@ -522,6 +575,7 @@ private:
     uint64_t steps_ = 0;
     int loops_ = 0;
     int call_depth_ = 0;
+    int frames_deep_ = 0;
 };
 
 }  // namespace
@@ -529,6 +583,9 @@ private:
 Template::Template(std::string_view source) {
     if (source.size() > max_source_bytes)
         fail(Status::invalid_argument, "chat template: {} bytes; templates are limited to {}", source.size(), max_source_bytes);
+    // Strings are text, as in Python: every operation on them may assume valid UTF-8.
+    if (const auto bad = find_invalid_utf8(source))
+        fail(Status::invalid_argument, "chat template: not valid UTF-8 (byte {})", *bad);
     body_ = parse(source);
 }
 

@@ -89,7 +89,9 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
         }
         case nlohmann::ordered_json::value_t::object: {
             Dict dict;
-            for (const auto& [key, element] : json.items()) dict.set(key, from_json(element));
+            // A JSON object's keys are unique: appended without Dict::set's scan (quadratic in keys).
+            dict.items.reserve(json.size());
+            for (const auto& [key, element] : json.items()) dict.items.emplace_back(key, from_json(element));
             return Value(std::move(dict));
         }
         default: return none();  // binary and discarded values do not come from a JSON parser

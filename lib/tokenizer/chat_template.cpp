@@ -18,11 +18,14 @@ std::optional<std::string> token_text(const nlohmann::json& token) {
 }  // namespace
 
 std::unique_ptr<ChatTemplate> ChatTemplate::load(const std::filesystem::path& directory, const nlohmann::json& config) {
-    if (config.is_object() && config.contains("chat_template") && !config["chat_template"].is_null()) return parse("", config);
-    // Newer transformers save the template beside the config instead.
+    // Newer transformers save the template beside the config, and that file wins over the
+    // config's chat_template, as transformers reads them.
     const auto file = directory / "chat_template.jinja";
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) return nullptr;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+        const bool declared = config.is_object() && config.contains("chat_template") && !config["chat_template"].is_null();
+        return declared ? parse(std::nullopt, config) : nullptr;
+    }
     // At most one byte past the limit: the Template refuses it, without a huge file read whole.
     std::ifstream in(file, std::ios::binary);
     std::string source(jinja::Template::max_source_bytes + 1, '\0');
@@ -31,12 +34,14 @@ std::unique_ptr<ChatTemplate> ChatTemplate::load(const std::filesystem::path& di
     return parse(source, config);
 }
 
-std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::string& source, const nlohmann::json& config) {
+std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::optional<std::string>& source, const nlohmann::json& config) {
     auto chat = std::unique_ptr<ChatTemplate>(new ChatTemplate());
     const nlohmann::json none;
     const nlohmann::json& declared = config.is_object() && config.contains("chat_template") ? config["chat_template"] : none;
     // A malformed template is kept as an error: the model loads, chatting with it is UNSUPPORTED.
-    if (declared.is_string()) {
+    if (source) {
+        chat->add("default", *source);
+    } else if (declared.is_string()) {
         chat->add("default", declared.get<std::string>());
     } else if (declared.is_array()) {
         for (const auto& entry : declared) {
@@ -49,8 +54,6 @@ std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::string& source, con
         }
         if (!chat->default_ && chat->error_.empty())
             chat->error_ = "tokenizer_config.json: chat_template lists no template named \"default\"";
-    } else if (declared.is_null()) {
-        chat->add("default", source);
     } else {
         chat->error_ = "tokenizer_config.json: chat_template is neither a string nor a list of named templates";
     }

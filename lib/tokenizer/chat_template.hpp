@@ -1,6 +1,6 @@
-// A model's chat template as Hugging Face ships it: tokenizer_config.json's `chat_template` (one
-// string, or named templates of which "default" and "tool_use" are used) or a chat_template.jinja
-// beside it, rendered with the special tokens of tokenizer_config.json, as apply_chat_template
+// A model's chat template as Hugging Face ships it: a chat_template.jinja beside the tokenizer, or
+// else tokenizer_config.json's `chat_template` (one string, or named templates of which "default"
+// and "tool_use" are used), rendered with the special tokens of tokenizer_config.json, as apply_chat_template
 // does (transformers: messages, tools, documents, add_generation_prompt, **special_tokens_map).
 #pragma once
 
@@ -22,8 +22,8 @@ public:
     // that is malformed or does not parse (or is beyond the size limit) is kept with its error:
     // loading the model succeeds, chatting fails with UNSUPPORTED naming the problem.
     static std::unique_ptr<ChatTemplate> load(const std::filesystem::path& directory, const nlohmann::json& config);
-    // From a template's text (tests, fuzzing).
-    static std::unique_ptr<ChatTemplate> parse(const std::string& source, const nlohmann::json& config);
+    // From a template's text, or (nullopt) from config's chat_template; config gives the special tokens.
+    static std::unique_ptr<ChatTemplate> parse(const std::optional<std::string>& source, const nlohmann::json& config);
 
     // The prompt text for `messages` (a JSON array of {role, content, tool_calls?, ...}) and
     // `tools` (null, or an array of OpenAI tool definitions). Throws Error(UNSUPPORTED) when the

@@ -442,6 +442,7 @@ TEST_CASE("a generated tool call is returned only when its tool was offered and 
         {R"({"name": "get_weather", "arguments": {"city": "Porto")", "not valid JSON"},
         {R"({"tool": "get_weather"})", "not an object with a \"name\""},
         {"{" + std::string(100, '[') + std::string(100, ']') + "}", "nests deeper"},
+        {R"({"name": "get_weather", "arguments": ")" + std::string(100, '[') + std::string(100, ']') + "\"}", "nest deeper"},
     };
     for (const auto& [text, why] : wrong) {
         CAPTURE(text);

@@ -136,6 +136,38 @@ TEST_CASE("rendering is bounded: recursion, output size, work and value nesting 
     CHECK(render_error("{{ range(1000000000) }}").find("range too big") != std::string::npos);
     CHECK(render_error("{% set ns = namespace(v=[]) %}{% for i in range(1000) %}{% set ns.v = [ns.v] %}{% endfor %}{{ ns.v }}")
               .find("deeper than 128") != std::string::npos);
+    // Integer edges: no wrap-around, no trap.
+    CHECK(render("{{ [1, 2, 3][1::9223372036854775807] }}") == "[2]");
+    CHECK(render_error("{{ range(9223372036854775800, 9223372036854775807, 100) | length }}").empty());
+    CHECK(render("{{ range(9223372036854775800, 9223372036854775807, 100) | list }}") == "[9223372036854775800]");
+    CHECK(render("{{ (-9223372036854775807 - 1) is divisibleby(-1) }}") == "True");
+    CHECK(render_error("{{ (-9223372036854775807 - 1) | abs }}").find("overflow") != std::string::npos);
+    CHECK(render_error("{{ [9223372036854775807, 1] | sum }}").find("overflow") != std::string::npos);
+    CHECK(render("{{ 1e300 | int }}") == "0");
+    // What could recurse, cycle or grow without bound is refused.
+    CHECK(render_error("{{ ['a'] | map('map', 'map') | list }}").find("map cannot apply map") != std::string::npos);
+    CHECK(render_error("{% set ns = namespace() %}{% set ns.me = [ns] %}").find("cannot hold a namespace") != std::string::npos);
+    CHECK(render_error("{% set ns = namespace(l=[0]) %}{% for i in range(20) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
+              .find("more than 100000 items") != std::string::npos);
+    CHECK(render_error("{{ 'ab' | replace('', 'x' * 8000000) }}").find("larger than") != std::string::npos);
+    CHECK(render_error("{{ {'a': [1]} | tojson(indent=1073741824) }}").empty());
+    std::string nested = "{% macro f(n) %}{% if n > 0 %}";
+    for (int i = 0; i < 80; ++i) nested += "{% if true %}";
+    nested += "{{ f(n - 1) }}";
+    for (int i = 0; i < 80; ++i) nested += "{% endif %}";
+    nested += "{% endif %}{% endmacro %}{{ f(30) }}";
+    CHECK(render_error(nested).find("nests deeper than 768") != std::string::npos);
+    CHECK(render("{{ 'a\\xff' }}") == "a\xc3\xbf");  // an escape makes U+00FF, valid UTF-8
+    CHECK(render_error(std::string("{{ '") + char(0xff) + "' }}").find("not valid UTF-8") != std::string::npos);
+}
+
+TEST_CASE("tojson takes Hugging Face's arguments; round, sort and slices follow Python") {
+    CHECK(render("{{ {'b': 'é', 'a': 1} | tojson(sort_keys=true) }}") == "{\"a\": 1, \"b\": \"é\"}");
+    CHECK(render("{{ 'é😀' | tojson(ensure_ascii=true) }}") == "\"\\u00e9\\ud83d\\ude00\"");
+    CHECK(render("{{ [1, {'a': 2}] | tojson(separators=(',', ':')) }}") == "[1,{\"a\":2}]");
+    CHECK(render("{{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(1, 'floor') }}") == "2.0 4.0 2.6");
+    CHECK(render("{{ ['b', 'A', 'a', 'C'] | sort | join }}") == "AabC");
+    CHECK(render("{{ ['b', 'A', 'a', 'C'] | sort(case_sensitive=true) | join }}") == "ACab");
 }
 
 namespace {
@@ -184,6 +216,10 @@ TEST_CASE("the C API renders a model's own chat template over messages with tool
     CHECK(text.starts_with("<|im_start|>system\n# Tools\n"));
     CHECK(text.find(R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}})") != std::string::npos);
     CHECK(text.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Porto\"}}\n</tool_call>") != std::string::npos);
+    // OpenAI's arguments are a JSON string: the template gets the object, as transformers expects.
+    unmask_chat_message string_call = call;
+    string_call.tool_calls = R"([{"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Porto\"}"}}])";
+    CHECK(rendered(qwen.tokenizer, {message("user", "Weather in Porto?"), string_call, result}, tools) == text);
     CHECK(text.find("<|im_start|>user\n<tool_response>\n21\n</tool_response><|im_end|>") != std::string::npos);
     CHECK(text.ends_with("<|im_start|>assistant\n"));
     CHECK(rendered(qwen.tokenizer, messages, tools, 0).ends_with("</tool_response><|im_end|>\n"));
@@ -212,6 +248,11 @@ TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the fi
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, (std::string(100000, '[') + std::string(100000, ']')).c_str(), 1,
                                      nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("tools_json: nested deeper") != std::string::npos);
+    std::string many = "[{";
+    for (int i = 0; i < 5000; ++i) many += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": 0";
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, (many + "}]").c_str(), 1, nullptr, 0, &length) ==
+          UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("more than 4096 keys") != std::string::npos);
     m.struct_size = 7;
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("struct_size is 7") != std::string::npos);
@@ -241,8 +282,8 @@ TEST_CASE("a model whose chat template is broken still loads; chatting with it i
         CHECK(unmask_apply_chat_template(handle.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_UNSUPPORTED);
         CHECK(std::string(unmask_last_error()).find(why) != std::string::npos);
     }
-    // chat_template.jinja beside the config, as newer transformers save it.
-    std::ofstream(dir / "tokenizer_config.json") << "{}";
+    // chat_template.jinja beside the config, as newer transformers save it; it wins over the config's.
+    std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "ignored"})";
     std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}\n";
     const TokenizerHandle handle((dir / "tokenizer.json").string());
     CHECK(rendered(handle.tokenizer, {message("user", "hi")}, nullptr) == "[user]hi");
