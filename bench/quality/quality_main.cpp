@@ -100,8 +100,8 @@ int main(int argc, char** argv) try {
 
     std::printf("model %s, %zu held-out requests, gen_length %lld\n\n", options.model.c_str(), examples.size(),
                 static_cast<long long>(options.gen_length));
-    std::printf("| setting | cache | exact | tool calls | addition | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
-    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("| setting | cache | exact | tool calls | addition | refusals | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     nlohmann::json rows = nlohmann::json::array();
     for (const unmask_quality::Setting& setting : settings) {
         // On stderr: in place on a terminal, else a line per tenth of the requests.
@@ -112,15 +112,16 @@ int main(int argc, char** argv) try {
             model.get(), examples, setting, options.batch,
             [&](int64_t done, int64_t total) { meter.update(uint64_t(done), uint64_t(total)); });
         meter.finish();
-        std::printf("| %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
-                    setting.cache.c_str(), percent(s.exact_fraction()).c_str(),
-                    percent(s.task_fraction("answer", true)).c_str(), percent(s.task_fraction("answer")).c_str(),
+        std::printf("| %s | %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
+                    setting.cache.c_str(), percent(s.exact_fraction()).c_str(), percent(s.tool_call_fraction()).c_str(),
+                    percent(s.task_fraction("answer")).c_str(), percent(s.task_fraction("refusal")).c_str(),
                     percent(s.valid_fraction()).c_str(), s.forwards_per_sequence(), s.forwards_per_token(),
                     s.tokens_per_second());
         std::fflush(stdout);
         rows.push_back({{"setting", setting.name}, {"cache", setting.cache}, {"examples", s.examples},
-                        {"exact", s.exact_fraction()}, {"tool_calls_exact", s.task_fraction("answer", true)},
-                        {"addition_exact", s.task_fraction("answer")}, {"valid_json", s.valid_fraction()},
+                        {"exact", s.exact_fraction()}, {"tool_calls_exact", s.tool_call_fraction()},
+                        {"addition_exact", s.task_fraction("answer")}, {"refusals_exact", s.task_fraction("refusal")},
+                        {"valid_json", s.valid_fraction()},
                         {"forwards_per_sequence", s.forwards_per_sequence()},
                         {"forwards_per_token", s.forwards_per_token()}, {"tokens_per_second", s.tokens_per_second()},
                         {"seconds", s.seconds}, {"sample_failures", s.sample_failures}});

@@ -117,10 +117,16 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
     return settings;
 }
 
-double Score::task_fraction(const std::string& task, bool exclude) const {
+double Score::task_fraction(const std::string& task) const {
+    const auto found = by_task.find(task);
+    return found == by_task.end() || found->second.examples == 0 ? 0
+                                                                   : double(found->second.exact) / double(found->second.examples);
+}
+
+double Score::tool_call_fraction() const {
     int64_t total = 0, right = 0;
     for (const auto& [name, score] : by_task) {
-        if ((name == task) == exclude) continue;
+        if (name == "answer" || name == "refusal") continue;
         total += score.examples;
         right += score.exact;
     }
@@ -172,7 +178,10 @@ Score evaluate(const unmask_model* model, const std::vector<Example>& examples, 
             const bool exact = answer == example.answer;
             score.examples += 1;
             score.exact += exact;
-            score.valid_json += nlohmann::json::accept(answer);
+            if (nlohmann::json::accept(example.answer)) {
+                score.json_examples += 1;
+                score.valid_json += nlohmann::json::accept(answer);
+            }
             score.forwards += results[i].forwards;
             score.answer_tokens += answer_length;
             TaskScore& task = score.by_task[example.task];

@@ -52,7 +52,8 @@ struct TaskScore {
 struct Score {
     int64_t examples = 0;
     int64_t exact = 0;           // the answer text equals the reference exactly
-    int64_t valid_json = 0;      // the answer parses as JSON
+    int64_t json_examples = 0;   // examples whose reference answer is JSON (a tool call, not a refusal)
+    int64_t valid_json = 0;      // of those, answers that parse as JSON
     int64_t forwards = 0;        // model evaluations, all sequences together
     int64_t answer_tokens = 0;   // generated tokens before the first EOS, all sequences together
     double seconds = 0;          // wall time of the generate calls
@@ -60,12 +61,15 @@ struct Score {
     std::vector<std::string> sample_failures;  // the first few wrong answers, for the report
 
     double exact_fraction() const { return examples ? double(exact) / double(examples) : 0; }
-    double valid_fraction() const { return examples ? double(valid_json) / double(examples) : 0; }
+    double valid_fraction() const { return json_examples ? double(valid_json) / double(json_examples) : 0; }
     double forwards_per_sequence() const { return examples ? double(forwards) / double(examples) : 0; }
     double forwards_per_token() const { return answer_tokens ? double(forwards) / double(answer_tokens) : 0; }
     double tokens_per_second() const { return seconds > 0 ? double(answer_tokens) / seconds : 0; }
-    // Exact matches over the examples whose task is (or, with `exclude`, is not) `task`.
-    double task_fraction(const std::string& task, bool exclude = false) const;
+    // Exact matches over the examples whose task is `task`.
+    double task_fraction(const std::string& task) const;
+    // Exact matches over the tool calls: every task but the addition skill ("answer") and the
+    // requests no tool serves ("refusal").
+    double tool_call_fraction() const;
 };
 
 // Generates an answer for every example with `setting` (batches of `batch` prompts, chat-formatted
