@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 work=${1:-../build/bundled}
-python3 make_data.py "$work/data" --seed 1234 --train 60000 --test 600
+python3 make_data.py "$work/data" --seed 1234 --train 100000 --test 600 --unseen 600
 python3 train_tokenizer.py "$work/data" "$work/tokenizer.json" --vocab 1024
 shape=(--d 256 --layers 4 --heads 4 --mlp 512 --lengths 64:0.85,128:0.1,288:0.05 --batch 64 --threads 2)
 # Stage 1: from scratch, the linear layers in bf16; stage 2: a second, shorter cosine in fp32 from
@@ -18,4 +18,5 @@ shape=(--d 256 --layers 4 --heads 4 --mlp 512 --lengths 64:0.85,128:0.1,288:0.05
     --init "$work/stage1" "${shape[@]}"
 cp "$work/model"/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json,SHA256SUMS} ../models/toolcall-llada-3m/
 cp "$work/data/test.jsonl" ../bench/data/tool_calls_heldout.jsonl
-echo "wrote models/toolcall-llada-3m and bench/data/tool_calls_heldout.jsonl"
+cp "$work/data/unseen.jsonl" ../bench/data/tool_calls_unseen.jsonl
+echo "wrote models/toolcall-llada-3m and bench/data/tool_calls_{heldout,unseen}.jsonl"

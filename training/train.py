@@ -55,7 +55,7 @@ def load(path, tokenizer, length):
             prompt = [user] + tokenizer.encode(row["prompt"]) + [assistant]
             answer = tokenizer.encode(row["answer"]) + [eos]
             if len(prompt) + len(answer) > length:
-                raise SystemExit("an example needs %d positions; the shortest --lengths is %d"
+                raise SystemExit("an example needs %d positions; the longest --lengths is %d"
                                  % (len(prompt) + len(answer), length))
             rows.append((prompt, answer))
     return rows
@@ -142,7 +142,9 @@ def main():
     mask_id = tokenizer.special["<|mask|>"]
     eos = tokenizer.special["<|endoftext|>"]
     lengths, weights = parse_lengths(args.lengths)
-    train = load(os.path.join(args.data, "train.jsonl"), tokenizer, min(lengths))
+    train = load(os.path.join(args.data, "train.jsonl"), tokenizer, max(lengths))
+    # A batch of canvas length L draws from the examples that fit in L.
+    fitting = {length: [row for row in train if len(row[0]) + len(row[1]) <= length] for length in lengths}
     model = Llada(vocab, args.d, args.layers, args.heads, args.mlp)
     if args.init:
         saved = read_safetensors(os.path.join(args.init, "model.safetensors"))
@@ -156,7 +158,7 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         length = rng.choices(lengths, weights)[0]
-        tokens, answer = batch_tensors(rng.sample(train, args.batch), length, eos)
+        tokens, answer = batch_tensors(rng.sample(fitting[length], args.batch), length, eos)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
             loss = diffusion_loss(model, tokens, answer, mask_id, generator)
         optimizer.zero_grad()
