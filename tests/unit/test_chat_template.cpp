@@ -161,7 +161,7 @@ TEST_CASE("rendering is bounded: recursion, output size, work and value nesting 
     CHECK(render_error(std::string("{{ '") + char(0xff) + "' }}").find("not valid UTF-8") != std::string::npos);
 }
 
-TEST_CASE("tojson takes Hugging Face's arguments; round, sort and slices follow Python") {
+TEST_CASE("tojson takes Hugging Face's arguments, and round, sort and slices follow Python") {
     CHECK(render("{{ {'b': 'é', 'a': 1} | tojson(sort_keys=true) }}") == "{\"a\": 1, \"b\": \"é\"}");
     CHECK(render("{{ 'é😀' | tojson(ensure_ascii=true) }}") == "\"\\u00e9\\ud83d\\ude00\"");
     CHECK(render("{{ [1, {'a': 2}] | tojson(separators=(',', ':')) }}") == "[1,{\"a\":2}]");
@@ -263,7 +263,7 @@ TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the fi
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 0, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
 }
 
-TEST_CASE("a model whose chat template is broken still loads; chatting with it is UNSUPPORTED naming the problem") {
+TEST_CASE("a model whose chat template is broken still loads, and chatting with it is UNSUPPORTED naming the problem") {
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / "unmask-broken-template";
     std::filesystem::create_directories(dir);
     std::filesystem::copy_file(std::filesystem::path(UNMASK_SOURCE_DIR) / "models/toolcall-llada-3m/tokenizer.json",
