@@ -65,20 +65,6 @@ extern "C" unmask_status unmask_tokenize_chat(const unmask_tokenizer* tokenizer,
 
 namespace {
 
-// OpenAI sends a call's arguments as a JSON string; chat templates expect the object
-// (transformers' documentation; Llama-3.1's template iterates it, Qwen's prints it with tojson).
-void objects_for_arguments(nlohmann::ordered_json& call) {
-    if (!call.is_object()) return;
-    nlohmann::ordered_json& function = call.contains("function") && call["function"].is_object() ? call["function"] : call;
-    if (!function.contains("arguments") || !function["arguments"].is_string()) return;
-    try {
-        nlohmann::ordered_json parsed = parse_argument_json(function["arguments"].get<std::string>(), "arguments");
-        if (parsed.is_object()) function["arguments"] = std::move(parsed);
-    } catch (const Error&) {
-        // Not JSON: the template gets the string as it was sent.
-    }
-}
-
 // The caller's messages as the JSON array chat templates read (OpenAI's message shape).
 nlohmann::ordered_json messages_json(const unmask_chat_message* messages, int64_t count) {
     require_array(messages, count, "messages", "count");
@@ -104,7 +90,6 @@ nlohmann::ordered_json messages_json(const unmask_chat_message* messages, int64_
         if (m.tool_calls) {
             message["tool_calls"] = parse_argument_json(m.tool_calls, fmt::format("messages[{}].tool_calls", i));
             if (!message["tool_calls"].is_array()) fail(Status::invalid_argument, "messages[{}].tool_calls is not a JSON array", i);
-            for (auto& call : message["tool_calls"]) objects_for_arguments(call);
         }
         if (m.tool_call_id) message["tool_call_id"] = m.tool_call_id;
         if (m.name) message["name"] = m.name;

@@ -1,6 +1,7 @@
 #include "tokenizer/chat_format.hpp"
 
 #include "core/error.hpp"
+#include "format/strict_json.hpp"
 #include "tokenizer/chat_template.hpp"
 
 namespace unmask {
@@ -32,6 +33,26 @@ void check_messages(const nlohmann::ordered_json& messages, const nlohmann::orde
     if (!tools.is_null() && !tools.is_array()) fail(Status::invalid_argument, "chat tools must be a JSON array");
 }
 
+// OpenAI sends a call's arguments as a JSON string; chat templates expect the object
+// (transformers' documentation; Llama-3.1's template iterates it, Qwen's prints it with tojson).
+// Arguments that are not a JSON object stay the string they were.
+nlohmann::ordered_json with_argument_objects(nlohmann::ordered_json messages) {
+    for (auto& message : messages) {
+        if (!message.contains("tool_calls") || !message["tool_calls"].is_array()) continue;
+        for (auto& call : message["tool_calls"]) {
+            if (!call.is_object()) continue;
+            auto& function = call.contains("function") && call["function"].is_object() ? call["function"] : call;
+            if (!function.contains("arguments") || !function["arguments"].is_string()) continue;
+            try {
+                nlohmann::ordered_json parsed = parse_argument_json(function["arguments"].get<std::string>(), "arguments");
+                if (parsed.is_object()) function["arguments"] = std::move(parsed);
+            } catch (const Error&) {
+            }
+        }
+    }
+    return messages;
+}
+
 std::string text_of(const nlohmann::ordered_json& message) {
     const auto it = message.find("content");
     if (it == message.end() || it->is_null()) return "";
@@ -60,11 +81,8 @@ std::string builtin_chat(const Tokenizer& tokenizer, Builtin format, nlohmann::o
         if (message.contains("tool_calls") && message["tool_calls"].is_array())
             for (const auto& call : message["tool_calls"]) {
                 const auto& function = call.contains("function") ? call["function"] : call;
-                nlohmann::ordered_json shown{{"name", function.value("name", "")}, {"arguments", function.value("arguments", nlohmann::ordered_json::object())}};
-                if (shown["arguments"].is_string()) {
-                    auto parsed = nlohmann::ordered_json::parse(shown["arguments"].get<std::string>(), nullptr, false);
-                    if (!parsed.is_discarded()) shown["arguments"] = std::move(parsed);
-                }
+                const nlohmann::ordered_json shown{{"name", function.value("name", "")},
+                                                   {"arguments", function.value("arguments", nlohmann::ordered_json::object())}};
                 content += (content.empty() ? "" : "\n") + shown.dump();
             }
         switch (format) {
@@ -106,14 +124,15 @@ std::string describe_tools(const nlohmann::ordered_json& tools) {
 std::string format_chat(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                         bool add_generation_prompt) {
     check_messages(messages, tools);
+    const nlohmann::ordered_json conversation = with_argument_objects(messages);
     if (const ChatTemplate* chat_template = tokenizer.chat_template())
-        return chat_template->render(messages, tools, add_generation_prompt);
+        return chat_template->render(conversation, tools, add_generation_prompt);
     const Builtin format = builtin_format(tokenizer);
     if (format == Builtin::none)
         fail(Status::unsupported,
              "the model has no chat template (tokenizer_config.json's chat_template) and none of the chat formats unmask "
              "knows (ChatML's <|im_start|>, LLaMA-3's <|start_header_id|>, <|user|> and <|assistant|>); format the prompt yourself");
-    return builtin_chat(tokenizer, format, messages, tools, add_generation_prompt);
+    return builtin_chat(tokenizer, format, conversation, tools, add_generation_prompt);
 }
 
 std::string format_chat(const Tokenizer& tokenizer, std::string_view system, std::string_view user) {
