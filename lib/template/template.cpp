@@ -81,13 +81,13 @@ private:
                         render_error(node.line, "a namespace attribute cannot hold a namespace");
                     target.dict().set(node.attribute, std::move(value));
                 } else if (node.targets.size() == 1) {
-                    assign(node.targets[0], std::move(value));
+                    set_local(node.targets[0], std::move(value));
                 } else {
                     unpack(node, node.targets, value);
                 }
                 break;
             }
-            case Node::Kind::set_block: assign(node.targets[0], Value(capture(node.body))); break;
+            case Node::Kind::set_block: set_local(node.targets[0], Value(capture(node.body))); break;
             case Node::Kind::macro: define_macro(node); break;
             case Node::Kind::loop_break:
                 if (loops_ == 0) render_error(node.line, "break outside a loop");
@@ -193,7 +193,6 @@ private:
             }
         frame.emplace_back(name, std::move(value));
     }
-    void assign(const std::string& name, Value value) { set_local(name, std::move(value)); }
 
     Value lookup(const std::string& name) const {
         for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame)
@@ -214,7 +213,7 @@ private:
 
     void define_macro(const Node& node) {
         const Node* macro = &node;
-        assign(node.targets[0], Value::callable(node.targets[0], [this, macro](Arguments& args) -> Value {
+        set_local(node.targets[0], Value::callable(node.targets[0], [this, macro](Arguments& args) -> Value {
             if (++call_depth_ > limits_.max_call_depth)
                 render_error(macro->line, fmt::format("macros call each other deeper than {} levels", limits_.max_call_depth));
             if (args.positional.size() > macro->parameters.size())
