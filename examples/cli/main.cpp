@@ -1,4 +1,5 @@
 // `unmask`: the command-line face of the library. It uses only the public C API (unmask.h).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -18,9 +19,11 @@ void print_usage(std::ostream& out) {
     out << "usage: unmask <command> [options]\n\n"
            "unmask runs diffusion language models (LLaDA, LLaDA-MoE, Dream) from Hugging Face directories.\n\n"
            "commands:\n";
+    size_t width = 0;
+    for (const Command* command : commands) width = std::max(width, command->spec.name.size());
     for (const Command* command : commands) {
         std::string name = "  " + command->spec.name;
-        name.resize(12, ' ');
+        name.resize(width + 4, ' ');  // never cuts a name: `serve-stdin` ran into its summary
         out << name << command->spec.summary.substr(0, command->spec.summary.find('\n')) << "\n";
     }
     out << "\nRun 'unmask <command> --help' for the options of a command.\n";

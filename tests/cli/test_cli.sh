@@ -30,7 +30,9 @@ expect_one_error_line() {
 }
 
 expect_run "help" 0 --help
-grep -q "inspect" "$work/out" || fail "help lists inspect"
+for command in version inspect generate chat plan tokenize detokenize serve-stdin; do
+    grep -q "^  $command  " "$work/out" || fail "help lists $command, apart from its summary: $(cat "$work/out")"
+done
 for command in version inspect generate plan tokenize detokenize serve-stdin; do
     expect_run "$command --help" 0 "$command" --help
     grep -q "usage: unmask $command" "$work/out" || fail "$command --help shows its usage"
