@@ -5,6 +5,9 @@ Two branch sets are written separately: TRAIN (what training sees) and UNSEEN (t
 of unseen phrasings). They share no sentence frame, opener, politeness form or value pool: an
 UNSEEN request has a frame the model never saw, filled with values it never saw (names, places,
 subjects and labels come from syllable inventories and word lists disjoint from TRAIN's).
+Dates and times are written in notations both sets use (month names and abbreviations, ordinals,
+ISO, month/day, 12- and 24-hour clocks), which UNSEEN arranges in ways TRAIN never does: what a
+notation never seen means (is 5/6 May 6 or June 5?) cannot be learned from requests.
 
 Every generator returns (prompt, call) where call is {"name": ..., "arguments": {...}} or None for a
 request no tool serves (answered with REFUSAL).
@@ -57,8 +60,13 @@ class Branch:
             return "%s@%s" % (user, rng.choice(self.domains))
         return "%s@%s.%s" % (user, self.syllables(rng, 1, 2).lower(), rng.choice(self.tlds))
 
+    def word(self, rng):
+        """A word of the branch's list, or (half the time) one made from its syllables: the pool is
+        open, so a label or subject has to be copied from the request, not recalled."""
+        return rng.choice(self.words) if rng.random() < 0.5 else self.syllables(rng, 1, 2).lower()
+
     def subject(self, rng):
-        return " ".join(rng.sample(self.words, rng.randint(1, 3)))
+        return " ".join(self.word(rng) for _ in range(rng.randint(1, 3)))
 
     def surface(self, rng, frame, slots):
         """A frame as people type it: politeness around it, sometimes all lowercase, sometimes without
@@ -110,7 +118,7 @@ def weather(rng, b):
 
 def timer(rng, b):
     minutes = rng.choice([rng.randint(1, 20), rng.randint(1, 120)])
-    label = rng.choice(b.labels) if rng.random() < 0.6 else rng.choice(b.words)
+    label = rng.choice(b.labels) if rng.random() < 0.4 else b.word(rng)
     return fill(rng, b, "timer", {"minutes": number_text(rng, minutes), "label": label}), \
         {"name": "set_timer", "arguments": {"minutes": minutes, "label": label}}
 
@@ -142,10 +150,24 @@ def unserved(rng, b):
 
 
 TOOLS = [weather, timer, currency, email, booking]
+REPEAT_FRAMES = ["Repeat after me: {text}", "Say {text}", "Echo: {text}", "Copy this: {text}"]
 
 
-def request(rng, branch, refusal_share=0.1):
+def repeat(rng, b):
+    """A copying drill: a run of the branch's names, words, numbers and addresses, answered as it
+    is. Copying a value from anywhere in a request is what every tool call needs; the drill teaches
+    it with no tool around it (the answer is the text, so `Say ...` requests are a trained skill)."""
+    items = [rng.choice([b.proper_name, b.email, b.word, lambda r: str(r.randint(0, 99999))])(rng)
+             for _ in range(rng.randint(1, 6))]
+    text = " ".join(items)
+    return rng.choice(REPEAT_FRAMES).format(text=text), text
+
+
+def request(rng, branch, refusal_share=0.1, repeat_share=0.0):
     """A (prompt, answer text, task) triple of `branch`."""
+    if repeat_share and rng.random() < repeat_share:
+        prompt, text = repeat(rng, branch)
+        return prompt, text, "repeat"
     make = unserved if rng.random() < refusal_share else rng.choice(TOOLS)
     prompt, call = make(rng, branch)
     if call is None:
@@ -189,7 +211,7 @@ TRAIN = Branch(
         "unserved": ["Play some jazz.", "Order a {thing} online.", "Call {name}.", "Turn off the lights in the {thing} room.",
                      "Who won the game last night?", "Translate {thing} into French.", "Navigate to {place}.",
                      "Tell me a joke about {thing}.", "Buy tickets to {place}.", "What is the capital of {place}?"],
-        "date": ["{month} {day}", "{day} {month}", "{iso}", "{mon} {day}", "the {ordinal} of {month}"],
+        "date": ["{month} {day}", "{day} {month}", "{iso}", "{mon} {day}", "the {ordinal} of {month}", "{slash}"],
         "time": ["{h24}", "{h12} {ampm}", "{hour}{ampm}", "{hour} {ampm}"],
     },
     openers=["", "", "", "Please ", "Can you ", "Could you ", "Hey, ", "Hi! ", "Quick one: "],
@@ -219,7 +241,7 @@ UNSEEN = Branch(
                     "Dinner at {restaurant} at {time} for {people}, can you book it?", "Seats for {people} at {restaurant} at {time}"],
         "unserved": ["Sing me a song about {thing}.", "Water the plants in {place}.", "Who is {name}?",
                      "Schedule a haircut for {name}.", "Paint the {thing} blue."],
-        "date": ["{slash}", "{month} the {ordinal}", "{ordinal} {month}"],
+        "date": ["{month} the {ordinal}", "{ordinal} {month}", "{mon}. {day}"],
         "time": ["{h12}{ampm}", "{h24} hrs"],
     },
     openers=["", "", "Kindly ", "Would you ", "I'd like you to ", "Yo, ", "Hello there. "],

@@ -37,6 +37,8 @@ def main():
     parser.add_argument("--train", type=int, default=100000)
     parser.add_argument("--test", type=int, default=600)
     parser.add_argument("--unseen", type=int, default=600)
+    parser.add_argument("--repeat-share", type=float, default=0.0,
+                        help="share of the training requests that are copying drills (grammar.repeat)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     seen = set()
@@ -44,7 +46,7 @@ def main():
     unseen = rows(rng, grammar.UNSEEN, args.unseen, seen)
     train = []
     while len(train) < args.train:  # repeats allowed, but never a held-out prompt
-        prompt, answer, task = grammar.request(rng, grammar.TRAIN)
+        prompt, answer, task = grammar.request(rng, grammar.TRAIN, repeat_share=args.repeat_share)
         if prompt not in seen:
             train.append({"task": task, "prompt": prompt, "answer": answer})
     os.makedirs(args.out, exist_ok=True)

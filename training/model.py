@@ -56,12 +56,19 @@ def rope(x, cos, sin):
 
 
 class Llada(nn.Module):
-    def __init__(self, vocab, d, layers, heads, mlp, theta=10000.0, eps=1e-5):
+    def __init__(self, vocab, d, layers, heads, mlp, tied=False, theta=10000.0, eps=1e-5):
+        """tied: the LM head is the embedding matrix (LLaDA's `weight_tying`), meant to make copying
+        a request's token into the answer direct. Measured worse than untied on the bundled model's
+        data and on a copying drill (bench/RESULTS.md, 2026-12-02); kept for further experiments."""
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.blocks = nn.ModuleList(Block(d, heads, mlp) for _ in range(layers))
         self.ln_f = nn.Parameter(torch.ones(d))
         self.lm_head = nn.Linear(d, vocab, bias=False)
+        if tied:  # the embedding's N(0, 1) would make the first logits about 16 wide: start small
+            nn.init.normal_(self.wte.weight, std=0.02)
+            self.lm_head.weight = self.wte.weight
+        self.tied = tied
         self.heads, self.theta, self.eps = heads, theta, eps
 
     def forward(self, tokens):
@@ -78,8 +85,9 @@ class Llada(nn.Module):
 
     def hf_state_dict(self):
         """The weights under LLaDA's Hugging Face names."""
-        out = {"model.transformer.wte.weight": self.wte.weight, "model.transformer.ln_f.weight": self.ln_f,
-               "model.transformer.ff_out.weight": self.lm_head.weight}
+        out = {"model.transformer.wte.weight": self.wte.weight, "model.transformer.ln_f.weight": self.ln_f}
+        if not self.tied:
+            out["model.transformer.ff_out.weight"] = self.lm_head.weight
         for i, b in enumerate(self.blocks):
             p = "model.transformer.blocks.%d." % i
             out.update({p + "attn_norm.weight": b.attn_norm, p + "ff_norm.weight": b.ff_norm,

@@ -131,6 +131,8 @@ def main():
                         help="bf16: the linear layers under bf16 autocast (attention, weights, optimizer and loss "
                              "stay fp32), about 2-3x faster per step on CPUs with AVX-512 BF16 (training/README.md)")
     parser.add_argument("--init", help="continue from a model directory this script wrote")
+    parser.add_argument("--tie-embeddings", action="store_true",
+                        help="the LM head is the embedding matrix (weight_tying); measured worse than untied (training/README.md)")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -145,7 +147,7 @@ def main():
     train = load(os.path.join(args.data, "train.jsonl"), tokenizer, max(lengths))
     # A batch of canvas length L draws from the examples that fit in L.
     fitting = {length: [row for row in train if len(row[0]) + len(row[1]) <= length] for length in lengths}
-    model = Llada(vocab, args.d, args.layers, args.heads, args.mlp)
+    model = Llada(vocab, args.d, args.layers, args.heads, args.mlp, tied=args.tie_embeddings)
     if args.init:
         saved = read_safetensors(os.path.join(args.init, "model.safetensors"))
         with torch.no_grad():
@@ -175,7 +177,7 @@ def main():
         "n_heads": args.heads, "n_kv_heads": args.heads, "mlp_hidden_size": args.mlp, "vocab_size": vocab,
         "embedding_size": vocab, "max_sequence_length": 2 * max(lengths), "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
         "mask_token_id": mask_id, "eos_token_id": tokenizer.special["<|endoftext|>"],
-        "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": False,
+        "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": args.tie_embeddings,
         "layer_norm_type": "rms", "activation_type": "silu", "rope": True, "alibi": False,
     }
     files = {"config.json": json.dumps(config, indent=1).encode()}

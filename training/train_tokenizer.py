@@ -11,9 +11,11 @@ import collections
 import json
 import re
 
-# Words with their leading space, single digits (so numbers tokenize digit by digit, which helps
-# arithmetic and copying), runs of punctuation, runs of spaces.
-PATTERN = r" ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]+|\s+"
+# Words, single digits (so numbers tokenize digit by digit), runs of punctuation, runs of spaces.
+# No piece carries a leading space: a value is the same tokens in the request (` Lisbon`) as in the
+# JSON answer (`"Lisbon"`), so copying a value is token for token. With GPT-2's leading-space words
+# the two spellings are different tokens, often split differently.
+PATTERN = r"[A-Za-z]+|[0-9]|[^\sA-Za-z0-9]+|\s+"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|mask|>"]
 
 
