@@ -2,6 +2,7 @@
 
 #include "cuda/device_math.cuh"
 #include "cuda/launch.cuh"
+#include "expert_groups.hpp"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -47,7 +48,34 @@ __global__ void route_kernel(const float* logits, int64_t rows, RouteParams p, i
         if (selection[i] != selection[i]) selection[i] = -INFINITY;  // NaN: last, yet still a valid choice
     }
     // experts_per_token rounds of a warp-wide arg max; lane j keeps the j-th choice.
-    uint32_t taken = 0;  // bit i: expert lane + 32 i is chosen
+    uint32_t taken = 0;  // bit i: expert lane + 32 i is chosen, or is outside the kept groups
+    if (p.groups > 1) {
+        // Each group's two highest selection scores over the warp, then the kept groups (the same
+        // on every lane).
+        const int64_t group_size = p.experts / p.groups;
+        double group_scores[max_expert_groups];
+        for (int64_t g = 0; g < p.groups; ++g) {
+            double first = -INFINITY, second = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < route_per_lane; ++i) {
+                const int64_t e = lane + 32 * i;
+                if (e < p.experts && e / group_size == g) keep_two_highest(first, second, selection[i]);
+            }
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                const double other_first = __shfl_xor_sync(0xFFFFFFFFu, first, offset);
+                const double other_second = __shfl_xor_sync(0xFFFFFFFFu, second, offset);
+                keep_two_highest(first, second, other_first);
+                keep_two_highest(first, second, other_second);
+            }
+            group_scores[g] = first + second;
+        }
+        const uint64_t kept = kept_expert_groups(group_scores, p.groups, p.top_groups);
+#pragma unroll
+        for (int i = 0; i < route_per_lane; ++i) {
+            const int64_t e = lane + 32 * i;
+            if (e < p.experts && !(kept >> (e / group_size) & 1u)) taken |= 1u << i;
+        }
+    }
     double chosen_score = 0;
     int32_t chosen_expert = 0;
     for (int64_t j = 0; j < p.experts_per_token; ++j) {
@@ -164,7 +192,10 @@ __global__ void unpermute_add_kernel(float* x, int64_t rows, int64_t dim, int64_
 cudaError_t route(const float* logits, int64_t rows, const RouteParams& params, int32_t* experts, float* weights,
                   cudaStream_t stream) {
     if (params.experts < 1 || params.experts > max_route_experts || params.experts_per_token < 1 ||
-        params.experts_per_token > params.experts || params.experts_per_token > max_experts_per_token)
+        params.experts_per_token > params.experts || params.experts_per_token > max_experts_per_token ||
+        params.groups < 1 || params.groups > max_expert_groups || params.experts % params.groups != 0 ||
+        params.top_groups < 1 || params.top_groups > params.groups ||
+        params.top_groups * (params.experts / params.groups) < params.experts_per_token)
         return cudaErrorInvalidValue;
     if (rows == 0) return cudaSuccess;
     const int64_t rows_per_block = threads / 32;

@@ -23,6 +23,8 @@ struct RouteParams {
     bool normalize_top_k = false;
     double scaling = 1.0;
     WeightView expert_bias;  // data null: none; added to the scores for the choice only
+    int64_t groups = 1;      // > 1: group-limited choice (expert_groups.hpp) among top_groups groups
+    int64_t top_groups = 1;
 };
 
 // For every row of `logits` ([rows, experts]): the experts_per_token highest-scoring experts

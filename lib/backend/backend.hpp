@@ -107,6 +107,8 @@ struct RouterParams {
     bool normalize_top_k = false;
     double scaling = 1.0;
     const Weight* expert_bias = nullptr;  // added to scores for selection only
+    int64_t groups = 1;                   // > 1: group-limited choice (kernels/expert_groups.hpp)
+    int64_t top_groups = 1;
 };
 
 class Backend {

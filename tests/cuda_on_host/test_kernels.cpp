@@ -20,6 +20,7 @@
 #include "core/float_convert.hpp"
 #include "cpu/attention.hpp"
 #include "cpu/ops.hpp"
+#include "cpu/route.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/grouped_matmul.hpp"
 #include "cuda/launch.cuh"
@@ -439,7 +440,8 @@ TEST_CASE("attention, in fp32 and on tensor cores, with grouped heads, block-cau
 
 TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU's choices, order and sums") {
     std::mt19937 rng(5);
-    // 40 experts (two per lane for some), 6 per token; logits with ties and a NaN.
+    // 40 experts (two per lane for some), 6 per token; logits with ties and a NaN; without groups,
+    // and in 5 groups of 8 of which the best 2 are eligible.
     const int64_t rows = 45, experts = 40, k = 6, dim = 24;
     const size_t slots = size_t(rows * k);
     std::vector<float> logits = random_floats(size_t(rows * experts), rng, 2.0f);
@@ -447,96 +449,98 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
     logits[size_t(experts + 3)] = std::nanf("");
     const std::vector<float> bias = random_floats(size_t(experts), rng, 0.05f);
     for (bool sigmoid : {false, true})
-        for (bool biased : {false, true}) {
-            CAPTURE(sigmoid);
-            CAPTURE(biased);
-            const cuda::RouteParams params{experts, k, sigmoid, !biased, biased ? 2.5 : 1.0,
-                                           {biased ? bias.data() : nullptr, ElementType::f32}};
-            std::vector<int32_t> chosen(slots);
-            std::vector<float> weights(slots);
-            REQUIRE_LAUNCHED(cuda::route(logits.data(), rows, params, chosen.data(), weights.data(), nullptr));
-            for (int64_t r = 0; r < rows; ++r) {
-                // The CPU's routing written out: float64 scores, the k best (ties to the lower
-                // index, NaN last), weights in choice order.
-                const float* in = logits.data() + r * experts;
-                const double max = *std::max_element(in, in + experts, [](float a, float b) { return a < b; });
-                std::vector<double> score(static_cast<size_t>(experts)), selection(static_cast<size_t>(experts));
-                double total = 0;
-                for (int64_t e = 0; e < experts; ++e) {
-                    score[size_t(e)] = sigmoid ? 1.0 / (1.0 + std::exp(-double(in[e]))) : std::exp(double(in[e]) - max);
-                    total += score[size_t(e)];
+        for (bool biased : {false, true})
+            for (int64_t groups : {1, 5}) {
+                CAPTURE(sigmoid);
+                CAPTURE(biased);
+                CAPTURE(groups);
+                const int64_t top_groups = groups > 1 ? 2 : 1;
+                const cuda::RouteParams params{experts,
+                                               k,
+                                               sigmoid,
+                                               !biased,
+                                               biased ? 2.5 : 1.0,
+                                               {biased ? bias.data() : nullptr, ElementType::f32},
+                                               groups,
+                                               top_groups};
+                std::vector<int32_t> chosen(slots);
+                std::vector<float> weights(slots);
+                REQUIRE_LAUNCHED(cuda::route(logits.data(), rows, params, chosen.data(), weights.data(), nullptr));
+                const cpu::RouteParams on_cpu{experts,
+                                              k,
+                                              sigmoid,
+                                              !biased,
+                                              biased ? 2.5 : 1.0,
+                                              {biased ? bias.data() : nullptr, ElementType::f32, experts},
+                                              groups,
+                                              top_groups};
+                std::vector<int32_t> cpu_chosen(slots);
+                std::vector<float> cpu_weights(slots);
+                cpu::route(logits.data(), 0, rows, on_cpu, cpu_chosen.data(), cpu_weights.data());
+                CHECK(chosen == cpu_chosen);
+                for (size_t i = 0; i < slots; ++i) {
+                    CAPTURE(i);
+                    CHECK(std::isnan(weights[i]) == std::isnan(cpu_weights[i]));  // a NaN logit's softmax row
+                    if (!std::isnan(cpu_weights[i]))
+                        CHECK(std::abs(weights[i] - cpu_weights[i]) <= 1e-6f * std::abs(cpu_weights[i]));
                 }
-                for (int64_t e = 0; e < experts; ++e) {
-                    if (!sigmoid) score[size_t(e)] /= total;
-                    selection[size_t(e)] = score[size_t(e)] + (biased ? double(bias[size_t(e)]) : 0.0);
-                    if (std::isnan(selection[size_t(e)])) selection[size_t(e)] = -INFINITY;
-                }
-                std::vector<int32_t> order(static_cast<size_t>(experts));
-                for (int32_t e = 0; e < int32_t(experts); ++e) order[size_t(e)] = e;
-                std::stable_sort(order.begin(), order.end(),
-                                 [&](int32_t a, int32_t b) { return selection[size_t(a)] > selection[size_t(b)]; });
-                double chosen_total = 0;
-                for (int64_t j = 0; j < k; ++j) chosen_total += score[size_t(order[size_t(j)])];
-                for (int64_t j = 0; j < k; ++j) {
-                    CAPTURE(r);
-                    CAPTURE(j);
-                    const size_t slot = size_t(r * k + j);
-                    CHECK(chosen[slot] == order[size_t(j)]);
-                    const double w =
-                        score[size_t(order[size_t(j)])] / (biased ? 1.0 : chosen_total) * (biased ? 2.5 : 1.0);
-                    CHECK(std::isnan(weights[slot]) == std::isnan(w));  // a NaN logit's softmax row
-                    if (!std::isnan(w)) CHECK(std::abs(double(weights[slot]) - w) <= 1e-6 * std::abs(w));
-                }
-            }
-
-            // Grouped by expert: offsets, slots in row order within each expert, each token's
-            // slots in ascending expert order; the outputs hold garbage first.
-            std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1),
-                slot_rows(slots, -1), token_slots(slots, -1);
-            std::vector<float> token_scales(slots, std::nanf(""));
-            int32_t fault = 0;
-            REQUIRE_LAUNCHED(cuda::group_by_expert(chosen.data(), weights.data(), rows, k, experts, counts.data(),
-                                                   offsets.data(), &fault, slot_rows.data(), token_slots.data(),
-                                                   token_scales.data(), nullptr));
-            CHECK(fault == 0);
-            std::vector<int32_t> expected_rows;
-            std::vector<int32_t> expected_offsets = {0};
-            std::vector<int32_t> slot_of(slots);
-            for (int32_t e = 0; e < int32_t(experts); ++e) {
-                for (size_t i = 0; i < slots; ++i)
-                    if (chosen[i] == e) {
-                        slot_of[i] = int32_t(expected_rows.size());
-                        expected_rows.push_back(int32_t(i / size_t(k)));
+                if (groups > 1) {  // the choices keep to two groups per token
+                    for (int64_t r = 0; r < rows; ++r) {
+                        std::vector<int32_t> used;
+                        for (int64_t j = 0; j < k; ++j) used.push_back(chosen[size_t(r * k + j)] / int32_t(experts / groups));
+                        std::sort(used.begin(), used.end());
+                        CHECK(std::unique(used.begin(), used.end()) - used.begin() <= top_groups);
                     }
-                expected_offsets.push_back(int32_t(expected_rows.size()));
-            }
-            CHECK(offsets == expected_offsets);
-            CHECK(slot_rows == expected_rows);
-            for (int64_t t = 0; t < rows; ++t) {
-                std::vector<size_t> mine;
-                for (int64_t j = 0; j < k; ++j) mine.push_back(size_t(t * k + j));
-                std::sort(mine.begin(), mine.end(), [&](size_t a, size_t b) { return chosen[a] < chosen[b]; });
-                for (int64_t j = 0; j < k; ++j) {
-                    CHECK(token_slots[size_t(t * k + j)] == slot_of[mine[size_t(j)]]);
-                    CHECK(std::memcmp(&token_scales[size_t(t * k + j)], &weights[mine[size_t(j)]], 4) == 0);
                 }
-            }
 
-            // x[t] += the scaled expert outputs, in that order, each product and sum rounded.
-            const std::vector<float> x = random_floats(size_t(rows * dim), rng),
-                                     y = random_floats(slots * size_t(dim), rng);
-            std::vector<float> got = x, expected = x;
-            REQUIRE_LAUNCHED(cuda::unpermute_add(got.data(), rows, dim, k, token_slots.data(), token_scales.data(),
-                                                 y.data(), nullptr));
-            for (int64_t t = 0; t < rows; ++t)
-                for (int64_t c = 0; c < dim; ++c)
+                // Grouped by expert: offsets, slots in row order within each expert, each token's
+                // slots in ascending expert order; the outputs hold garbage first.
+                std::vector<int32_t> counts(static_cast<size_t>(experts)), offsets(static_cast<size_t>(experts + 1), -1),
+                    slot_rows(slots, -1), token_slots(slots, -1);
+                std::vector<float> token_scales(slots, std::nanf(""));
+                int32_t fault = 0;
+                REQUIRE_LAUNCHED(cuda::group_by_expert(chosen.data(), weights.data(), rows, k, experts, counts.data(),
+                                                       offsets.data(), &fault, slot_rows.data(), token_slots.data(),
+                                                       token_scales.data(), nullptr));
+                CHECK(fault == 0);
+                std::vector<int32_t> expected_rows;
+                std::vector<int32_t> expected_offsets = {0};
+                std::vector<int32_t> slot_of(slots);
+                for (int32_t e = 0; e < int32_t(experts); ++e) {
+                    for (size_t i = 0; i < slots; ++i)
+                        if (chosen[i] == e) {
+                            slot_of[i] = int32_t(expected_rows.size());
+                            expected_rows.push_back(int32_t(i / size_t(k)));
+                        }
+                    expected_offsets.push_back(int32_t(expected_rows.size()));
+                }
+                CHECK(offsets == expected_offsets);
+                CHECK(slot_rows == expected_rows);
+                for (int64_t t = 0; t < rows; ++t) {
+                    std::vector<size_t> mine;
+                    for (int64_t j = 0; j < k; ++j) mine.push_back(size_t(t * k + j));
+                    std::sort(mine.begin(), mine.end(), [&](size_t a, size_t b) { return chosen[a] < chosen[b]; });
                     for (int64_t j = 0; j < k; ++j) {
-                        const float product =
-                            token_scales[size_t(t * k + j)] * y[size_t(token_slots[size_t(t * k + j)] * dim + c)];
-                        expected[size_t(t * dim + c)] = expected[size_t(t * dim + c)] + product;
+                        CHECK(token_slots[size_t(t * k + j)] == slot_of[mine[size_t(j)]]);
+                        CHECK(std::memcmp(&token_scales[size_t(t * k + j)], &weights[mine[size_t(j)]], 4) == 0);
                     }
-            CHECK(same_values(got, expected));  // NaN where a NaN logit made the weights NaN
-        }
+                }
+
+                // x[t] += the scaled expert outputs, in that order, each product and sum rounded.
+                const std::vector<float> x = random_floats(size_t(rows * dim), rng),
+                                         y = random_floats(slots * size_t(dim), rng);
+                std::vector<float> got = x, expected = x;
+                REQUIRE_LAUNCHED(cuda::unpermute_add(got.data(), rows, dim, k, token_slots.data(), token_scales.data(),
+                                                     y.data(), nullptr));
+                for (int64_t t = 0; t < rows; ++t)
+                    for (int64_t c = 0; c < dim; ++c)
+                        for (int64_t j = 0; j < k; ++j) {
+                            const float product =
+                                token_scales[size_t(t * k + j)] * y[size_t(token_slots[size_t(t * k + j)] * dim + c)];
+                            expected[size_t(t * dim + c)] = expected[size_t(t * dim + c)] + product;
+                        }
+                CHECK(same_values(got, expected));  // NaN where a NaN logit made the weights NaN
+            }
 
     // Tables route could not have made (an expert twice for a token, one out of range) set the
     // fault and leave every slot and token entry naming a row in range.

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -14,6 +13,7 @@
 #include "cpu/candidates.hpp"
 #include "cpu/matmul.hpp"
 #include "cpu/ops.hpp"
+#include "cpu/route.hpp"
 
 namespace unmask {
 namespace {
@@ -40,45 +40,6 @@ struct WorkerScratch {
 // scaled and sorted logits of one row.
 uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
     return uint64_t(attention_tile * limits.sequence_length) + 2 * k::matmul_scratch_floats() + 2 * uint64_t(limits.vocab);
-}
-
-// The router's choice for rows [begin, end) of `logits` (rows of p.experts), scores in float64.
-void route_rows(const float* logits, int64_t begin, int64_t end, const RouterParams& p, int32_t* experts,
-                float* weights) {
-    const auto bias = p.expert_bias ? vector(*p.expert_bias) : k::WeightVector{};
-    std::vector<double> scores(static_cast<size_t>(p.experts)), selection(scores.size());
-    std::vector<int32_t> order(scores.size());
-    for (int64_t r = begin; r < end; ++r) {
-        const float* row = logits + r * p.experts;
-        if (p.score == RouterScore::softmax) {
-            const double max = *std::max_element(row, row + p.experts);
-            double total = 0;
-            for (int64_t e = 0; e < p.experts; ++e) total += scores[size_t(e)] = std::exp(row[e] - max);
-            for (auto& s : scores) s /= total;
-        } else {
-            for (int64_t e = 0; e < p.experts; ++e) scores[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
-        }
-        for (int64_t e = 0; e < p.experts; ++e) {
-            const double value = scores[size_t(e)] + (p.expert_bias ? bias.at(e) : 0.0f);
-            selection[size_t(e)] = std::isnan(value) ? -INFINITY : value;  // NaN: chosen last (an order for sorting)
-        }
-        std::iota(order.begin(), order.end(), 0);
-        // Highest selection score first; ties go to the lower expert index.
-        std::partial_sort(order.begin(), order.begin() + p.experts_per_token, order.end(),
-                          [&](int32_t a, int32_t b) {
-                              return selection[size_t(a)] != selection[size_t(b)]
-                                         ? selection[size_t(a)] > selection[size_t(b)]
-                                         : a < b;
-                          });
-        double chosen_total = 0;
-        for (int64_t j = 0; j < p.experts_per_token; ++j) chosen_total += scores[size_t(order[size_t(j)])];
-        for (int64_t j = 0; j < p.experts_per_token; ++j) {
-            double w = scores[size_t(order[size_t(j)])];
-            if (p.normalize_top_k) w /= chosen_total;
-            experts[r * p.experts_per_token + j] = order[size_t(j)];
-            weights[r * p.experts_per_token + j] = static_cast<float>(w * p.scaling);
-        }
-    }
 }
 
 class CpuBackend final : public Backend {
@@ -253,7 +214,15 @@ public:
     }
 
     void route(const float* logits, int64_t rows, const RouterParams& p, int32_t* experts, float* weights) override {
-        for_row_chunks(rows, [&](int64_t begin, int64_t end) { route_rows(logits, begin, end, p, experts, weights); });
+        const k::RouteParams params{p.experts,
+                                    p.experts_per_token,
+                                    p.score == RouterScore::sigmoid,
+                                    p.normalize_top_k,
+                                    p.scaling,
+                                    p.expert_bias != nullptr ? vector(*p.expert_bias) : k::WeightVector{},
+                                    p.groups,
+                                    p.top_groups};
+        for_row_chunks(rows, [&](int64_t begin, int64_t end) { k::route(logits, begin, end, params, experts, weights); });
     }
 
     void gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_t count, float* out) override {

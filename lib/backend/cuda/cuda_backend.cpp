@@ -484,7 +484,9 @@ public:
                                params.score == RouterScore::sigmoid,
                                params.normalize_top_k,
                                params.scaling,
-                               params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{}};
+                               params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{},
+                               params.groups,
+                               params.top_groups};
         check(k::route(router_logits, rows, p, experts, weights, stream_), "route");
     }
     // Nothing comes to the host: a routing table route could not have made (an expert out of
