@@ -46,6 +46,6 @@ std::vector<ExpectedTensor> dream_tensors(const ModelSpec& spec) {
 
 }  // namespace
 
-const ArchitectureBinding dream_binding{"DreamModel", read_dream_config, dream_tensors};
+const ArchitectureBinding dream_binding{Architecture::dream, "DreamModel", read_dream_config, dream_tensors};
 
 }  // namespace unmask

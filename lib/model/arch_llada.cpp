@@ -67,6 +67,6 @@ std::vector<ExpectedTensor> llada_tensors(const ModelSpec& spec) {
 
 }  // namespace
 
-const ArchitectureBinding llada_binding{"LLaDAModelLM", read_llada_config, llada_tensors};
+const ArchitectureBinding llada_binding{Architecture::llada, "LLaDAModelLM", read_llada_config, llada_tensors};
 
 }  // namespace unmask

@@ -53,10 +53,7 @@ ModelSpec read_llada_moe_config(const ConfigReader& config) {
     const bool any_dense = std::find(spec.moe_layer.begin(), spec.moe_layer.end(), false) != spec.moe_layer.end();
     spec.intermediate_size = any_dense ? config.positive_integer("dense_intermediate_size")
                                        : std::max<int64_t>(0, config.optional_integer("dense_intermediate_size").value_or(0));
-    const auto score = config.optional_string("moe_router_score_function").value_or("softmax");
-    if (score != "softmax" && score != "sigmoid")
-        config.fail_field("moe_router_score_function", fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", score));
-    spec.router_score = score == "softmax" ? RouterScore::softmax : RouterScore::sigmoid;
+    spec.router_score = read_router_score(config, "moe_router_score_function", RouterScore::softmax);
     spec.router_expert_bias = config.boolean("moe_router_enable_expert_bias", false);
     // The published modeling code ignores norm_topk_prob and routed_scaling_factor (it never
     // renormalises or scales the top-k weights); we reproduce that.
@@ -71,19 +68,7 @@ std::vector<ExpectedTensor> llada_moe_tensors(const ModelSpec& spec) {
     out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
     for (int64_t i = 0; i < spec.layers; ++i) {
         add_hf_attention_tensors(out, spec, i);
-        const std::string p = fmt::format("model.layers.{}.mlp.", i);
-        if (!spec.moe_layer[static_cast<size_t>(i)]) {
-            add_swiglu_tensors(out, p, h, spec.intermediate_size, SwigluKind::dense, i);
-            continue;
-        }
-        const auto l = static_cast<int32_t>(i);
-        out.push_back({p + "gate.weight", {spec.experts, h}, Role::router, l});
-        if (spec.router_expert_bias) out.push_back({p + "gate.expert_bias", {spec.experts}, Role::router_bias, l});
-        for (int64_t e = 0; e < spec.experts; ++e)
-            add_swiglu_tensors(out, fmt::format("{}experts.{}.", p, e), h, spec.expert_intermediate_size,
-                               SwigluKind::expert, i, e);
-        if (spec.shared_expert_intermediate_size > 0)
-            add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, SwigluKind::shared, i);
+        add_mlp_tensors(out, spec, i);
     }
     out.push_back({"model.norm.weight", {h}, Role::final_norm});
     if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
@@ -92,6 +77,6 @@ std::vector<ExpectedTensor> llada_moe_tensors(const ModelSpec& spec) {
 
 }  // namespace
 
-const ArchitectureBinding llada_moe_binding{"LLaDAMoEModelLM", read_llada_moe_config, llada_moe_tensors};
+const ArchitectureBinding llada_moe_binding{Architecture::llada_moe, "LLaDAMoEModelLM", read_llada_moe_config, llada_moe_tensors};
 
 }  // namespace unmask

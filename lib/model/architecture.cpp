@@ -1,11 +1,13 @@
 #include "model/architecture.hpp"
 
 #include "core/error.hpp"
+#include "expert_groups.hpp"
 
 namespace unmask {
 namespace {
 
-const ArchitectureBinding* const bindings[] = {&llada_binding, &llada_moe_binding, &dream_binding};
+const ArchitectureBinding* const bindings[] = {&llada_binding,      &llada_moe_binding, &dream_binding, &llada2_moe_binding,
+                                               &sdar_binding,       &sdar_moe_binding,  &rnd1_binding};
 
 // Checks that make the shapes consistent, whatever the family.
 void validate_spec(const ModelSpec& spec, const std::string& label) {
@@ -34,6 +36,14 @@ void validate_spec(const ModelSpec& spec, const std::string& label) {
             bad(fmt::format("num_experts_per_tok {} must be in 1..{}", spec.experts_per_token, spec.experts));
         if (static_cast<int64_t>(spec.moe_layer.size()) != spec.layers)
             bad(fmt::format("moe_layer_freq has {} entries for {} layers", spec.moe_layer.size(), spec.layers));
+        const int64_t groups = spec.router_groups, top = spec.router_top_groups;
+        if (groups < 1 || groups > kernels::max_expert_groups || spec.experts % groups != 0 ||
+            (groups > 1 && spec.experts / groups < 2))
+            bad(fmt::format("n_group {} must be in 1..{} and divide the {} experts into groups of 2 or more", groups,
+                            kernels::max_expert_groups, spec.experts));
+        if (top < 1 || top > groups || top * (spec.experts / groups) < spec.experts_per_token)
+            bad(fmt::format("topk_group {} must be in 1..{} (n_group) and leave at least num_experts_per_tok ({}) experts",
+                            top, groups, spec.experts_per_token));
     }
 }
 
@@ -47,8 +57,10 @@ const ArchitectureBinding& select_architecture(const ConfigReader& config) {
     const auto name = (*architectures)[0].get<std::string>();
     for (const ArchitectureBinding* binding : bindings)
         if (binding->hf_name == name) return *binding;
-    fail(Status::unsupported, "{}: architecture '{}' is not supported (supported: LLaDAModelLM, LLaDAMoEModelLM, DreamModel)",
-         config.label(), name);
+    std::vector<std::string_view> supported;
+    for (const ArchitectureBinding* binding : bindings) supported.push_back(binding->hf_name);
+    fail(Status::unsupported, "{}: architecture '{}' is not supported (supported: {})", config.label(), name,
+         fmt::join(supported, ", "));
 }
 
 ModelSpec read_model_spec(const ConfigReader& config) {
@@ -85,6 +97,31 @@ void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec&
     }
 }
 
+void add_mlp_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer) {
+    const int64_t h = spec.hidden_size;
+    const std::string p = fmt::format("model.layers.{}.mlp.", layer);
+    if (!spec.routed(layer)) {
+        add_swiglu_tensors(out, p, h, spec.intermediate_size, SwigluKind::dense, layer);
+        return;
+    }
+    const auto l = static_cast<int32_t>(layer);
+    out.push_back({p + "gate.weight", {spec.experts, h}, Role::router, l});
+    if (spec.router_expert_bias) out.push_back({p + "gate.expert_bias", {spec.experts}, Role::router_bias, l});
+    for (int64_t e = 0; e < spec.experts; ++e)
+        add_swiglu_tensors(out, fmt::format("{}experts.{}.", p, e), h, spec.expert_intermediate_size, SwigluKind::expert,
+                           layer, e);
+    if (spec.shared_expert_intermediate_size > 0)
+        add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, SwigluKind::shared, layer);
+}
+
+RouterScore read_router_score(const ConfigReader& config, std::string_view key, RouterScore fallback) {
+    const auto score = config.optional_string(key);
+    if (!score) return fallback;
+    if (*score != "softmax" && *score != "sigmoid")
+        config.fail_field(key, fmt::format("must be \"softmax\" or \"sigmoid\", got \"{}\"", *score));
+    return *score == "softmax" ? RouterScore::softmax : RouterScore::sigmoid;
+}
+
 void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
                         SwigluKind kind, int64_t layer, int64_t expert) {
     static constexpr Role roles[3][3] = {{Role::mlp_gate, Role::mlp_up, Role::mlp_down},
@@ -97,16 +134,9 @@ void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& pre
     out.push_back({prefix + "down_proj.weight", {hidden, width}, r[2], l, e});
 }
 
-}  // namespace unmask
-
-namespace unmask {
-
 std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec) {
-    switch (spec.architecture) {
-        case Architecture::llada: return llada_binding.expected_tensors(spec);
-        case Architecture::llada_moe: return llada_moe_binding.expected_tensors(spec);
-        case Architecture::dream: return dream_binding.expected_tensors(spec);
-    }
+    for (const ArchitectureBinding* binding : bindings)
+        if (binding->architecture == spec.architecture) return binding->expected_tensors(spec);
     fail(Status::internal, "unknown architecture {}", static_cast<int>(spec.architecture));
 }
 

@@ -12,15 +12,24 @@
 
 namespace unmask {
 
+// A part of a tensor the file stores fused (LLaDA2's attention.query_key_value): that many of its
+// rows, following the parts before it, used as a weight of this role.
+struct TensorPart {
+    Role role;
+    int64_t rows;
+};
+
 struct ExpectedTensor {
     std::string name;
     std::vector<int64_t> shape;
     Role role;
     int32_t layer = -1;   // -1: not per layer
     int32_t expert = -1;  // -1: not per expert
+    std::vector<TensorPart> parts = {};  // empty: one weight; else the weights "name[begin:end]" of these row ranges
 };
 
 struct ArchitectureBinding {
+    Architecture architecture;
     std::string_view hf_name;  // config.json "architectures"[0]
     ModelSpec (*read_config)(const ConfigReader& config);
     std::vector<ExpectedTensor> (*expected_tensors)(const ModelSpec& spec);
@@ -36,6 +45,10 @@ ModelSpec read_model_spec(const ConfigReader& config);
 extern const ArchitectureBinding llada_binding;
 extern const ArchitectureBinding llada_moe_binding;
 extern const ArchitectureBinding dream_binding;
+extern const ArchitectureBinding llada2_moe_binding;
+extern const ArchitectureBinding sdar_binding;
+extern const ArchitectureBinding sdar_moe_binding;
+extern const ArchitectureBinding rnd1_binding;
 
 // Helpers shared by the bindings that use Hugging Face LLaMA-style names ("model.layers.{i}...").
 void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer);
@@ -43,6 +56,11 @@ void add_hf_attention_tensors(std::vector<ExpectedTensor>& out, const ModelSpec&
 enum class SwigluKind { dense, expert, shared };
 void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t hidden, int64_t width,
                         SwigluKind kind, int64_t layer, int64_t expert = -1);
+// The MLP of `layer` under "model.layers.{i}.mlp.": a dense SwiGLU, or the router ("gate.weight",
+// and "gate.expert_bias" when the spec has one), the routed experts and the shared expert.
+void add_mlp_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer);
+// The router's score function from config key `key` ("softmax" or "sigmoid"), `fallback` when absent.
+RouterScore read_router_score(const ConfigReader& config, std::string_view key, RouterScore fallback);
 
 }  // namespace unmask
 

@@ -207,43 +207,57 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
     std::set<DType> loaded_dtypes;
     for (const ExpectedTensor& want : expected) {
         const CatalogEntry& entry = *catalog.find(want.name);
-        Weight weight;
-        weight.name = want.name;
-        weight.role = want.role;
-        weight.layer = want.layer;
-        weight.expert = want.expert;
-        weight.component = component_of(want.role);
-        weight.file_dtype = entry.info->dtype;
-        weight.dtype = loaded_dtype(options.precision, entry.info->dtype);
-        weight.shape = want.shape;
-        weight.elements = entry.info->elements;
-        loaded_dtypes.insert(weight.dtype);
-        const uint64_t bytes = weight.elements * dtype_size(weight.dtype);
+        const DType dtype = loaded_dtype(options.precision, entry.info->dtype);
+        const uint64_t bytes = entry.info->elements * dtype_size(dtype);
+        const uint8_t* data = nullptr;
         if (!options.metadata_only) {
             const uint8_t* source = entry.file->tensor_bytes(*entry.info);
-            const bool aligned = reinterpret_cast<uintptr_t>(source) % dtype_size(weight.dtype) == 0;
-            if (weight.dtype == weight.file_dtype && aligned) {
-                weight.data = source;
+            const bool aligned = reinterpret_cast<uintptr_t>(source) % dtype_size(dtype) == 0;
+            if (dtype == entry.info->dtype && aligned) {
+                data = source;
             } else {
                 void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
                 if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, want.name);
                 model->buffers_.emplace_back(buffer);
-                convert_elements(source, weight.file_dtype, static_cast<uint8_t*>(buffer), weight.dtype, weight.elements);
-                weight.data = buffer;
+                convert_elements(source, entry.info->dtype, static_cast<uint8_t*>(buffer), dtype, entry.info->elements);
+                data = static_cast<const uint8_t*>(buffer);
             }
             done += entry.info->end - entry.info->begin;
             if (options.progress && !options.progress(done, progress_total))
                 fail(Status::cancelled, "model loading was cancelled by the progress callback");
         }
-        description.parameters_total += weight.elements;
-        description.parameters_active +=
-            weight.component == Component::experts
-                ? weight.elements * static_cast<uint64_t>(spec.experts_per_token) / static_cast<uint64_t>(spec.experts)
-                : weight.elements;
-        description.weight_bytes += bytes;
-        description.bytes_by_component[static_cast<size_t>(weight.component)] += bytes;
-        model->index_[weight.name] = model->weights_.size();
-        model->weights_.push_back(std::move(weight));
+        loaded_dtypes.insert(dtype);
+        // One weight, or one per part of a fused tensor (row ranges of the same data).
+        const std::vector<TensorPart> parts = want.parts.empty() ? std::vector{TensorPart{want.role, want.shape.at(0)}}
+                                                                 : want.parts;
+        const uint64_t row_elements = want.shape.size() > 1 ? entry.info->elements / uint64_t(want.shape[0]) : 1;
+        int64_t row = 0;
+        for (const TensorPart& part : parts) {
+            Weight weight;
+            weight.name = want.parts.empty() ? want.name : fmt::format("{}[{}:{}]", want.name, row, row + part.rows);
+            weight.role = part.role;
+            weight.layer = want.layer;
+            weight.expert = want.expert;
+            weight.component = component_of(part.role);
+            weight.file_dtype = entry.info->dtype;
+            weight.dtype = dtype;
+            weight.shape = want.shape;
+            weight.shape[0] = part.rows;
+            weight.elements = uint64_t(part.rows) * row_elements;
+            if (data != nullptr) weight.data = data + uint64_t(row) * row_elements * dtype_size(dtype);
+            row += part.rows;
+            const uint64_t part_bytes = weight.elements * dtype_size(dtype);
+            description.parameters_total += weight.elements;
+            description.parameters_active +=
+                weight.component == Component::experts
+                    ? weight.elements * static_cast<uint64_t>(spec.experts_per_token) / static_cast<uint64_t>(spec.experts)
+                    : weight.elements;
+            description.weight_bytes += part_bytes;
+            description.bytes_by_component[static_cast<size_t>(weight.component)] += part_bytes;
+            model->index_[weight.name] = model->weights_.size();
+            model->weights_.push_back(std::move(weight));
+        }
+        if (row != want.shape.at(0)) fail(Status::internal, "the parts of '{}' cover {} of its {} rows", want.name, row, want.shape[0]);
     }
     description.precision = options.precision != Precision::automatic ? options.precision
                             : loaded_dtypes.size() == 1 && *loaded_dtypes.begin() == DType::f32  ? Precision::fp32

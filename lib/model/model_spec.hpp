@@ -11,12 +11,12 @@
 
 namespace unmask {
 
-enum class Architecture : int32_t { llada, llada_moe, dream };
+enum class Architecture : int32_t { llada, llada_moe, dream, llada2_moe, sdar, sdar_moe, rnd1 };
 enum class RopeStyle : int32_t { half_split, interleaved };
 
 struct ModelSpec {
     Architecture architecture = Architecture::llada;
-    std::string architecture_name;  // "llada", "llada-moe", "dream"
+    std::string architecture_name;  // "llada", "llada-moe", "dream", "llada2-moe", "sdar", "sdar-moe", "rnd1"
 
     int64_t vocab_size = 0;      // tokens the tokenizer may produce
     int64_t embedding_rows = 0;  // rows of the embedding and LM head (LLaDA pads beyond vocab_size)
@@ -47,6 +47,8 @@ struct ModelSpec {
     bool norm_topk_prob = false;
     bool router_expert_bias = false;
     double routed_scaling_factor = 1.0;
+    int64_t router_groups = 1;      // > 1: experts in this many groups, ...
+    int64_t router_top_groups = 1;  // ... of which the best this many are eligible (n_group, topk_group)
 
     // Block diffusion (LLaDA2-style training, config key "diffusion_block_size"): attention is
     // block-causal over blocks of this many positions after the prompt; 0: bidirectional.

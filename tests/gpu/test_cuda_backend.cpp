@@ -835,7 +835,8 @@ TEST_CASE("candidates match the CPU for greedy, sampled, filtered, banned and Na
 
 namespace {
 
-const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream"};
+const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream",
+                                     "llada2-moe", "sdar", "sdar-moe", "rnd1"};
 
 std::unique_ptr<Model> load(const std::string& path, Precision precision) {
     LoadOptions options;

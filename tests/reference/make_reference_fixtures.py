@@ -108,31 +108,74 @@ def dream_config():
             "tie_word_embeddings": False, "max_position_embeddings": 512}
 
 
+def llada2_moe_config():
+    """LLaDA2's layout at toy size: a dense first layer, then sigmoid routing with an expert bias over
+    4 groups of 4 experts (2 groups kept), renormalised and scaled, a shared expert, partial RoPE."""
+    return {"architectures": ["LLaDA2MoeModelLM"], "model_type": "llada2_moe", "hidden_size": 64,
+            "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "intermediate_size": 96, "first_k_dense_replace": 1, "num_experts": 16, "num_experts_per_tok": 3,
+            "moe_intermediate_size": 24, "num_shared_experts": 1, "n_group": 4, "topk_group": 2,
+            "score_function": "sigmoid", "moe_router_enable_expert_bias": True, "norm_topk_prob": True,
+            "routed_scaling_factor": 2.5, "partial_rotary_factor": 0.5, "rotary_dim": 8, "rope_theta": 600000.0,
+            "rms_norm_eps": 1e-6, "vocab_size": 300, "max_position_embeddings": 512, "tie_word_embeddings": False,
+            "use_qkv_bias": False, "use_bias": False, "router_dtype": "fp32", "diffusion_block_size": 8,
+            "mask_token_id": 299, "eos_token_id": 297}
+
+
+def sdar_config():
+    return {"architectures": ["SDARForCausalLM"], "model_type": "sdar", "hidden_size": 64, "intermediate_size": 160,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": 300, "max_position_embeddings": 512,
+            "tie_word_embeddings": False, "attention_bias": False, "rope_scaling": None, "block_size": 4,
+            "mask_token_id": 299, "eos_token_id": 297}
+
+
+def sdar_moe_config():
+    """Qwen3-MoE's sparse block: softmax top-k renormalised; layer 1 dense (mlp_only_layers)."""
+    config = sdar_config()
+    config.update({"architectures": ["SDARMoeForCausalLM"], "model_type": "sdar_moe", "num_hidden_layers": 3,
+                   "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24, "norm_topk_prob": True,
+                   "decoder_sparse_step": 1, "mlp_only_layers": [1], "intermediate_size": 96})
+    return config
+
+
+def rnd1_config():
+    """Qwen3-MoE with bidirectional attention and shifted predictions; weights not renormalised."""
+    return {"architectures": ["RND1"], "model_type": "rnd1", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16, "num_experts": 8,
+            "num_experts_per_tok": 3, "moe_intermediate_size": 32, "norm_topk_prob": False, "intermediate_size": 96,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": 300, "max_position_embeddings": 512,
+            "tie_word_embeddings": True, "attention_bias": False, "mask_token_id": 299, "eos_token_id": 297}
+
+
 def shapes(config):
     """(name, shape) of every tensor, from the same facts the reference uses."""
     n, d = reference_model.names(config), reference_model.dims(config)
     arch = config["architectures"][0]
-    h, heads, kv = d["hidden"], d["heads"], d["kv_heads"]
-    hd = h // heads
+    h, heads, kv, hd = d["hidden"], d["heads"], d["kv_heads"], d["head_dim"]
     rows = config.get("embedding_size") or config["vocab_size"]
     out = [(n["embed"], [rows, h])]
     for i in range(d["layers"]):
-        out += [(n["attn_norm"] % i, [h]), (n["mlp_norm"] % i, [h]), (n["q"] % i, [heads * hd, h]),
-                (n["k"] % i, [kv * hd, h]), (n["v"] % i, [kv * hd, h]), (n["o"] % i, [h, heads * hd])]
+        out += [(n["attn_norm"] % i, [h]), (n["mlp_norm"] % i, [h]), (n["o"] % i, [h, heads * hd])]
+        if "qkv" in n:
+            out.append((n["qkv"] % i, [(heads + 2 * kv) * hd, h]))
+        else:
+            out += [(n["q"] % i, [heads * hd, h]), (n["k"] % i, [kv * hd, h]), (n["v"] % i, [kv * hd, h])]
         if arch == "DreamModel":
             out += [((n[key] % i).replace(".weight", ".bias"), [size]) for key, size in
                     (("q", heads * hd), ("k", kv * hd), ("v", kv * hd))]
-        if arch == "LLaDAMoEModelLM" and config["qk_layernorm"]:
-            out += [("model.layers.%d.self_attn.q_norm.weight" % i, [hd]), ("model.layers.%d.self_attn.k_norm.weight" % i, [hd])]
-        if arch == "LLaDAMoEModelLM" and config["moe_layer_freq"][i] == 1:
+        if reference_model.qk_norm(config):
+            out += [(n["q_norm"] % i, [hd]), (n["k_norm"] % i, [hd])]
+        if reference_model.moe_layer(config, i):
+            r = reference_model.router(config)
             p = "model.layers.%d.mlp." % i
             out.append((p + "gate.weight", [config["num_experts"], h]))
-            if config.get("moe_router_enable_expert_bias"):
+            if r["bias"]:
                 out.append((p + "gate.expert_bias", [config["num_experts"]]))
             for e in range(config["num_experts"]):
-                out += fixtures.swiglu("%sexperts.%d." % (p, e), h, config["expert_intermediate_size"])
-            if config["shared_expert_intermediate_size"] > 0:
-                out += fixtures.swiglu(p + "shared_experts.", h, config["shared_expert_intermediate_size"])
+                out += fixtures.swiglu("%sexperts.%d." % (p, e), h, r["width"])
+            if r["shared"] > 0:
+                out += fixtures.swiglu(p + "shared_experts.", h, r["shared"])
         else:
             width = config.get("mlp_hidden_size") or config.get("intermediate_size") or config["dense_intermediate_size"]
             out += [(n["gate"] % i, [width, h]), (n["up"] % i, [width, h]), (n["down"] % i, [h, width])]
@@ -152,7 +195,7 @@ def random_weights(config, generator):
                 w = 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
             else:  # norm scales
                 w = 1.0 + 0.1 * torch.randn(shape, generator=generator, dtype=torch.float64)
-        elif "embed" in name or "wte" in name:
+        elif "embed" in name or "wte" in name or "word_embeddings" in name:
             w = torch.randn(shape, generator=generator, dtype=torch.float64)
         elif "lm_head" in name or name == "model.transformer.ff_out.weight":
             w = 0.6 * torch.randn(shape, generator=generator, dtype=torch.float64)  # logits with std ~5
@@ -233,6 +276,10 @@ def main():
     weights = make("llada-moe", llada_moe_config(), out, shards=1)
     make_decoding("llada-moe", llada_moe_config(), weights, LLADA_CASES[:3], reference_decode.llada_generate, out)
     make("llada-moe-sigmoid", llada_moe_sigmoid_config(), out, shards=1)
+    make("llada2-moe", llada2_moe_config(), out, shards=2)
+    make("sdar", sdar_config(), out, shards=1)
+    make("sdar-moe", sdar_moe_config(), out, shards=1)
+    make("rnd1", rnd1_config(), out, shards=1)
     weights = make("dream", dream_config(), out, shards=2)
     make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
 

@@ -81,7 +81,12 @@ ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& s
 
 // llada-moe-sigmoid: sigmoid router with an expert bias for selection, no shared expert, a dense last layer.
 // llada-block: block diffusion (block-causal attention over blocks of 8 from position 0).
-const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream"};
+// llada2-moe: fused QKV, q/k norms, partial RoPE, a dense first layer, group-limited sigmoid routing
+// with a bias, renormalised and scaled, a shared expert; block-causal. sdar: Qwen3 layers,
+// block-causal over blocks of 4. sdar-moe: Qwen3-MoE routing with a dense middle layer. rnd1:
+// Qwen3-MoE, bidirectional, shifted predictions, tied embeddings.
+const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream",
+                                     "llada2-moe", "sdar", "sdar-moe", "rnd1"};
 
 }  // namespace
 
