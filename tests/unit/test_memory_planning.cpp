@@ -131,6 +131,57 @@ TEST_CASE("a 35B sparse-expert model is planned from config.json alone: weights 
     CHECK(plan.max_concurrent_at_length >= 8);
 }
 
+// The published configs of LLaDA2.0-mini and -flash, SDAR-8B and RND1-30B (config.json alone):
+// parameters counted here from the families' tensor lists, bf16 weights, experts divided over the
+// devices. Their totals match the published sizes (16B, 100B, 8B, 30B).
+TEST_CASE("the published LLaDA2, SDAR and RND1 shapes are planned from config.json with their parameter counts") {
+    struct Shape {
+        const char* name;
+        uint64_t layers, hidden, heads, kv_heads, vocab, dense_width, dense_layers, experts, expert_width,
+            shared_width;
+        bool expert_bias;
+        double published;  // billions of parameters
+    };
+    const Shape shapes[] = {
+        {"llada2-mini", 20, 2048, 16, 4, 157184, 5120, 1, 256, 512, 512, true, 16.0},
+        {"llada2-flash", 32, 4096, 32, 4, 157184, 9216, 1, 256, 1024, 1024, true, 100.0},
+        {"sdar-8b", 36, 4096, 32, 8, 151936, 12288, 36, 0, 0, 0, false, 8.0},
+        {"rnd1-30b", 48, 2048, 32, 4, 151936, 0, 0, 128, 768, 0, false, 30.0},
+    };
+    for (const Shape& m : shapes) {
+        CAPTURE(m.name);
+        const uint64_t hd = 128, h = m.hidden, q = m.heads * hd, kv = m.kv_heads * hd;
+        const uint64_t attention = h * (q + 2 * kv) + q * h + 2 * hd + 2 * h;  // q/k/v, o, q/k norms, two norms
+        const uint64_t dense = 3 * h * m.dense_width;
+        const uint64_t routed = m.experts * 3 * h * m.expert_width;
+        const uint64_t router = m.experts * h + (m.expert_bias ? m.experts : 0) + 3 * h * m.shared_width;
+        const uint64_t sparse_layers = m.layers - m.dense_layers;
+        const uint64_t parameters = 2 * m.vocab * h + h + m.layers * attention + m.dense_layers * dense +
+                                    sparse_layers * (routed + router);
+        CHECK(double(parameters) / 1e9 >= m.published);
+        CHECK(double(parameters) / 1e9 <= m.published * 1.05);
+
+        PlanRequest r;
+        r.precision = Precision::bf16;
+        r.device_memory_bytes = 80'000'000'000ull;
+        r.memory_fraction = 0.9;
+        r.max_sequence_length = 4096;
+        r.max_concurrent = 4;
+        r.threads = 16;
+        r.devices = std::string(m.name) == "llada2-flash" ? 4 : 1;
+        const MemoryPlan plan = plan_memory(fixture_path("good/published/" + std::string(m.name)), r);
+        CHECK(plan.parameters_total == parameters);
+        CHECK(plan.weights_total == 2 * parameters);
+        CHECK(plan.weights_by_component[size_t(Component::experts)] == 2 * sparse_layers * m.experts * 3 * h *
+                                                                           m.expert_width / uint64_t(r.devices));
+        CHECK(plan.fits);
+        if (std::string(m.name) == "llada2-flash") {  // bf16 experts of 100 GB per device: two do not hold it
+            r.devices = 2;
+            CHECK_FALSE(plan_memory(fixture_path("good/published/llada2-flash"), r).fits);
+        }
+    }
+}
+
 TEST_CASE("the K/V cache and CFG add exactly their bytes to a sequence's state") {
     const ModelSpec spec = read_model_config(fixture_path("good/moe-35b-a3b"));
     const int64_t length = 1024;

@@ -80,6 +80,34 @@ TEST_CASE("a model of each architecture loads with its spec and every tensor bou
     }
 }
 
+TEST_CASE("LLaDA2's fused query_key_value is bound once and used as its q, k and v rows, in place") {
+    // The reference's tiny LLaDA2: 4 query heads and 2 key/value heads of 16 dims, hidden 64, fp32.
+    for (const Precision precision : {Precision::automatic, Precision::bf16}) {
+        CAPTURE(static_cast<int>(precision));
+        LoadOptions options;
+        options.precision = precision;
+        const auto model = load_model(test_data_path("reference/llada2-moe"), options);
+        const std::string fused = "model.layers.1.attention.query_key_value.weight";
+        const Weight& q = model->weight(fused + "[0:64]");
+        const Weight& k = model->weight(fused + "[64:96]");
+        const Weight& v = model->weight(fused + "[96:128]");
+        CHECK((q.role == Role::q_proj && k.role == Role::k_proj && v.role == Role::v_proj));
+        CHECK((q.layer == 1 && k.layer == 1 && v.layer == 1));
+        CHECK(q.shape == std::vector<int64_t>{64, 64});
+        CHECK(k.shape == std::vector<int64_t>{32, 64});
+        CHECK(v.shape == std::vector<int64_t>{32, 64});
+        const size_t row_bytes = 64 * dtype_size(q.dtype);
+        CHECK(static_cast<const uint8_t*>(k.data) == static_cast<const uint8_t*>(q.data) + 64 * row_bytes);
+        CHECK(static_cast<const uint8_t*>(v.data) == static_cast<const uint8_t*>(k.data) + 32 * row_bytes);
+        CHECK_THROWS(model->weight(fused));  // no weight by the fused name itself
+        uint64_t elements = 0;
+        for (const Weight& w : model->weights()) elements += w.elements;
+        CHECK(model->description().parameters_total == elements);
+        CHECK(model->description().bytes_by_component[size_t(Component::attention)] ==
+              uint64_t(3 * (128 * 64 + 64 * 64)) * dtype_size(q.dtype));  // 3 layers of fused q/k/v and dense
+    }
+}
+
 TEST_CASE("a snapshot of symlinks into the Hugging Face blob store loads") {
     const auto model = load("good/hf-cache/snapshots/abc123");
     CHECK(model->spec().architecture_name == "dream");
