@@ -84,12 +84,12 @@ void run(const unmask_model& handle, const unmask_generate_params& p, std::vecto
     StepObserver observer;
     if (p.step_callback != nullptr)
         observer = [&](size_t index, const DecodeSequence& s, int64_t committed) {
-            return p.step_callback(static_cast<int64_t>(index), s.steps() - 1, committed, s.canvas().data(),
-                                   static_cast<int64_t>(s.canvas().size()), p.step_user_data) == 0;
+            return p.step_callback(static_cast<int64_t>(index), s.steps() - 1, committed, s.output().data(),
+                                   static_cast<int64_t>(s.output().size()), p.step_user_data) == 0;
         };
     const auto stats = handle.loaded->generate_batch(sequences, threads_for(p), observer);
     for (size_t i = 0; i < sequences.size(); ++i) {
-        const auto& canvas = sequences[i].canvas();
+        const auto canvas = sequences[i].output();
         unmask_generation& r = results[i];
         r.token_count = static_cast<int64_t>(canvas.size()) - first_output[i];
         std::copy(canvas.begin() + first_output[i], canvas.end(), r.tokens);

@@ -31,8 +31,10 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
     if (model_block > 0 && block != model_block)
         fail(Status::invalid_argument, "block_length {} differs from the model's diffusion block size {} (block diffusion: "
              "use 0 or {})", block, model_block, model_block);
-    if (region % block != 0) fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
-    const int64_t blocks = region / block;
+    // Block diffusion takes any length (its last block is decoded past the end, as published).
+    if (model_block == 0 && region % block != 0)
+        fail(Status::invalid_argument, "gen_length {} is not a multiple of block_length {}", region, block);
+    const int64_t blocks = region_blocks(region, block);
     if (p.max_steps > 0 && p.min_steps > p.max_steps) fail(Status::invalid_argument, "min_steps {} exceeds max_steps {}", p.min_steps, p.max_steps);
     if (p.threshold > 0 && p.factor > 0) fail(Status::invalid_argument, "threshold and factor decoding are exclusive; set one");
     for (auto [name, id] : {std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id}})
@@ -60,7 +62,7 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
             fail(Status::invalid_argument, "min_steps {} needs more steps per block than a block of {} positions can take", p.min_steps, block);
     } else {
         if (!p.dream_policy() && p.steps % blocks != 0)
-            fail(Status::invalid_argument, "steps {} is not a multiple of the number of blocks {} (gen_length {} / block_length {})", p.steps,
+            fail(Status::invalid_argument, "steps {} is not a multiple of the number of blocks {} (gen_length {} / block_length {}, rounded up)", p.steps,
                 blocks, region, block);
         // A block commits at least one position per step, so it cannot take more steps than it
         // has positions; the reference would run the extra steps committing nothing.

@@ -76,6 +76,12 @@ struct DecodeParams {
     }
 };
 
+// The blocks a region of `region` positions is decoded in (a partial last block counts): what
+// `steps` is shared out over.
+inline int64_t region_blocks(int64_t region, int64_t block_length) noexcept {
+    return (region + block_length - 1) / block_length;
+}
+
 // Checks the parameters against each other and the model for a generation region of
 // `region_length` positions (gen_length for prompts, the masked span for infilling).
 // Throws Error(INVALID_ARGUMENT) naming the field and the value.

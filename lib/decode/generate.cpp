@@ -61,9 +61,8 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
         }
         if (batch_tokens + s.fed_rows() > limits.tokens) run_batch();
         active.push_back(i);
-        ForwardSequence f{s.canvas(),   s.output_positions(), &s.sampling(), {},
-                          0.0,          state.cache(),        state.unconditional_cache(),
-                          s.feed_begin(), s.feed_end(),      s.region_begin()};
+        ForwardSequence f{s.canvas(), s.output_positions(), &s.sampling(), {}, 0.0, state.cache(),
+                          state.unconditional_cache(), s.feed_begin(), s.feed_end()};
         if (const auto* unconditional = s.unconditional()) {
             f.unconditional_tokens = *unconditional;
             f.cfg_scale = s.cfg_scale();

@@ -11,24 +11,33 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     const auto mask = static_cast<int32_t>(spec.mask_token_id);
     const auto first_mask = std::find(canvas_.begin(), canvas_.end(), mask);
     region_begin_ = first_mask - canvas_.begin();
-    const auto region = static_cast<int64_t>(canvas_.size()) - region_begin_;
+    output_length_ = static_cast<int64_t>(canvas_.size());
+    const int64_t region = output_length_ - region_begin_;
     validate(params_, spec, region);
     for (int32_t token : canvas_)
         if (token < 0 || token >= spec.embedding_rows)
             fail(Status::invalid_argument, "token id {} is outside the vocabulary of {}", token, spec.embedding_rows);
-    if (static_cast<int64_t>(canvas_.size()) > spec.max_sequence_length)
-        fail(Status::too_long, "prompt and generation take {} positions; the model allows {}", canvas_.size(),
-             spec.max_sequence_length);
-    fixed_.resize(canvas_.size());
-    for (size_t i = 0; i < canvas_.size(); ++i) fixed_[i] = canvas_[i] != mask;
 
     eos_ = static_cast<int32_t>(params_.eos_token_id >= 0 ? params_.eos_token_id : spec.eos_token_id);
     eot_ = static_cast<int32_t>(params_.eot_token_id);
     block_length_ = params_.block_length > 0            ? params_.block_length
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
-    blocks_ = region / block_length_;
-    strategy_ = make_commit_strategy(params_, blocks_, eos_, eot_);
+    // The strategy shares steps over the region's blocks.
+    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_);
+    first_block_begin_ = region_begin_;
+    blocks_ = region_blocks(region, block_length_);
+    if (aligned_blocks()) {
+        first_block_begin_ = region_begin_ / block_length_ * block_length_;
+        canvas_.resize(size_t((output_length_ + block_length_ - 1) / block_length_ * block_length_), mask);
+        blocks_ = (static_cast<int64_t>(canvas_.size()) - first_block_begin_) / block_length_;
+    }
+    if (static_cast<int64_t>(canvas_.size()) > spec.max_sequence_length)
+        fail(Status::too_long, "prompt and generation take {} positions{}; the model allows {}", canvas_.size(),
+             output_length_ < static_cast<int64_t>(canvas_.size()) ? " (up to the end of their last block)" : "",
+             spec.max_sequence_length);
+    fixed_.resize(canvas_.size());
+    for (size_t i = 0; i < canvas_.size(); ++i) fixed_[i] = canvas_[i] != mask;
 
     // Sampling: LLaDA scores x0 under the raw softmax and samples with Gumbel noise at T; Dream
     // samples from softmax(filter(logits / T)) and scores under that distribution.
@@ -57,15 +66,22 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     prepare_step();
 }
 
+bool DecodeSequence::aligned_blocks() const noexcept {
+    return spec_.diffusion_block_size > 0 && !strategy_->whole_region();
+}
+
 void DecodeSequence::start_block() {
     block_step_ = 0;
     const int64_t begin = block_begin(), end = block_end();
-    strategy_->start_block(block_, std::count(canvas_.begin() + begin, canvas_.begin() + end,
-                                              static_cast<int32_t>(spec_.mask_token_id)));
+    // LLaDA shares a block's masks out over its steps; LLaDA2 and SDAR share the block's length
+    // (a partial first block commits up to the same counts and finishes early).
+    strategy_->start_block(block_, aligned_blocks() ? block_length_
+                                                    : std::count(canvas_.begin() + begin, canvas_.begin() + end,
+                                                                 static_cast<int32_t>(spec_.mask_token_id)));
 }
 
 int64_t DecodeSequence::block_begin() const noexcept {
-    return strategy_->whole_region() ? region_begin_ : region_begin_ + block_ * block_length_;
+    return strategy_->whole_region() ? region_begin_ : first_block_begin_ + block_ * block_length_;
 }
 
 int64_t DecodeSequence::block_end() const noexcept {
@@ -130,6 +146,18 @@ void DecodeSequence::finish_if_done() {
                 return;
             }
         }
+        // Block diffusion stops after a block that leaves an EOS in the answer (the published
+        // generate(); block-causal attention: later blocks could not change it).
+        const auto generated_eos = [&](int64_t end) {
+            for (int64_t p = region_begin_; p < std::min(end, output_length_); ++p)
+                if (!fixed_[size_t(p)] && canvas_[size_t(p)] == eos_) return true;
+            return false;
+        };
+        if (aligned_blocks() && eos_ >= 0 && generated_eos(begin + block_length_)) {
+            std::replace(canvas_.begin() + begin + block_length_, canvas_.end(), mask, eos_);
+            finish_ = FinishReason::eos;
+            return;
+        }
         if (++block_ == blocks_) {
             finish_ = FinishReason::length;
         } else {
@@ -139,8 +167,8 @@ void DecodeSequence::finish_if_done() {
     }
     // A generated EOS (not one among the fixed tokens of an infilling canvas) means the answer
     // ended by itself.
-    for (size_t p = size_t(region_begin_); p < canvas_.size(); ++p)
-        if (!fixed_[p] && canvas_[p] == eos_) finish_ = FinishReason::eos;
+    for (int64_t p = region_begin_; p < output_length_; ++p)
+        if (!fixed_[size_t(p)] && canvas_[size_t(p)] == eos_) finish_ = FinishReason::eos;
 }
 
 }  // namespace unmask

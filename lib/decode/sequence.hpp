@@ -24,6 +24,12 @@ public:
     // `canvas` holds the prompt and the masks to fill (mask_token_id). The generated region runs
     // from the first mask to the end of the canvas; positions before it and unmasked positions in
     // it are fixed (the prompt, an infilling suffix).
+    //
+    // Block diffusion models (diffusion_block_size > 0) decode as their published generate() does
+    // (LLaDA2, SDAR): blocks aligned to position 0, the canvas extended with masks to a block
+    // boundary, decoding from the block that holds the first mask (the prompt's last partial block
+    // is decoded with the first masked positions; its prompt positions never change). The extra
+    // positions are decoded and dropped: output() is the request's canvas.
     DecodeSequence(const ModelSpec& spec, const DecodeParams& params, std::vector<int32_t> canvas);
     DecodeSequence(DecodeSequence&&) = default;  // moves keep sampling_'s span valid (heap buffer)
     DecodeSequence(const DecodeSequence&) = delete;
@@ -31,7 +37,10 @@ public:
 
     bool finished() const noexcept { return finish_ != FinishReason::none; }
     FinishReason finish_reason() const noexcept { return finish_; }
+    // The canvas the forward reads (block diffusion: extended to a block boundary).
     const std::vector<int32_t>& canvas() const noexcept { return canvas_; }
+    // The request's canvas: its prompt and generated region, without the extension.
+    std::span<const int32_t> output() const noexcept { return std::span(canvas_).first(size_t(output_length_)); }
     int64_t region_begin() const noexcept { return region_begin_; }
     int64_t steps() const noexcept { return steps_; }
     // Blocks whose every position is committed (Dream's policies have one block: the region).
@@ -70,6 +79,7 @@ public:
     void cancel() noexcept { finish_ = FinishReason::cancelled; }
 
 private:
+    bool aligned_blocks() const noexcept;  // block diffusion's layout (see the constructor)
     void start_block();
     void prepare_step();
     int64_t block_begin() const noexcept;  // the positions the current step decodes
@@ -80,7 +90,8 @@ private:
     DecodeParams params_;
     std::vector<int32_t> canvas_, unconditional_;
     std::vector<bool> fixed_;  // prompt and other given positions (masked in the CFG copy)
-    int64_t region_begin_ = 0, block_length_ = 0, block_ = 0, blocks_ = 0;
+    int64_t output_length_ = 0;  // of the request's canvas
+    int64_t region_begin_ = 0, first_block_begin_ = 0, block_length_ = 0, block_ = 0, blocks_ = 0;
     int64_t steps_ = 0, block_step_ = 0;
     std::unique_ptr<CommitStrategy> strategy_;  // which of a step's outputs it commits
     std::vector<int32_t> outputs_;

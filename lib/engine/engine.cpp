@@ -114,11 +114,15 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
         input.params.max_steps = options_.max_steps;
     }
     const ModelSpec& spec = model_.spec();
-    const auto length = static_cast<int64_t>(input.canvas.size());
-    if (length > options_.max_sequence_length)
-        fail(Status::too_long, "the request takes {} positions; the engine admits {}", length,
+    if (static_cast<int64_t>(input.canvas.size()) > options_.max_sequence_length)
+        fail(Status::too_long, "the request takes {} positions; the engine admits {}", input.canvas.size(),
              options_.max_sequence_length);
     DecodeSequence sequence(spec, input.params, input.canvas);
+    // Block diffusion decodes up to the end of the last block.
+    const auto length = static_cast<int64_t>(sequence.canvas().size());
+    if (length > options_.max_sequence_length)
+        fail(Status::too_long, "the request takes {} positions up to the end of its last block; the engine admits {}",
+             length, options_.max_sequence_length);
     if (sequence.max_fed_rows() > forward_->limits().tokens)
         fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
              sequence.max_fed_rows(), forward_->limits().tokens);
@@ -283,7 +287,7 @@ void Engine::run_step() {
         r.blocks_seen_ = s.completed_blocks();
         if (block_completed && !r.first_block_) r.first_block_ = Clock::now();
         if (!r.input_.stream) return true;
-        const auto tokens = std::span(s.canvas()).subspan(size_t(r.input_.first_output));
+        const auto tokens = s.output().subspan(size_t(r.input_.first_output));
         // A step event for every step when asked, then a block event when the step completed one.
         // A callback that throws cancels its own request, not the batch.
         try {
@@ -336,7 +340,7 @@ void Engine::end(const std::shared_ptr<Request>& request, RequestFinish finish, 
     result.finish = finish;
     result.error_status = status;
     result.error = std::move(error);
-    const auto& canvas = r.sequence_.canvas();
+    const auto canvas = r.sequence_.output();
     result.tokens.assign(canvas.begin() + r.input_.first_output, canvas.end());
     result.steps = r.stats_.steps;
     result.forwards = r.stats_.forwards;

@@ -31,8 +31,8 @@ struct ForwardSequence {
     KVCache* unconditional_cache = nullptr;
     int64_t feed_begin = 0;
     int64_t feed_end = -1;  // -1: the end of the canvas
-    // Block diffusion models (ModelSpec::diffusion_block_size): where the first block starts
-    // (the generated region; the positions before it form one block).
+    // Block diffusion models (ModelSpec::diffusion_block_size): where the first block starts; the
+    // positions before it form one block. Decoding uses 0, the published layout.
     int64_t block_origin = 0;
 };
 

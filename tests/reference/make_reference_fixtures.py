@@ -55,15 +55,35 @@ DREAM_CASES = [
     ("maskgit_plus, top_p 0.9, top_k 20", {"gen_length": 16, "steps": 8, "policy": "maskgit_plus", "top_p": 0.9,
                                            "top_k": 20}),
 ]
-# Block diffusion (a LLaDA model with diffusion_block_size 8): block-causal attention, blocks of 8
-# after the 8-token prompt.
+# Block diffusion (a LLaDA model with diffusion_block_size 8): the published layout (blocks aligned
+# to position 0), with prompts of 8 tokens (a whole block) and of 5 and 11 (the prompt's last block
+# decoded with the first masked positions). A third element: the prompt's length (default 8).
 LLADA_BLOCK_CASES = [
     ("block diffusion, 3 blocks, 2 per step", {"gen_length": 24, "block_length": 8, "steps": 12}),
     ("block diffusion, random order", {"gen_length": 16, "block_length": 8, "steps": 8, "policy": "random", "seed": 5}),
     ("block diffusion, classifier-free guidance", {"gen_length": 16, "block_length": 8, "steps": 8, "cfg_scale": 1.5}),
     ("block diffusion, threshold 0.5", {"gen_length": 24, "block_length": 8, "steps": 24, "threshold": 0.5}),
     ("block diffusion, early stop", {"gen_length": 24, "block_length": 8, "steps": 12, "early_stop": True,
-                                     "eos_token_id": 284}),
+                                     "eos_token_id": 159}),
+    ("prompt of 5: a partial first block", {"gen_length": 16, "block_length": 8, "steps": 8}, 5),
+    ("prompt of 11, 4 per step", {"gen_length": 24, "block_length": 8, "steps": 6}, 11),
+    ("prompt of 13, threshold 0.7", {"gen_length": 16, "block_length": 8, "steps": 16, "threshold": 0.7}, 13),
+    # The prompt of "prompt of 5: a partial first block" (a fourth element: the name to seed the
+    # prompt from), whose second block holds a 25: as EOS it ends generation there.
+    ("prompt of 5, EOS 25 ends block 1", {"gen_length": 16, "block_length": 8, "steps": 8, "eos_token_id": 25}, 5,
+     "prompt of 5: a partial first block"),
+]
+# LLaDA2 (its fixture decodes in blocks of 8) and SDAR (blocks of 4), in the same layout.
+LLADA2_CASES = [
+    ("LLaDA2, prompt of 8", {"gen_length": 16, "steps": 16}),
+    ("LLaDA2, prompt of 6, threshold 0.9", {"gen_length": 16, "steps": 16, "threshold": 0.9}, 6),
+    ("LLaDA2, prompt of 10, 2 per step", {"gen_length": 16, "steps": 8}, 10),
+    ("LLaDA2, prompt of 6, gen_length 13", {"gen_length": 13, "steps": 16}, 6),
+]
+SDAR_CASES = [
+    ("SDAR, prompt of 8, one per step", {"gen_length": 12, "steps": 12}),
+    ("SDAR, prompt of 7, 2 per step", {"gen_length": 16, "steps": 8}, 7),
+    ("SDAR, prompt of 9, threshold 0.85", {"gen_length": 12, "steps": 12, "threshold": 0.85}, 9),
 ]
 MIN_LOGIT_GAP = 2e-3
 MIN_ROUTER_GAP = 1e-4
@@ -246,10 +266,13 @@ def make_decoding(name, config, weights, cases, generate, out):
     fp32 keys and values and with a bf16 K/V cache (`tokens_kv_bf16`, `steps_kv_bf16`)."""
     rows = config.get("embedding_size") or config["vocab_size"]
     results = []
-    for case_name, params in cases:
+    for case in cases:
+        case_name, params = case[0], case[1]
+        prompt_length = case[2] if len(case) > 2 else 8
+        seed_name = case[3] if len(case) > 3 else case_name
         for attempt in range(60):
-            generator = torch.Generator().manual_seed(7000 + 31 * attempt + len(case_name))
-            prompt = [int(t) for t in torch.randint(0, rows, (8,), generator=generator)]
+            generator = torch.Generator().manual_seed(7000 + 31 * attempt + len(seed_name))
+            prompt = [int(t) for t in torch.randint(0, rows, (prompt_length,), generator=generator)]
             if config["mask_token_id"] in prompt:
                 continue
             gaps = reference_decode.Gaps()
@@ -276,8 +299,10 @@ def main():
     weights = make("llada-moe", llada_moe_config(), out, shards=1)
     make_decoding("llada-moe", llada_moe_config(), weights, LLADA_CASES[:3], reference_decode.llada_generate, out)
     make("llada-moe-sigmoid", llada_moe_sigmoid_config(), out, shards=1)
-    make("llada2-moe", llada2_moe_config(), out, shards=2)
-    make("sdar", sdar_config(), out, shards=1)
+    weights = make("llada2-moe", llada2_moe_config(), out, shards=2)
+    make_decoding("llada2-moe", llada2_moe_config(), weights, LLADA2_CASES, reference_decode.llada_generate, out)
+    weights = make("sdar", sdar_config(), out, shards=1)
+    make_decoding("sdar", sdar_config(), weights, SDAR_CASES, reference_decode.llada_generate, out)
     make("sdar-moe", sdar_moe_config(), out, shards=1)
     make("rnd1", rnd1_config(), out, shards=1)
     weights = make("dream", dream_config(), out, shards=2)

@@ -80,7 +80,75 @@ def bounded_count(wanted, masked, step, min_steps, max_steps):
     return max(1, min(count, masked))
 
 
+def confidence_keys(logits, positions, x0, p, step, gaps, eos, eot):
+    """The argmax of each masked position and its confidence under the policy (LLaDA's rules)."""
+    keys = []
+    for i in positions:
+        x0[i] = gaps.argmax(logits[i])
+        confidence_mode = p.get("eos_confidence", "off")
+        if p.get("policy", "low_confidence") == "random":
+            c = position_uniform(p.get("seed", 0), i, step, COMMIT_ORDER)
+        else:
+            scored = logits[i].clone()
+            if confidence_mode == "reference" and eot >= 0:
+                # generate.py: `logits_with_noise[:, :, EOS] = logits[:, :, EOT] = -inf` after x0
+                scored[eot] = -math.inf
+            c = float(scored.softmax(-1)[x0[i]])
+        if confidence_mode == "both" and x0[i] in (eos, eot):
+            c = -math.inf
+        keys.append(c)
+    return keys
+
+
+def block_diffusion_generate(config, weights, prompt, p, gaps):
+    """LLaDA2's generate() (inclusionAI dFactory models/llada2_moe/modeling_llada2_moe.py L1337-1549;
+    SDAR's generate.py L49-200 is the same loop): ceil((prompt + gen) / block) blocks aligned to
+    position 0, decoding from block prompt_length // block; each block takes at most `steps` steps
+    (here steps / ceil(gen / block), unmask's steps being the whole answer's); the schedule shares the
+    block's length (not its masks) over them; a step commits every masked position above the
+    threshold when they are at least the scheduled count, else the scheduled count of the most
+    confident (all of a partial block's masks at most); after a block that leaves an EOS in the
+    answer, generation stops. The answer is the gen_length positions after the prompt; unmask
+    fills the masks left after an early stop with EOS, and so does this."""
+    mask_id = config["mask_token_id"]
+    eos = p.get("eos_token_id", config.get("eos_token_id", -1))
+    eot = p.get("eot_token_id", -1)
+    gen, block = p["gen_length"], reference_model.block_size(config)
+    assert p.get("block_length") in (None, 0, block)
+    total = -(-(len(prompt) + gen) // block) * block
+    x = list(prompt) + [mask_id] * (total - len(prompt))
+    fixed = [i < len(prompt) for i in range(len(x))]
+    steps = p["steps"] // -(-gen // block)
+    schedule = [block // steps + (1 if i < block % steps else 0) for i in range(steps)]
+    threshold = p.get("threshold", 0)
+    step = 0
+    for b in range(len(prompt) // block, total // block):
+        begin, end = b * block, (b + 1) * block
+        for block_step in range(steps if threshold == 0 else block):
+            positions = [i for i in range(begin, end) if x[i] == mask_id]
+            if not positions:
+                break
+            logits = guided_logits(config, weights, x[:end], fixed[:end], p, mask_id, 0)
+            logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
+            if p.get("logits_eos_inf") and eos >= 0:
+                logits[:, eos] = -math.inf
+            x0 = {}
+            keys = confidence_keys(logits, positions, x0, p, step, gaps, eos, eot)
+            scheduled = schedule[block_step] if threshold == 0 else 1  # threshold decoding: steps == block
+            above = sum(1 for c in keys if threshold > 0 and c >= threshold)
+            k = above if above >= scheduled else min(scheduled, len(positions))
+            for i in gaps.select(keys, positions, k):
+                x[i] = x0[i]
+            step += 1
+        if eos >= 0 and eos in x[len(prompt):min(end, len(prompt) + gen)]:
+            x = [eos if t == mask_id else t for t in x]
+            break
+    return x[len(prompt):len(prompt) + gen], step
+
+
 def llada_generate(config, weights, prompt, p, gaps):
+    if reference_model.block_size(config) > 0:
+        return block_diffusion_generate(config, weights, prompt, p, gaps)
     mask_id = config["mask_token_id"]
     eos = p.get("eos_token_id", config.get("eos_token_id", -1))
     eot = p.get("eot_token_id", -1)
@@ -98,27 +166,13 @@ def llada_generate(config, weights, prompt, p, gaps):
             counts = [masked // per_block + (1 if i < masked % per_block else 0) for i in range(per_block)]
         block_step = 0
         while any(x[i] == mask_id for i in range(begin, end)):
-            # Block diffusion models: block-causal attention with the generated blocks after the prompt.
-            logits = guided_logits(config, weights, x, fixed, p, mask_id, len(prompt))
+            logits = guided_logits(config, weights, x, fixed, p, mask_id, 0)
             logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
             if p.get("logits_eos_inf") and eos >= 0:
                 logits[:, eos] = -math.inf
             positions = [i for i in range(begin, end) if x[i] == mask_id]
-            x0, keys = {}, []
-            for i in positions:
-                x0[i] = gaps.argmax(logits[i])
-                confidence_mode = p.get("eos_confidence", "off")
-                if p.get("policy", "low_confidence") == "random":
-                    c = position_uniform(p.get("seed", 0), i, step, COMMIT_ORDER)
-                else:
-                    scored = logits[i].clone()
-                    if confidence_mode == "reference" and eot >= 0:
-                        # generate.py: `logits_with_noise[:, :, EOS] = logits[:, :, EOT] = -inf` after x0
-                        scored[eot] = -math.inf
-                    c = float(scored.softmax(-1)[x0[i]])
-                if confidence_mode == "both" and x0[i] in (eos, eot):
-                    c = -math.inf
-                keys.append(c)
+            x0 = {}
+            keys = confidence_keys(logits, positions, x0, p, step, gaps, eos, eot)
             if adaptive:
                 if p.get("threshold", 0) > 0:
                     wanted = sum(1 for c in keys if c >= p["threshold"])

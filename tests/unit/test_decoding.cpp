@@ -174,36 +174,41 @@ TEST_CASE("with the cache refreshed every step, prefix and dual caches give exac
     }
 }
 
-TEST_CASE("block diffusion matches the PyTorch reference of block-causal generation, with or without the cache") {
-    // The cache of committed blocks is exact under block-causal attention, so every mode, without
-    // any refresh, gives the reference's tokens.
-    LoadedModel loaded("llada-block");
-    const auto cases = decoding_cases("llada-block");
-    REQUIRE(cases.size() == 5);
+TEST_CASE("block diffusion matches the PyTorch reference of the published generate(), with or without the cache") {
+    // Blocks aligned to position 0, prompts that do and do not end on a block boundary (LLaDA with a
+    // block size, LLaDA2, SDAR). The cache of committed blocks is exact under block-causal
+    // attention, so every mode, without any refresh, gives the reference's tokens.
     struct Cache {
         int32_t mode;
         int64_t refresh, vicinity;
     };
     const Cache caches[] = {{UNMASK_CACHE_NONE, 0, 0}, {UNMASK_CACHE_PREFIX, 0, 0}, {UNMASK_CACHE_DUAL, 0, 0},
                             {UNMASK_CACHE_DUAL, 0, 3}, {UNMASK_CACHE_PREFIX, 2, 0}, {UNMASK_CACHE_DUAL, 3, 2}};
-    for (const auto& c : cases) {
-        for (const Cache& cache : caches) {
-            CAPTURE(c["name"].get<std::string>());
-            CAPTURE(cache.mode);
-            CAPTURE(cache.refresh);
-            CAPTURE(cache.vicinity);
-            auto params = params_from_json(c["params"]);
-            params.cache_mode = cache.mode;
-            params.cache_refresh_steps = cache.refresh;
-            params.cache_vicinity = cache.vicinity;
-            params.block_length = 0;  // the model's block size
-            const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
-            REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
-            CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
-            CHECK(g.result.steps == c["steps"].get<int64_t>());
+    for (const std::string name : {"llada-block", "llada2-moe", "sdar"}) {
+        LoadedModel loaded(name);
+        const auto cases = decoding_cases(name);
+        for (const auto& c : cases) {
+            for (const Cache& cache : caches) {
+                CAPTURE(name);
+                CAPTURE(c["name"].get<std::string>());
+                CAPTURE(cache.mode);
+                CAPTURE(cache.refresh);
+                CAPTURE(cache.vicinity);
+                auto params = params_from_json(c["params"]);
+                params.cache_mode = cache.mode;
+                params.cache_refresh_steps = cache.refresh;
+                params.cache_vicinity = cache.vicinity;
+                params.block_length = 0;  // the model's block size
+                const Generated g = generate(loaded.model, params, c["prompt"].get<std::vector<int32_t>>());
+                REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
+                CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
+                CHECK(g.result.steps == c["steps"].get<int64_t>());
+            }
         }
     }
     // The block length is the model's: another one is refused.
+    LoadedModel loaded("llada-block");
+    const auto cases = decoding_cases("llada-block");
     auto params = params_from_json(cases[0]["params"]);
     params.block_length = 12;
     const Generated g = generate(loaded.model, params, cases[0]["prompt"].get<std::vector<int32_t>>());
@@ -215,14 +220,15 @@ TEST_CASE("block diffusion infilling across fully fixed blocks gives the same to
     // Blocks without masks run no forward, so their K/V enter the cache with the next block's
     // first forward (two fixed blocks in a row here).
     LoadedModel loaded("llada-block");
-    std::vector<int32_t> canvas = {3, 17, 42, 5};  // the prompt
-    for (int i = 0; i < 8; ++i) canvas.push_back(299);                             // block 0: masked
-    for (int i = 0; i < 16; ++i) canvas.push_back(static_cast<int32_t>(20 + i));  // blocks 1 and 2: fixed
-    for (int i = 0; i < 8; ++i) canvas.push_back(i % 3 == 0 ? 11 : 299);           // block 3: partly masked
+    // Blocks of 8 from position 0.
+    std::vector<int32_t> canvas = {3, 17, 42, 5};  // the prompt, in block 0
+    for (int i = 0; i < 12; ++i) canvas.push_back(299);                            // blocks 0 and 1: masked
+    for (int i = 0; i < 16; ++i) canvas.push_back(static_cast<int32_t>(20 + i));  // blocks 2 and 3: fixed
+    for (int i = 0; i < 8; ++i) canvas.push_back(i % 3 == 0 ? 11 : 299);           // block 4: partly masked
     auto infill = [&](int32_t mode, int64_t vicinity) {
         unmask_generate_params params;
         REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-        params.steps = 16;
+        params.steps = 20;  // 4 per block
         params.threads = 2;
         params.cache_mode = mode;
         params.cache_vicinity = vicinity;
@@ -234,7 +240,7 @@ TEST_CASE("block diffusion infilling across fully fixed blocks gives the same to
         return out;
     };
     const auto exact = infill(UNMASK_CACHE_NONE, 0);
-    CHECK(std::equal(canvas.begin() + 12, canvas.begin() + 28, exact.begin() + 12));  // the fixed blocks stay
+    CHECK(std::equal(canvas.begin() + 16, canvas.begin() + 32, exact.begin() + 16));  // the fixed blocks stay
     CHECK(infill(UNMASK_CACHE_DUAL, 0) == exact);
     CHECK(infill(UNMASK_CACHE_PREFIX, 0) == exact);
     CHECK(infill(UNMASK_CACHE_DUAL, 5) == exact);

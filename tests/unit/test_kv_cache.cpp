@@ -82,16 +82,20 @@ TEST_CASE("each cache mode feeds the whole canvas at block starts and refreshes,
     params.cache_refresh_steps = 2;
     CHECK(feeds(model->spec(), params, 5) == Feeds{{0, L}, {5, 13}, {0, L}, {5, 13}, {0, L}, {13, L}, {0, L}, {13, L}});
 
-    // Block diffusion: the cache is exact, so there is no full refresh; a block's first step feeds
-    // the block before it too (final now: its K/V enter the cache), block 0 the prompt.
+    // Block diffusion: blocks of 8 from position 0 over a canvas extended to 24; the prompt's 5
+    // positions share block 0 with 3 masks (2 steps: the schedule of a whole block, 2 per step),
+    // blocks 1 and 2 take 4 steps. The cache is exact, so there is no full refresh; a block's
+    // first step feeds the block before it too (final now: its K/V enter the cache), and block 0
+    // feeds the prompt with its masks at every step (they attend to each other).
     const auto block_model = load("llada-block");
     DecodeParams b;
     b.gen_length = 16;
     b.steps = 8;
     b.cache_mode = CacheMode::dual;
-    CHECK(feeds(block_model->spec(), b, 5) == Feeds{{0, 13}, {5, 13}, {5, 13}, {5, 13}, {5, L}, {13, L}, {13, L}, {13, L}});
+    CHECK(feeds(block_model->spec(), b, 5) ==
+          Feeds{{0, 8}, {0, 8}, {0, 16}, {8, 16}, {8, 16}, {8, 16}, {8, 24}, {16, 24}, {16, 24}, {16, 24}});
     b.cache_mode = CacheMode::none;
-    CHECK(feeds(block_model->spec(), b, 5) == Feeds(8, {0, L}));
+    CHECK(feeds(block_model->spec(), b, 5) == Feeds(10, {0, 24}));
 
     // Dream predicts position p from p - 1: the fed range starts one before the region.
     const auto dream = load("dream");
@@ -336,12 +340,16 @@ TEST_CASE("the engine streams a block diffusion request block by block, each blo
     std::vector<int32_t> tokens(24);
     int64_t count = 0;
     REQUIRE(unmask_request_tokens(request, tokens.data(), 24, &count) == UNMASK_OK);
-    REQUIRE(seen.blocks.size() == 3);  // blocks of 8 (the model's), one event each
-    for (size_t b = 0; b < 3; ++b) {
+    // Blocks of 8 (the model's) from position 0: the prompt's block, two more, and the one that
+    // ends past the answer; one event each.
+    REQUIRE(seen.blocks.size() == 4);
+    for (size_t b = 0; b < 4; ++b) {
         CAPTURE(b);
-        // Block b is complete and final (as in the result); the blocks after it are still masked.
-        CHECK(std::equal(tokens.begin(), tokens.begin() + long(8 * (b + 1)), seen.blocks[b].begin()));
-        CHECK(std::all_of(seen.blocks[b].begin() + long(8 * (b + 1)), seen.blocks[b].end(), [](int32_t t) { return t == 299; }));
+        // The answer up to block b's end is complete and final (as in the result); after it, masks.
+        const long done = std::min(24L, long(8 * (b + 1)) - 5);
+        CHECK(seen.blocks[b].size() == 24);
+        CHECK(std::equal(tokens.begin(), tokens.begin() + done, seen.blocks[b].begin()));
+        CHECK(std::all_of(seen.blocks[b].begin() + done, seen.blocks[b].end(), [](int32_t t) { return t == 299; }));
     }
     unmask_request_free(request);
     unmask_engine_free(engine);

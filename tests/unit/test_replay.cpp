@@ -302,7 +302,7 @@ TEST_CASE("generations give the same tokens when the layer stack is recorded and
                 CAPTURE(cfg);
                 DecodeParams params;
                 params.gen_length = 16;
-                params.steps = 8;
+                params.steps = 16;  // one commit per step: the two prompts' blocks run in step long enough to replay
                 params.block_length = 8;  // the block diffusion model's own block size too
                 params.cache_mode = mode;
                 params.cfg_scale = cfg;
