@@ -59,6 +59,8 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
         d.cache_vicinity = p.cache_vicinity;
     }
     d.cache_precision = cache_element_type(p.cache_precision, "params->cache_precision");
+    d.edit_threshold = p.edit_threshold;
+    d.max_post_edit_steps = p.max_post_edit_steps;
     return d;
 }
 

@@ -38,6 +38,7 @@ constexpr std::array fields = {
     UNMASK_FIELD(threads, i32),        UNMASK_FIELD(eos_token_id, i64),        UNMASK_FIELD(eot_token_id, i64),
     UNMASK_FIELD(timeout_seconds, f64), UNMASK_FIELD(stream_steps, i32),       UNMASK_FIELD_1_2(cache_mode, i32),
     UNMASK_FIELD(cache_refresh_steps, i64), UNMASK_FIELD(cache_vicinity, i64), UNMASK_FIELD(cache_precision, i32),
+    UNMASK_FIELD(edit_threshold, f64), UNMASK_FIELD(max_post_edit_steps, i64),
 };
 #undef UNMASK_FIELD
 #undef UNMASK_FIELD_1_2

@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 8
+#define UNMASK_ABI_VERSION_MINOR 9
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -445,8 +445,12 @@ typedef struct unmask_generate_params {
      * cache of block diffusion models is then within bf16 rounding of no cache). BF16 needs a
      * cache_mode. */
     int32_t cache_precision;
-    /* (4 bytes of padding end the struct: a field appended later starts at offset 224, so that an
-     * ABI 1.5 caller's struct_size never covers it.) */
+    /* (4 bytes of padding follow: ABI 1.9's fields start at offset 224, which an ABI 1.5-1.8
+     * caller's struct_size never covers.) */
+    /* Since ABI 1.9: LLaDA2.1's token editing, with threshold decoding (docs/decoding.md). */
+    double edit_threshold;       /* > 0: a step also replaces each committed token of the block whose
+                                    prediction differs with probability above it; 0 = off (default) */
+    int64_t max_post_edit_steps; /* steps of edits alone after a block's last mask; default 16 */
 } unmask_generate_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */
@@ -561,7 +565,8 @@ typedef struct unmask_engine_params {
     int32_t max_concurrent_requests;  /* running at once; default 8 */
     int32_t max_queued_requests;      /* waiting for admission; default 64 */
     int32_t threads;                  /* CPU threads; 0 (default): all */
-    int64_t max_sequence_length;      /* prompt + generation admitted; 0 (default): the model's */
+    int64_t max_sequence_length;      /* prompt + generation admitted; 0 (default): the model's; a block
+                                         diffusion model's engine rounds it up to whole blocks */
     int64_t max_tokens_per_forward;   /* rows per forward; 0 (default): every running request at the
                                          longest length, or as many rows as the budget allows */
     double request_timeout_seconds;   /* default deadline of a request; 0 (default): none */

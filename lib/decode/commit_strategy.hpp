@@ -1,8 +1,9 @@
 // How a denoising step's candidates become commits: which of the step's masked positions take
 // their candidate's token. One strategy per family of policies (docs/decoding.md),
 // each in a file of its own: LLaDA's fixed schedule (commit_llada_schedule.cpp), threshold and
-// factor decoding (commit_adaptive.cpp), Dream's policies (commit_dream.cpp). A new policy (an
-// editing one, say) is one more file and one more case in make_commit_strategy.
+// factor decoding (commit_adaptive.cpp), LLaDA2.1's token editing over threshold decoding
+// (commit_editing.cpp), Dream's policies (commit_dream.cpp). A new policy is one more file and one
+// more case in make_commit_strategy.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,9 @@ namespace unmask {
 // One step of one sequence, as a strategy sees it.
 struct CommitStep {
     std::span<const int32_t> outputs;       // the masked positions of the decoded block, ascending
+                                            // (with token editing, its committed ones too)
     std::span<const Candidate> candidates;  // one per output
+    std::span<const int32_t> current;       // with token editing: the token at each output (the mask, or committed)
     int64_t step = 0;        // steps taken by the sequence before this one
     int64_t block = 0;       // which block (0 for Dream's, whose block is the whole region)
     int64_t block_step = 0;  // steps taken in this block before this one
@@ -38,9 +41,9 @@ public:
 };
 
 // The strategy of `params` (validated) for a region of `blocks` blocks; `eos` and `eot` (-1: none)
-// are the ids the EOS confidence rule scores.
+// are the ids the EOS confidence rule scores; `mask` the mask token (editing tells masked outputs by it).
 std::unique_ptr<CommitStrategy> make_commit_strategy(const DecodeParams& params, int64_t blocks, int32_t eos,
-                                                     int32_t eot);
+                                                     int32_t eot, int32_t mask);
 
 // What every strategy ranks by: a candidate's confidence under the policy (its probability, the
 // top-1 minus top-2 margin, the negative entropy, or a uniform draw for LLaDA's random order),

@@ -14,9 +14,11 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
                                std::pair{"max_steps", p.max_steps}, std::pair{"top_k", p.top_k},
                                std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id},
                                std::pair{"cache_refresh_steps", p.cache_refresh_steps},
-                               std::pair{"cache_vicinity", p.cache_vicinity}})
+                               std::pair{"cache_vicinity", p.cache_vicinity},
+                               std::pair{"max_post_edit_steps", p.max_post_edit_steps}})
         check_parameter(name, value);
     for (auto [name, value] : {std::pair{"temperature", p.temperature}, std::pair{"top_p", p.top_p},
+                               std::pair{"edit_threshold", p.edit_threshold},
                                std::pair{"cfg_scale", p.cfg_scale}, std::pair{"threshold", p.threshold},
                                std::pair{"factor", p.factor}, std::pair{"alg_temp", p.alg_temp}, std::pair{"eps", p.eps}})
         check_parameter(name, value);
@@ -37,6 +39,9 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
     const int64_t blocks = region_blocks(region, block);
     if (p.max_steps > 0 && p.min_steps > p.max_steps) fail(Status::invalid_argument, "min_steps {} exceeds max_steps {}", p.min_steps, p.max_steps);
     if (p.threshold > 0 && p.factor > 0) fail(Status::invalid_argument, "threshold and factor decoding are exclusive; set one");
+    if (p.editing() && (p.threshold <= 0 || p.policy != CommitPolicy::low_confidence || p.temperature > 0))
+        fail(Status::invalid_argument, "token editing (edit_threshold {}) works with threshold decoding, the "
+             "low_confidence policy and temperature 0, as LLaDA2.1 publishes it", p.edit_threshold);
     for (auto [name, id] : {std::pair{"eos_token_id", p.eos_token_id}, std::pair{"eot_token_id", p.eot_token_id}})
         if (id >= spec.embedding_rows) fail(Status::invalid_argument, "{} {} is outside the vocabulary of {}", name, id, spec.embedding_rows);
     if (p.cache_vicinity > spec.max_sequence_length)

@@ -55,6 +55,11 @@ struct DecodeParams {
     bool logits_eos_inf = false;
     EosConfidence eos_confidence = EosConfidence::off;
     bool early_stop = false;  // once the answer has ended with EOS in a finished block, fill with EOS and stop
+    // LLaDA2.1's token editing (threshold decoding only): a step also replaces the block's committed
+    // tokens whose prediction differs with probability above edit_threshold (0: off), and after the
+    // block's last mask runs up to max_post_edit_steps steps of edits alone.
+    double edit_threshold = 0.0;
+    int64_t max_post_edit_steps = 16;
     int64_t eos_token_id = -1;  // -1: the model's
     int64_t eot_token_id = -1;  // -1: none
     CacheMode cache_mode = CacheMode::none;
@@ -63,6 +68,7 @@ struct DecodeParams {
     DType cache_precision = DType::f32;  // the K/V cache's elements: f32, or bf16 (half the bytes, rounded)
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
+    bool editing() const noexcept { return edit_threshold > 0; }
     bool dream_policy() const noexcept {
         switch (policy) {
             case CommitPolicy::origin:

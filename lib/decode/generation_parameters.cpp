@@ -80,6 +80,10 @@ constexpr std::array parameters = {
     flag("logits_eos_inf", "never sample EOS (LLaDA's logits_eos_inf)"),
     choice("eos_confidence", eos_confidences, 0, "EOS/EOT confidences: off, reference (as LLaDA's code), both"),
     flag("early_stop", "stop once the answer has ended with EOS in a finished block"),
+    number("edit_threshold", 0, 1, 0, "LLaDA2.1 token editing with threshold decoding: also replace a committed "
+                                      "token of the block whose prediction differs with probability above this (0: off)"),
+    integer("max_post_edit_steps", 0, double(max_supported_steps), 16,
+            "token editing: steps of edits alone after a block's last mask"),
     integer("threads", 0, 1024, 0, "CPU threads of a synchronous generation (0: all)"),
     integer("eos_token_id", -1, unbounded, -1, "the EOS token (-1: the model's)"),
     integer("eot_token_id", -1, unbounded, -1, "the EOT token (-1: none)"),

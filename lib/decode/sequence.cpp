@@ -24,7 +24,7 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
     // The strategy shares steps over the region's blocks.
-    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_);
+    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask);
     first_block_begin_ = region_begin_;
     blocks_ = region_blocks(region, block_length_);
     if (aligned_blocks()) {
@@ -72,6 +72,7 @@ bool DecodeSequence::aligned_blocks() const noexcept {
 
 void DecodeSequence::start_block() {
     block_step_ = 0;
+    post_edit_steps_ = 0;
     const int64_t begin = block_begin(), end = block_end();
     // LLaDA shares a block's masks out over its steps; LLaDA2 and SDAR share the block's length
     // (a partial first block commits up to the same counts and finishes early).
@@ -92,8 +93,13 @@ void DecodeSequence::prepare_step() {
     outputs_.clear();
     const auto mask = static_cast<int32_t>(spec_.mask_token_id);
     const int64_t begin = block_begin(), end = block_end(), length = static_cast<int64_t>(canvas_.size());
+    // The masks; with token editing, the block's committed positions too.
+    current_.clear();
     for (int64_t p = begin; p < end; ++p)
-        if (canvas_[size_t(p)] == mask) outputs_.push_back(static_cast<int32_t>(p));
+        if (canvas_[size_t(p)] == mask || (params_.editing() && !fixed_[size_t(p)])) {
+            outputs_.push_back(static_cast<int32_t>(p));
+            current_.push_back(canvas_[size_t(p)]);
+        }
     sampling_.step = static_cast<uint32_t>(steps_);
     if (params_.cfg_scale > 0) {
         unconditional_ = canvas_;
@@ -114,8 +120,14 @@ int64_t DecodeSequence::apply(std::span<const Candidate> candidates) {
     if (finished()) fail(Status::internal, "apply() on a finished sequence");
     if (candidates.size() != outputs_.size())
         fail(Status::internal, "{} candidates for {} output positions", candidates.size(), outputs_.size());
-    const std::vector<int32_t> commit = strategy_->choose({outputs_, candidates, steps_, block_, block_step_});
-    for (int32_t i : commit) canvas_[size_t(outputs_[size_t(i)])] = candidates[size_t(i)].token;
+    const std::vector<int32_t> commit = strategy_->choose({outputs_, candidates, current_, steps_, block_, block_step_});
+    const auto mask = static_cast<int32_t>(spec_.mask_token_id);
+    step_had_masks_ = std::find(current_.begin(), current_.end(), mask) != current_.end();
+    step_edited_ = false;
+    for (int32_t i : commit) {
+        step_edited_ = step_edited_ || current_[size_t(i)] != mask;
+        canvas_[size_t(outputs_[size_t(i)])] = candidates[size_t(i)].token;
+    }
     ++steps_;
     ++block_step_;
     finish_if_done();
@@ -134,6 +146,15 @@ void DecodeSequence::finish_if_done() {
         const bool block_done =
             std::find(canvas_.begin() + begin, canvas_.begin() + begin + block_length_, mask) == canvas_.begin() + begin + block_length_;
         if (!block_done) return;
+        // Token editing: after the step that filled the block's last mask, steps of edits alone,
+        // until one edits nothing or max_post_edit_steps have run (SGLang's JointThreshold stops
+        // at the next step without applying it; that forward is skipped here).
+        if (params_.editing()) {
+            if (!step_had_masks_) ++post_edit_steps_;
+            const bool edits_left = step_had_masks_ ? params_.max_post_edit_steps > 0
+                                                    : step_edited_ && post_edit_steps_ < params_.max_post_edit_steps;
+            if (edits_left) return;
+        }
         // Early stop: a committed EOS in the finished blocks followed only by EOS or masks ends
         // the answer; fill the rest with EOS.
         if (params_.early_stop && eos_ >= 0) {

@@ -93,8 +93,10 @@ private:
     int64_t output_length_ = 0;  // of the request's canvas
     int64_t region_begin_ = 0, first_block_begin_ = 0, block_length_ = 0, block_ = 0, blocks_ = 0;
     int64_t steps_ = 0, block_step_ = 0;
+    int64_t post_edit_steps_ = 0;                       // token editing: steps after the block's last mask
+    bool step_had_masks_ = false, step_edited_ = false;  // what the last applied step found and did
     std::unique_ptr<CommitStrategy> strategy_;  // which of a step's outputs it commits
-    std::vector<int32_t> outputs_;
+    std::vector<int32_t> outputs_, current_;  // current_: the canvas at each output
     CandidateParams sampling_;
     int32_t eos_ = -1, eot_ = -1;
     std::vector<int32_t> banned_;  // sampling_.banned_tokens views it

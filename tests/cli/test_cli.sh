@@ -111,6 +111,19 @@ cmp -s "$work/out" "$work/first" || fail "the same seed gives the same JSON"
 expect_run "generate --show-steps (not a terminal)" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --show-steps
 [ "$(grep -c '^step ' "$work/out")" -eq 4 ] || fail "--show-steps prints one line per step when not a terminal"
 grep -q "^step 1 (+2): .*_" "$work/out" || fail "--show-steps shows masks as _"
+# A LLaDA2 model: blocks of 8 from position 0 (5 prompt positions, 16 answer positions: 24 decoded),
+# and LLaDA2.1's token editing, which takes steps of edits beyond one per answer position.
+llada2="$fixtures/../reference/llada2-moe"
+expect_run "generate with token editing" 0 generate -m "$llada2" --prompt-ids 1,2,3,4,5 --gen-length 16 --steps 16 \
+  --threshold 0.5 --edit-threshold 0.3 --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "token editing answers 16 tokens in more than 16 steps"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["tokens"]) == 16 and d["steps"] > 16, d
+PY
+expect_run "token editing without threshold decoding" 1 generate -m "$llada2" --prompt-ids 1,2,3 --gen-length 16 \
+  --steps 16 --edit-threshold 0.3
+expect_one_error_line "token editing without threshold decoding" "INVALID_ARGUMENT: .*works with threshold decoding"
 expect_run "generate bad block length" 1 generate -m "$model" --prompt-ids 1,2 --gen-length 8 --block-length 3
 expect_one_error_line "generate bad block length" "INVALID_ARGUMENT: .*not a multiple of block_length 3"
 expect_run "generate bad number" 2 generate -m "$model" --prompt-ids 1,2 --steps many

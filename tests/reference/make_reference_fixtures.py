@@ -79,6 +79,11 @@ LLADA2_CASES = [
     ("LLaDA2, prompt of 6, threshold 0.9", {"gen_length": 16, "steps": 16, "threshold": 0.9}, 6),
     ("LLaDA2, prompt of 10, 2 per step", {"gen_length": 16, "steps": 8}, 10),
     ("LLaDA2, prompt of 6, gen_length 13", {"gen_length": 13, "steps": 16}, 6),
+    # LLaDA2.1's token editing (each case edits tokens: the generator checks).
+    ("LLaDA2.1 editing, threshold 0.5, edit 0.3", {"gen_length": 16, "steps": 16, "threshold": 0.5,
+                                                  "edit_threshold": 0.3}),
+    ("LLaDA2.1 editing, prompt of 5, 1 post step", {"gen_length": 16, "steps": 16, "threshold": 0.7,
+                                                    "edit_threshold": 0.2, "max_post_edit_steps": 1}, 5),
 ]
 SDAR_CASES = [
     ("SDAR, prompt of 8, one per step", {"gen_length": 12, "steps": 12}),
@@ -278,7 +283,8 @@ def make_decoding(name, config, weights, cases, generate, out):
             gaps = reference_decode.Gaps()
             tokens, steps = generate(config, weights, prompt, params, gaps)
             tokens_kv, steps_kv = generate(config, weights, prompt, dict(params, cache_precision="bf16"), gaps)
-            if gaps.logit > MIN_DECODE_LOGIT_GAP and gaps.selection > MIN_DECODE_SELECTION_GAP:
+            if gaps.logit > MIN_DECODE_LOGIT_GAP and gaps.selection > MIN_DECODE_SELECTION_GAP and (
+                    gaps.edits > 0 or params.get("edit_threshold", 0) == 0):
                 break
         else:
             raise SystemExit("%s / %s: no prompt without near-ties" % (name, case_name))

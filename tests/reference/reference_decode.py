@@ -39,6 +39,7 @@ class Gaps:
     def __init__(self):
         self.logit = math.inf
         self.selection = math.inf
+        self.edits = 0  # token editing: tokens replaced
 
     def argmax(self, logits):
         top = logits.topk(2).values
@@ -124,6 +125,12 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
     step = 0
     for b in range(len(prompt) // block, total // block):
         begin, end = b * block, (b + 1) * block
+        if p.get("edit_threshold", 0) > 0:
+            step = edit_block(config, weights, x, fixed, begin, end, p, gaps, step)
+            if eos >= 0 and eos in x[len(prompt):min(end, len(prompt) + gen)]:
+                x = [eos if t == mask_id else t for t in x]
+                break
+            continue
         for block_step in range(steps if threshold == 0 else block):
             positions = [i for i in range(begin, end) if x[i] == mask_id]
             if not positions:
@@ -144,6 +151,46 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
             x = [eos if t == mask_id else t for t in x]
             break
     return x[len(prompt):len(prompt) + gen], step
+
+
+def edit_block(config, weights, x, fixed, begin, end, p, gaps, step):
+    """LLaDA2.1's token editing over one block (SGLang's JointThreshold,
+    python/sglang/srt/dllm/algorithm/joint_threshold.py; the LLaDA2.1 report's M2T + T2T): every
+    step takes the argmax x0 and its probability at each position of the block; masks above the
+    threshold are committed (at least the most confident one), and every committed, non-prompt
+    position whose x0 differs with probability above edit_threshold is replaced. Once the block has
+    no masks, a step is a post-edit step: the block ends after one that edits nothing or after
+    max_post_edit_steps of them (SGLang runs one more forward and drops it; so does not this).
+    Counts edits in gaps.edits. Returns the step count."""
+    mask_id = config["mask_token_id"]
+    threshold, edit_threshold = p["threshold"], p["edit_threshold"]
+    max_post, post = p.get("max_post_edit_steps", 16), 0
+    while True:
+        masked = [i for i in range(begin, end) if x[i] == mask_id]
+        editable = [i for i in range(begin, end) if x[i] != mask_id and not fixed[i]]
+        logits = guided_logits(config, weights, x[:end], fixed[:end], p, mask_id, 0)
+        logits[:, mask_id] = -math.inf
+        x0, prob = {}, {}
+        for i in masked + editable:
+            x0[i] = gaps.argmax(logits[i])
+            prob[i] = float(logits[i].softmax(-1)[x0[i]])
+        keys = [prob[i] for i in masked]
+        above = sum(1 for c in keys if c >= threshold)
+        commits = gaps.select(keys, masked, max(above, 1)) if masked else []
+        edits = [i for i in editable if x0[i] != x[i] and prob[i] > edit_threshold]
+        for i in commits + edits:
+            x[i] = x0[i]
+        gaps.edits += len(edits)
+        step += 1
+        if any(x[i] == mask_id for i in range(begin, end)):
+            continue
+        if masked:
+            if max_post == 0:
+                return step
+            continue
+        post += 1
+        if not edits or post >= max_post:
+            return step
 
 
 def llada_generate(config, weights, prompt, p, gaps):

@@ -64,6 +64,8 @@ unmask_generate_params params_from_json(const nlohmann::json& p) {
     params.eot_token_id = p.value("eot_token_id", -1);
     params.eos_token_id = p.value("eos_token_id", -1);
     params.early_stop = p.value("early_stop", false) ? 1 : 0;
+    params.edit_threshold = p.value("edit_threshold", 0.0);
+    params.max_post_edit_steps = p.value("max_post_edit_steps", 16);
     return params;
 }
 
@@ -587,6 +589,12 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"params->cache_precision must be", [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_AUTO; }},
         {"cache precision other than fp32 needs a cache_mode",
          [](unmask_generate_params& p) { p.cache_precision = UNMASK_PRECISION_BF16; }},
+        {"token editing (edit_threshold 0.5) works with threshold decoding",
+         [](unmask_generate_params& p) { p.edit_threshold = 0.5; }},
+        {"token editing (edit_threshold 0.5) works with threshold decoding, the low_confidence policy and temperature 0",
+         [](unmask_generate_params& p) { p.threshold = 0.9; p.temperature = 0.5; p.edit_threshold = 0.5; }},
+        {"edit_threshold must be in [0, 1], got 1.5", [](unmask_generate_params& p) { p.edit_threshold = 1.5; }},
+        {"max_post_edit_steps must be in 0..", [](unmask_generate_params& p) { p.max_post_edit_steps = -1; }},
     };
     for (const Case& c : cases) {
         CAPTURE(c.message);

@@ -42,7 +42,7 @@ TEST_CASE("every field of unmask_generate_params but the callbacks is a paramete
         "policy", "gen_length", "steps", "block_length", "min_steps", "max_steps", "temperature", "top_k", "top_p",
         "cfg_scale", "threshold", "factor", "alg_temp", "eps", "seed", "logits_eos_inf", "eos_confidence",
         "early_stop", "threads", "eos_token_id", "eot_token_id", "timeout_seconds", "stream_steps", "cache_mode",
-        "cache_refresh_steps", "cache_vicinity", "cache_precision"};
+        "cache_refresh_steps", "cache_vicinity", "cache_precision", "edit_threshold", "max_post_edit_steps"};
     std::set<std::string> names;
     unmask_generate_params params;
     REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);

@@ -113,7 +113,9 @@ static_assert(offsetof(unmask_generate_params, cache_mode) == 196);
 static_assert(offsetof(unmask_generate_params, cache_refresh_steps) == 200);
 static_assert(offsetof(unmask_generate_params, cache_vicinity) == 208);
 static_assert(offsetof(unmask_generate_params, cache_precision) == 216);  // ABI 1.5
-static_assert(sizeof(unmask_generate_params) == 224);
+static_assert(offsetof(unmask_generate_params, edit_threshold) == 224);   // ABI 1.9
+static_assert(offsetof(unmask_generate_params, max_post_edit_steps) == 232);
+static_assert(sizeof(unmask_generate_params) == 240);
 
 static_assert(offsetof(unmask_stream_event, kind) == 4);
 static_assert(offsetof(unmask_stream_event, request_id) == 8);
@@ -217,7 +219,7 @@ TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_memory_usage) == 48);
     CHECK(sizeof(unmask_plan_params) == 80);
     CHECK(sizeof(unmask_memory_plan) == 200);
-    CHECK(sizeof(unmask_generate_params) == 224);
+    CHECK(sizeof(unmask_generate_params) == 240);
     CHECK(sizeof(unmask_engine_params) == 80);
     CHECK(sizeof(unmask_request_info) == 80);
     CHECK(sizeof(unmask_engine_stats) == 240);

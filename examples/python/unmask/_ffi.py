@@ -87,7 +87,7 @@ class GenerateParams(ctypes.Structure):
                 ("step_callback", STEP_CALLBACK), ("step_user_data", c_void_p), ("timeout_seconds", c_double),
                 ("stream_callback", STREAM_CALLBACK), ("stream_user_data", c_void_p), ("stream_steps", c_int32),
                 ("cache_mode", c_int32), ("cache_refresh_steps", c_int64), ("cache_vicinity", c_int64),
-                ("cache_precision", c_int32)]
+                ("cache_precision", c_int32), ("edit_threshold", c_double), ("max_post_edit_steps", c_int64)]
 
 
 class Generation(ctypes.Structure):

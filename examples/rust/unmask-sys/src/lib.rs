@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 7;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 9;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -226,6 +226,8 @@ pub struct unmask_generate_params {
     pub cache_refresh_steps: i64,
     pub cache_vicinity: i64,
     pub cache_precision: i32,
+    pub edit_threshold: c_double,
+    pub max_post_edit_steps: i64,
 }
 
 #[repr(C)]
@@ -408,7 +410,7 @@ mod tests {
         assert_eq!(size_of::<unmask_model_params>(), 88);
         assert_eq!(size_of::<unmask_plan_params>(), 80);
         assert_eq!(size_of::<unmask_memory_plan>(), 200);
-        assert_eq!(size_of::<unmask_generate_params>(), 224);
+        assert_eq!(size_of::<unmask_generate_params>(), 240);
         assert_eq!(size_of::<unmask_engine_params>(), 80);
         assert_eq!(size_of::<unmask_request_info>(), 80);
         assert_eq!(size_of::<unmask_engine_stats>(), 240);
@@ -435,6 +437,8 @@ mod tests {
         assert_eq!(offset!(unmask_generate_params, cache_refresh_steps), 200);
         assert_eq!(offset!(unmask_generate_params, cache_vicinity), 208);
         assert_eq!(offset!(unmask_generate_params, cache_precision), 216);
+        assert_eq!(offset!(unmask_generate_params, edit_threshold), 224);
+        assert_eq!(offset!(unmask_generate_params, max_post_edit_steps), 232);
         assert_eq!(offset!(unmask_plan_params, kv_cache_precision), 72);
         assert_eq!(offset!(unmask_engine_stats, memory_capacity), 192);
         assert_eq!(offset!(unmask_memory_plan, weights_by_component), 72);
