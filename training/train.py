@@ -4,7 +4,8 @@ CPU, deterministically from --seed, and writes it in Hugging Face layout.
 
 Objective (LLaDA's SFT variant): the prompt stays, every answer position (the EOS padding
 included) is masked with probability t ~ U(eps, 1) per sequence, and the loss is the
-cross-entropy on masked positions weighted by 1/t, normalised by the answer's length.
+cross-entropy on masked positions weighted by 1/t, normalised by the answer's length (--padding-weight
+weighs the EOS padding after the answer's own EOS down).
 
 Each batch has one canvas length, drawn from --lengths (length:weight,...): short canvases are
 cheap, long ones teach the model to fill a long canvas with end-of-text after the answer, as
@@ -61,11 +62,14 @@ def load(path, tokenizer, length):
     return rows
 
 
-def batch_tensors(rows, length, eos):
-    """The canvases of a batch: prompt, answer, then EOS padding (part of the answer) to `length`."""
+def batch_tensors(rows, length, eos, padding_weight=1.0):
+    """The canvases of a batch: prompt, answer, then EOS padding (part of the answer) to `length`;
+    and each position's loss weight: 0 in the prompt, 1 in the answer and its EOS, padding_weight
+    in the EOS padding after it."""
     tokens = torch.tensor([p + a + [eos] * (length - len(p) - len(a)) for p, a in rows])
-    answer = torch.tensor([[0] * len(p) + [1] * (length - len(p)) for p, a in rows], dtype=torch.bool)
-    return tokens, answer
+    weight = torch.tensor([[0.0] * len(p) + [1.0] * len(a) + [padding_weight] * (length - len(p) - len(a))
+                           for p, a in rows])
+    return tokens, weight
 
 
 def parse_lengths(text):
@@ -73,13 +77,14 @@ def parse_lengths(text):
     return [int(length) for length, _ in pairs], [float(weight) for _, weight in pairs]
 
 
-def diffusion_loss(model, tokens, answer, mask_id, generator, eps=1e-3):
+def diffusion_loss(model, tokens, weight, mask_id, generator, eps=1e-3):
+    """weight: per position, 0 in the prompt (never masked); the loss is normalised by its sum."""
     t = eps + (1 - eps) * torch.rand(tokens.shape[0], 1, generator=generator)
-    masked = (torch.rand(tokens.shape, generator=generator) < t) & answer
+    masked = (torch.rand(tokens.shape, generator=generator) < t) & (weight > 0)
     noisy = torch.where(masked, torch.full_like(tokens, mask_id), tokens)
     logits = model(noisy).float()
     ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens, reduction="none")
-    weighted = (ce * masked / t).sum(1) / answer.sum(1)
+    weighted = (ce * masked * weight / t).sum(1) / weight.sum(1)
     return weighted.mean()
 
 
@@ -130,6 +135,9 @@ def main():
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                         help="bf16: the linear layers under bf16 autocast (attention, weights, optimizer and loss "
                              "stay fp32), about 2-3x faster per step on CPUs with AVX-512 BF16 (training/README.md)")
+    parser.add_argument("--padding-weight", type=float, default=1.0,
+                        help="loss weight of the EOS padding after an answer's EOS (LLaDA's SFT: 1); lower keeps "
+                             "long canvases from drowning the answer's tokens (training/README.md)")
     parser.add_argument("--init", help="continue from a model directory this script wrote")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="the LM head is the embedding matrix (weight_tying); measured worse than untied (training/README.md)")
@@ -160,9 +168,9 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         length = rng.choices(lengths, weights)[0]
-        tokens, answer = batch_tensors(rng.sample(fitting[length], args.batch), length, eos)
+        tokens, weight = batch_tensors(rng.sample(fitting[length], args.batch), length, eos, args.padding_weight)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-            loss = diffusion_loss(model, tokens, answer, mask_id, generator)
+            loss = diffusion_loss(model, tokens, weight, mask_id, generator)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
