@@ -31,21 +31,8 @@ ModelSpec read_dream_config(const ConfigReader& config) {
     return spec;
 }
 
-std::vector<ExpectedTensor> dream_tensors(const ModelSpec& spec) {
-    const int64_t h = spec.hidden_size;
-    std::vector<ExpectedTensor> out;
-    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
-    for (int64_t i = 0; i < spec.layers; ++i) {
-        add_hf_attention_tensors(out, spec, i);
-        add_swiglu_tensors(out, fmt::format("model.layers.{}.mlp.", i), h, spec.intermediate_size, SwigluKind::dense, i);
-    }
-    out.push_back({"model.norm.weight", {h}, Role::final_norm});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
-    return out;
-}
-
 }  // namespace
 
-const ArchitectureBinding dream_binding{Architecture::dream, "DreamModel", read_dream_config, dream_tensors};
+const ArchitectureBinding dream_binding{Architecture::dream, "DreamModel", read_dream_config, hf_model_tensors};
 
 }  // namespace unmask

@@ -18,13 +18,7 @@ ModelSpec read_llada2_moe_config(const ConfigReader& config) {
     ModelSpec spec;
     spec.architecture = Architecture::llada2_moe;
     spec.architecture_name = "llada2-moe";
-    spec.hidden_size = config.positive_integer("hidden_size");
-    spec.layers = config.positive_integer("num_hidden_layers");
-    spec.attention_heads = config.positive_integer("num_attention_heads");
-    spec.kv_heads = config.optional_integer("num_key_value_heads").value_or(spec.attention_heads);
-    spec.head_dim = config.optional_integer("head_dim").value_or(spec.hidden_size / spec.attention_heads);
-    spec.vocab_size = config.positive_integer("vocab_size");
-    spec.embedding_rows = spec.vocab_size;
+    read_hf_shape(config, spec);
     spec.max_sequence_length = config.positive_integer("max_position_embeddings");
     spec.rope_theta = config.number("rope_theta");
     spec.rms_norm_eps = config.optional_number("rms_norm_eps").value_or(1e-6);

@@ -27,13 +27,7 @@ ModelSpec read_llada_moe_config(const ConfigReader& config) {
     ModelSpec spec;
     spec.architecture = Architecture::llada_moe;
     spec.architecture_name = "llada-moe";
-    spec.hidden_size = config.positive_integer("hidden_size");
-    spec.layers = config.positive_integer("num_hidden_layers");
-    spec.attention_heads = config.positive_integer("num_attention_heads");
-    spec.kv_heads = config.optional_integer("num_key_value_heads").value_or(spec.attention_heads);
-    spec.head_dim = config.optional_integer("head_dim").value_or(spec.hidden_size / spec.attention_heads);
-    spec.vocab_size = config.positive_integer("vocab_size");
-    spec.embedding_rows = spec.vocab_size;
+    read_hf_shape(config, spec);
     spec.max_sequence_length = config.optional_integer("max_position_embeddings").value_or(4096);
     spec.rope_theta = config.number("rope_theta");
     spec.rms_norm_eps = config.optional_number("rms_norm_eps").value_or(1e-5);
@@ -62,21 +56,9 @@ ModelSpec read_llada_moe_config(const ConfigReader& config) {
     return spec;
 }
 
-std::vector<ExpectedTensor> llada_moe_tensors(const ModelSpec& spec) {
-    const int64_t h = spec.hidden_size;
-    std::vector<ExpectedTensor> out;
-    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
-    for (int64_t i = 0; i < spec.layers; ++i) {
-        add_hf_attention_tensors(out, spec, i);
-        add_mlp_tensors(out, spec, i);
-    }
-    out.push_back({"model.norm.weight", {h}, Role::final_norm});
-    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
-    return out;
-}
-
 }  // namespace
 
-const ArchitectureBinding llada_moe_binding{Architecture::llada_moe, "LLaDAMoEModelLM", read_llada_moe_config, llada_moe_tensors};
+const ArchitectureBinding llada_moe_binding{Architecture::llada_moe, "LLaDAMoEModelLM", read_llada_moe_config,
+                                            hf_model_tensors};
 
 }  // namespace unmask

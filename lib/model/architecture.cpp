@@ -114,6 +114,29 @@ void add_mlp_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, in
         add_swiglu_tensors(out, p + "shared_experts.", h, spec.shared_expert_intermediate_size, SwigluKind::shared, layer);
 }
 
+void read_hf_shape(const ConfigReader& config, ModelSpec& spec) {
+    spec.hidden_size = config.positive_integer("hidden_size");
+    spec.layers = config.positive_integer("num_hidden_layers");
+    spec.attention_heads = config.positive_integer("num_attention_heads");
+    spec.kv_heads = config.optional_integer("num_key_value_heads").value_or(spec.attention_heads);
+    spec.head_dim = config.optional_integer("head_dim").value_or(spec.hidden_size / spec.attention_heads);
+    spec.vocab_size = config.positive_integer("vocab_size");
+    spec.embedding_rows = spec.vocab_size;
+}
+
+std::vector<ExpectedTensor> hf_model_tensors(const ModelSpec& spec) {
+    const int64_t h = spec.hidden_size;
+    std::vector<ExpectedTensor> out;
+    out.push_back({"model.embed_tokens.weight", {spec.embedding_rows, h}, Role::embedding});
+    for (int64_t i = 0; i < spec.layers; ++i) {
+        add_hf_attention_tensors(out, spec, i);
+        add_mlp_tensors(out, spec, i);
+    }
+    out.push_back({"model.norm.weight", {h}, Role::final_norm});
+    if (!spec.tie_word_embeddings) out.push_back({"lm_head.weight", {spec.embedding_rows, h}, Role::lm_head});
+    return out;
+}
+
 RouterScore read_router_score(const ConfigReader& config, std::string_view key, RouterScore fallback) {
     const auto score = config.optional_string(key);
     if (!score) return fallback;

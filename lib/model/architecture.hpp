@@ -59,6 +59,14 @@ void add_swiglu_tensors(std::vector<ExpectedTensor>& out, const std::string& pre
 // The MLP of `layer` under "model.layers.{i}.mlp.": a dense SwiGLU, or the router ("gate.weight",
 // and "gate.expert_bias" when the spec has one), the routed experts and the shared expert.
 void add_mlp_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, int64_t layer);
+// The shape keys of Hugging Face LLaMA-style configs: hidden_size, num_hidden_layers,
+// num_attention_heads, num_key_value_heads (default: the heads), head_dim (default: hidden / heads),
+// vocab_size (the embedding's rows too).
+void read_hf_shape(const ConfigReader& config, ModelSpec& spec);
+// The tensors of a model with Hugging Face LLaMA-style names throughout: model.embed_tokens, each
+// layer's attention and MLP (add_hf_attention_tensors, add_mlp_tensors), model.norm, lm_head
+// unless tied.
+std::vector<ExpectedTensor> hf_model_tensors(const ModelSpec& spec);
 // The router's score function from config key `key` ("softmax" or "sigmoid"), `fallback` when absent.
 RouterScore read_router_score(const ConfigReader& config, std::string_view key, RouterScore fallback);
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "fixtures.hpp"
+#include "memory/memory_plan.hpp"
 #include "model/model.hpp"
 #include "unmask.h"
 
@@ -105,6 +106,44 @@ TEST_CASE("LLaDA2's fused query_key_value is bound once and used as its q, k and
         CHECK(model->description().parameters_total == elements);
         CHECK(model->description().bytes_by_component[size_t(Component::attention)] ==
               uint64_t(3 * (128 * 64 + 64 * 64)) * dtype_size(q.dtype));  // 3 layers of fused q/k/v and dense
+    }
+}
+
+TEST_CASE("the published LLaDA2.0-mini, SDAR-8B and RND1-30B tensors bind by name from their headers alone") {
+    // Headers of the real names and shapes over sparse data (tests/fixtures): a metadata-only load
+    // binds every tensor, uses all of them, and counts the parameters the planner counts.
+    struct Case {
+        const char* name;
+        const char* architecture;
+        size_t file_tensors, fused;  // tensors in the file; fused query_key_value among them
+    };
+    const Case cases[] = {{"llada2-mini", "llada2-moe", 1 + 20 * 6 + 3 + 19 * (2 + 256 * 3 + 3) + 2, 20},
+                          {"sdar-8b", "sdar", 1 + 36 * 11 + 2, 0},
+                          {"rnd1-30b", "rnd1", 1 + 48 * (8 + 1 + 128 * 3) + 2, 0}};
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        LoadOptions options;
+        options.metadata_only = true;
+        std::vector<std::string> warnings;
+        auto sink = [](int32_t level, const char* message, void* user_data) {
+            if (level == static_cast<int32_t>(LogLevel::warn))
+                static_cast<std::vector<std::string>*>(user_data)->push_back(message);
+        };
+        options.logger = Logger(sink, &warnings, LogLevel::debug);
+        const auto directory = fixture_path("good/published/" + std::string(c.name));
+        const auto model = load_model(directory, options);
+        CHECK(model->spec().architecture_name == c.architecture);
+        CHECK_FALSE(model->has_data());
+        CHECK(model->weights().size() == c.file_tensors + 2 * c.fused);  // a fused tensor is three weights
+        CHECK(warnings.empty());  // no tensor of the file left unused
+        PlanRequest request;
+        request.precision = Precision::automatic;  // from the headers: bf16
+        request.max_sequence_length = 1024;
+        request.threads = 2;
+        const MemoryPlan plan = plan_memory(directory, request);
+        CHECK(model->description().parameters_total == plan.parameters_total);
+        CHECK(model->description().weight_bytes == plan.weights_total);
+        CHECK(plan.weights_total == 2 * plan.parameters_total);
     }
 }
 
