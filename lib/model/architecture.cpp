@@ -6,6 +6,8 @@
 namespace unmask {
 namespace {
 
+constexpr int64_t max_layers = 4096;  // far above any real model: a hostile config cannot make us plan absurd work
+
 const ArchitectureBinding* const bindings[] = {&llada_binding,      &llada_moe_binding, &dream_binding, &llada2_moe_binding,
                                                &sdar_binding,       &sdar_moe_binding,  &rnd1_binding};
 
@@ -13,7 +15,7 @@ const ArchitectureBinding* const bindings[] = {&llada_binding,      &llada_moe_b
 void validate_spec(const ModelSpec& spec, const std::string& label) {
     auto bad = [&](std::string_view what) { fail(Status::model_format, "{}: {}", label, what); };
     // Bounds far above any real model, so a hostile config cannot make us plan absurd work.
-    if (spec.layers > 4096) bad(fmt::format("{} layers is more than the supported 4096", spec.layers));
+    if (spec.layers > max_layers) bad(fmt::format("{} layers is more than the supported {}", spec.layers, max_layers));
     if (spec.experts > 65536) bad(fmt::format("{} experts is more than the supported 65536", spec.experts));
     if (spec.hidden_size > (1 << 20) || spec.attention_heads > 4096 || spec.head_dim > 4096)
         bad(fmt::format("hidden size {} / heads {} / head_dim {} are beyond supported bounds", spec.hidden_size,
@@ -117,6 +119,9 @@ void add_mlp_tensors(std::vector<ExpectedTensor>& out, const ModelSpec& spec, in
 void read_hf_shape(const ConfigReader& config, ModelSpec& spec) {
     spec.hidden_size = config.positive_integer("hidden_size");
     spec.layers = config.positive_integer("num_hidden_layers");
+    // Checked here too: the families size per-layer lists from it before the spec is validated.
+    if (spec.layers > max_layers)
+        config.fail_field("num_hidden_layers", fmt::format("({}) is more than the supported {}", spec.layers, max_layers));
     spec.attention_heads = config.positive_integer("num_attention_heads");
     spec.kv_heads = config.optional_integer("num_key_value_heads").value_or(spec.attention_heads);
     spec.head_dim = config.optional_integer("head_dim").value_or(spec.hidden_size / spec.attention_heads);
