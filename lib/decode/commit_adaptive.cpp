@@ -1,6 +1,7 @@
 // Threshold and factor decoding (Fast-dLLM): a step commits every masked position of the block
 // whose confidence reaches the threshold, or the factor rule's count, at least one, within the
-// block's share of min_steps and max_steps.
+// block's share of min_steps and max_steps. Block diffusion models' threshold decoding is
+// LLaDA2's: at least the count of the block's fixed schedule.
 #include <algorithm>
 #include <functional>
 
@@ -12,14 +13,17 @@ namespace {
 
 class AdaptiveCommit final : public RankingStrategy {
 public:
-    using RankingStrategy::RankingStrategy;
+    AdaptiveCommit(const DecodeParams& params, int64_t blocks, int32_t eos, int32_t eot, bool scheduled_floor)
+        : RankingStrategy(params, blocks, eos, eot), scheduled_floor_(scheduled_floor) {}
 
     // The bounds are shared out over the blocks, the remainder to the first ones, so that every
     // block's minimum stays within its maximum and the totals are exact.
-    void start_block(int64_t block, int64_t) override {
+    void start_block(int64_t block, int64_t masked) override {
         auto share = [&](int64_t total) { return total / blocks_ + (block < total % blocks_ ? 1 : 0); };
         block_max_steps_ = share(params_.max_steps);
         block_min_steps_ = share(params_.min_steps);
+        // LLaDA2: the block's length (`masked` here) shared over its steps, as the fixed schedule.
+        if (scheduled_floor_) floor_ = llada_transfer_counts(masked, std::max<int64_t>(1, params_.steps / blocks_));
     }
     std::vector<int32_t> choose(const CommitStep& step) const override {
         std::vector<float> sorted;
@@ -33,20 +37,26 @@ public:
             std::sort(sorted.begin(), sorted.end(), std::greater<float>());
             wanted = factor_commit_count(sorted, params_.factor);
         }
-        const int64_t count = bound_commit_count(wanted, static_cast<int64_t>(step.outputs.size()), step.block_step,
-                                                 block_min_steps_, block_max_steps_);
+        const auto masked = static_cast<int64_t>(step.outputs.size());
+        int64_t count = bound_commit_count(wanted, masked, step.block_step, block_min_steps_, block_max_steps_);
+        // LLaDA2's rule: every position above the threshold when they are at least the step's
+        // scheduled count, else that count of the most confident.
+        if (step.block_step < static_cast<int64_t>(floor_.size()))
+            count = std::max(count, std::min(floor_[size_t(step.block_step)], masked));
         return confidence_.top(step, count);
     }
 
 private:
+    const bool scheduled_floor_;
     int64_t block_min_steps_ = 0, block_max_steps_ = 0;  // this block's share of the bounds
+    std::vector<int64_t> floor_;                         // LLaDA2: the least count of each step of the block
 };
 
 }  // namespace
 
 std::unique_ptr<CommitStrategy> make_adaptive_commit(const DecodeParams& params, int64_t blocks, int32_t eos,
-                                                     int32_t eot) {
-    return std::make_unique<AdaptiveCommit>(params, blocks, eos, eot);
+                                                     int32_t eot, bool scheduled_floor) {
+    return std::make_unique<AdaptiveCommit>(params, blocks, eos, eot, scheduled_floor);
 }
 
 }  // namespace unmask

@@ -13,17 +13,18 @@ namespace unmask {
 std::unique_ptr<CommitStrategy> make_llada_schedule(const DecodeParams& params, int64_t blocks, int32_t eos,
                                                     int32_t eot);
 std::unique_ptr<CommitStrategy> make_adaptive_commit(const DecodeParams& params, int64_t blocks, int32_t eos,
-                                                     int32_t eot);
+                                                     int32_t eot, bool scheduled_floor);
 std::unique_ptr<CommitStrategy> make_dream_commit(const DecodeParams& params, int32_t eos, int32_t eot);
 std::unique_ptr<CommitStrategy> make_editing_commit(std::unique_ptr<CommitStrategy> masks, double edit_threshold,
                                                     int32_t mask);
 
 std::unique_ptr<CommitStrategy> make_commit_strategy(const DecodeParams& params, int64_t blocks, int32_t eos,
-                                                     int32_t eot, int32_t mask) {
+                                                     int32_t eot, int32_t mask, bool block_diffusion) {
     if (params.dream_policy()) return make_dream_commit(params, eos, eot);
+    // Token editing commits masks as SGLang's JointThreshold does: above the threshold, at least one.
     if (params.editing())
-        return make_editing_commit(make_adaptive_commit(params, blocks, eos, eot), params.edit_threshold, mask);
-    if (params.adaptive()) return make_adaptive_commit(params, blocks, eos, eot);
+        return make_editing_commit(make_adaptive_commit(params, blocks, eos, eot, false), params.edit_threshold, mask);
+    if (params.adaptive()) return make_adaptive_commit(params, blocks, eos, eot, block_diffusion && params.threshold > 0);
     return make_llada_schedule(params, blocks, eos, eot);
 }
 

@@ -41,9 +41,11 @@ public:
 };
 
 // The strategy of `params` (validated) for a region of `blocks` blocks; `eos` and `eot` (-1: none)
-// are the ids the EOS confidence rule scores; `mask` the mask token (editing tells masked outputs by it).
+// are the ids the EOS confidence rule scores; `mask` the mask token (editing tells masked outputs by
+// it). `block_diffusion`: LLaDA2's threshold rule, whose step commits at least its schedule's count
+// (each block's start_block then passes the block's length as `masked`).
 std::unique_ptr<CommitStrategy> make_commit_strategy(const DecodeParams& params, int64_t blocks, int32_t eos,
-                                                     int32_t eot, int32_t mask);
+                                                     int32_t eot, int32_t mask, bool block_diffusion);
 
 // What every strategy ranks by: a candidate's confidence under the policy (its probability, the
 // top-1 minus top-2 margin, the negative entropy, or a uniform draw for LLaDA's random order),

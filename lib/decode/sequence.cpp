@@ -24,7 +24,8 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
     // The strategy shares steps over the region's blocks.
-    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask);
+    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask,
+                                     spec.diffusion_block_size > 0);
     first_block_begin_ = region_begin_;
     blocks_ = region_blocks(region, block_length_);
     if (aligned_blocks()) {

@@ -79,6 +79,7 @@ LLADA2_CASES = [
     ("LLaDA2, prompt of 6, threshold 0.9", {"gen_length": 16, "steps": 16, "threshold": 0.9}, 6),
     ("LLaDA2, prompt of 10, 2 per step", {"gen_length": 16, "steps": 8}, 10),
     ("LLaDA2, prompt of 6, gen_length 13", {"gen_length": 13, "steps": 16}, 6),
+    ("LLaDA2, threshold 0.9, 4 steps a block", {"gen_length": 16, "steps": 8, "threshold": 0.9}, 9),
     # LLaDA2.1's token editing (each case edits tokens: the generator checks).
     ("LLaDA2.1 editing, threshold 0.5, edit 0.3", {"gen_length": 16, "steps": 16, "threshold": 0.5,
                                                   "edit_threshold": 0.3}),

@@ -108,7 +108,8 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
     (here steps / ceil(gen / block), unmask's steps being the whole answer's); the schedule shares the
     block's length (not its masks) over them; a step commits every masked position above the
     threshold when they are at least the scheduled count, else the scheduled count of the most
-    confident (all of a partial block's masks at most); after a block that leaves an EOS in the
+    confident (all of a partial block's masks at most), without a threshold the scheduled count;
+    after a block that leaves an EOS in the
     answer, generation stops. The answer is the gen_length positions after the prompt; unmask
     fills the masks left after an early stop with EOS, and so does this."""
     mask_id = config["mask_token_id"]
@@ -119,7 +120,7 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
     total = -(-(len(prompt) + gen) // block) * block
     x = list(prompt) + [mask_id] * (total - len(prompt))
     fixed = [i < len(prompt) for i in range(len(x))]
-    steps = p["steps"] // -(-gen // block)
+    steps = max(1, p["steps"] // -(-gen // block))
     schedule = [block // steps + (1 if i < block % steps else 0) for i in range(steps)]
     threshold = p.get("threshold", 0)
     step = 0
@@ -131,7 +132,7 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
                 x = [eos if t == mask_id else t for t in x]
                 break
             continue
-        for block_step in range(steps if threshold == 0 else block):
+        for block_step in range(max(steps, block)):
             positions = [i for i in range(begin, end) if x[i] == mask_id]
             if not positions:
                 break
@@ -141,7 +142,8 @@ def block_diffusion_generate(config, weights, prompt, p, gaps):
                 logits[:, eos] = -math.inf
             x0 = {}
             keys = confidence_keys(logits, positions, x0, p, step, gaps, eos, eot)
-            scheduled = schedule[block_step] if threshold == 0 else 1  # threshold decoding: steps == block
+            # A count of 0 (more steps than positions): unmask commits at least one all the same.
+            scheduled = max(1, schedule[block_step] if block_step < steps else 0)
             above = sum(1 for c in keys if threshold > 0 and c >= threshold)
             k = above if above >= scheduled else min(scheduled, len(positions))
             for i in gaps.select(keys, positions, k):
