@@ -29,8 +29,18 @@ void check_messages(const nlohmann::ordered_json& messages, const nlohmann::orde
             fail(Status::invalid_argument, "chat message {}: \"content\" must be a string, null or a list of parts", i);
         if (m.contains("tool_calls") && !m["tool_calls"].is_array() && !m["tool_calls"].is_null())
             fail(Status::invalid_argument, "chat message {}: \"tool_calls\" must be a list", i);
+        if (m.contains("tool_calls") && m["tool_calls"].is_array())
+            for (const auto& call : m["tool_calls"])
+                if (!call.is_object()) fail(Status::invalid_argument, "chat message {}: each tool call must be an object", i);
     }
     if (!tools.is_null() && !tools.is_array()) fail(Status::invalid_argument, "chat tools must be a JSON array");
+}
+
+// An OpenAI tool call's (or tool's) function object: its "function" member, or the object itself
+// when it is the function (as some clients send it).
+template <typename Json>
+Json& function_of(Json& call) {
+    return call.contains("function") && call.at("function").is_object() ? call.at("function") : call;
 }
 
 // OpenAI sends a call's arguments as a JSON string; chat templates expect the object
@@ -40,8 +50,7 @@ nlohmann::ordered_json with_argument_objects(nlohmann::ordered_json messages) {
     for (auto& message : messages) {
         if (!message.contains("tool_calls") || !message["tool_calls"].is_array()) continue;
         for (auto& call : message["tool_calls"]) {
-            if (!call.is_object()) continue;
-            auto& function = call.contains("function") && call["function"].is_object() ? call["function"] : call;
+            auto& function = function_of(call);
             if (!function.contains("arguments") || !function["arguments"].is_string()) continue;
             try {
                 nlohmann::ordered_json parsed = parse_argument_json(function["arguments"].get<std::string>(), "arguments");
@@ -80,7 +89,7 @@ std::string builtin_chat(const Tokenizer& tokenizer, Builtin format, nlohmann::o
         std::string content = text_of(message);
         if (message.contains("tool_calls") && message["tool_calls"].is_array())
             for (const auto& call : message["tool_calls"]) {
-                const auto& function = call.contains("function") ? call["function"] : call;
+                const auto& function = function_of(call);
                 const nlohmann::ordered_json shown{{"name", function.value("name", "")},
                                                    {"arguments", function.value("arguments", nlohmann::ordered_json::object())}};
                 content += (content.empty() ? "" : "\n") + shown.dump();
@@ -117,7 +126,7 @@ std::string describe_tools(const nlohmann::ordered_json& tools) {
     std::string text =
         "You can call these tools. To call one, answer with only a JSON object "
         "{\"name\": <tool name>, \"arguments\": {<argument>: <value>, ...}}.\nTools:";
-    for (const auto& tool : tools) text += "\n" + (tool.contains("function") ? tool["function"] : tool).dump();
+    for (const auto& tool : tools) text += "\n" + (tool.is_object() ? function_of(tool) : tool).dump();
     return text;
 }
 

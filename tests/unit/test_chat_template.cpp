@@ -244,6 +244,9 @@ TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the fi
     m.tool_calls = "[{\"unterminated";
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("messages[0].tool_calls: invalid JSON") != std::string::npos);
+    m.tool_calls = "[42]";  // a call that is not an object
+    CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, nullptr, 1, nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("each tool call must be an object") != std::string::npos);
     m = message("user", "hi");
     CHECK(unmask_apply_chat_template(qwen.tokenizer, &m, 1, (std::string(100000, '[') + std::string(100000, ']')).c_str(), 1,
                                      nullptr, 0, &length) == UNMASK_ERR_INVALID_ARGUMENT);
