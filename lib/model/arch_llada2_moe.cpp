@@ -3,6 +3,8 @@
 // query/key RMSNorm before a partial half-split RoPE, a dense MLP in the first
 // first_k_dense_replace layers, then routed experts chosen by sigmoid scores plus an expert bias,
 // group-limited, with shared experts. Facts and their sources: docs/architectures.md.
+#include <cstdint>
+
 #include "core/error.hpp"
 #include "model/architecture.hpp"
 
@@ -44,8 +46,11 @@ ModelSpec read_llada2_moe_config(const ConfigReader& config) {
     spec.experts = config.positive_integer("num_experts");
     spec.experts_per_token = config.positive_integer("num_experts_per_tok");
     spec.expert_intermediate_size = config.positive_integer("moe_intermediate_size");
-    spec.shared_expert_intermediate_size =
-        spec.expert_intermediate_size * std::max<int64_t>(0, config.optional_integer("num_shared_experts").value_or(0));
+    const int64_t shared = std::max<int64_t>(0, config.optional_integer("num_shared_experts").value_or(0));
+    if (shared > 0 && spec.expert_intermediate_size > INT64_MAX / shared)
+        config.fail_field("num_shared_experts", fmt::format("({}) times moe_intermediate_size ({}) overflows", shared,
+                                                            spec.expert_intermediate_size));
+    spec.shared_expert_intermediate_size = spec.expert_intermediate_size * shared;
     const int64_t dense_layers = std::max<int64_t>(0, config.optional_integer("first_k_dense_replace").value_or(0));
     spec.moe_layer.resize(static_cast<size_t>(spec.layers));
     for (int64_t i = 0; i < spec.layers; ++i) spec.moe_layer[size_t(i)] = i >= dense_layers;
