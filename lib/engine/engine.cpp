@@ -52,10 +52,8 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     if (options_.max_sequence_length < 1 || options_.max_sequence_length > spec.max_sequence_length)
         fail(Status::invalid_argument, "max_sequence_length {} is outside 1..{} (the model's maximum)",
              options_.max_sequence_length, spec.max_sequence_length);
-    // Block diffusion decodes up to the end of a request's last block: sized for whole blocks.
-    if (const int64_t block = spec.diffusion_block_size; block > 0)
-        options_.max_sequence_length = std::min(spec.max_sequence_length,
-                                                (options_.max_sequence_length + block - 1) / block * block);
+    // Sized for the positions a request of the longest length occupies while it is decoded.
+    options_.max_sequence_length = std::min(spec.max_sequence_length, spec.decoded_positions(options_.max_sequence_length));
     if (options_.max_tokens_per_forward < 0 || options_.max_tokens_per_forward > max_forward_rows)
         fail(Status::invalid_argument, "max_tokens_per_forward {} is outside 0..{}", options_.max_tokens_per_forward,
              max_forward_rows);

@@ -97,8 +97,13 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     if (request.max_concurrent < 1 || request.max_concurrent > max_planned_concurrency)
         fail(Status::invalid_argument, "max_concurrent {} is outside 1..{}", request.max_concurrent,
              max_planned_concurrency);
+    // A sequence is charged the positions it occupies while decoded (whole blocks for block
+    // diffusion models), as the engine sizes it.
+    auto decoded = [&](int64_t sequence_length) {
+        return std::min(spec.max_sequence_length, spec.decoded_positions(sequence_length));
+    };
     const int64_t sequences_per_device = (request.max_concurrent + request.devices - 1) / request.devices;
-    if (sequences_per_device > max_forward_rows / forward_rows(length, request.sequence))
+    if (sequences_per_device > max_forward_rows / forward_rows(decoded(length), request.sequence))
         fail(Status::invalid_argument, "{} sequences of {} positions per device exceed one forward's {} rows",
              sequences_per_device, length, max_forward_rows);
 
@@ -124,7 +129,8 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     }
 
     // Sequences are spread over the devices; each device runs its share in one forward per step.
-    auto required = [&](int64_t concurrent, int64_t sequence_length, uint64_t* dynamic, uint64_t* scratch) {
+    auto required = [&](int64_t concurrent, int64_t requested_length, uint64_t* dynamic, uint64_t* scratch) {
+        const int64_t sequence_length = decoded(requested_length);
         const int64_t per_device = (concurrent + request.devices - 1) / request.devices;
         if (per_device > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
         const ForwardLimits limits{per_device * forward_rows(sequence_length, request.sequence), sequence_length};
@@ -137,7 +143,7 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
         return required(concurrent, sequence_length, &dynamic, &scratch) <= plan.usable;
     };
     plan.sequences_per_device = sequences_per_device;
-    plan.sequence_state = sequence_state_bytes(spec, length, request.sequence, request.backend);
+    plan.sequence_state = sequence_state_bytes(spec, decoded(length), request.sequence, request.backend);
     plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
     plan.fits = plan.required <= plan.usable;
     plan.max_concurrent_at_length =

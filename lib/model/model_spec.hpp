@@ -50,8 +50,8 @@ struct ModelSpec {
     int64_t router_groups = 1;      // > 1: experts in this many groups, ...
     int64_t router_top_groups = 1;  // ... of which the best this many are eligible (n_group, topk_group)
 
-    // Block diffusion (LLaDA2-style training, config key "diffusion_block_size"): attention is
-    // block-causal over blocks of this many positions after the prompt; 0: bidirectional.
+    // Block diffusion (LLaDA2 and SDAR): attention is block-causal over blocks of this many
+    // positions aligned to position 0; 0: bidirectional.
     int64_t diffusion_block_size = 0;
 
     int64_t mask_token_id = 0;
@@ -63,6 +63,12 @@ struct ModelSpec {
     bool routed(int64_t layer) const noexcept { return is_moe() && moe_layer[static_cast<size_t>(layer)]; }
     bool any_routed_layer() const noexcept {
         return is_moe() && std::find(moe_layer.begin(), moe_layer.end(), true) != moe_layer.end();
+    }
+    // The positions a canvas of `positions` occupies while it is decoded: block diffusion models
+    // decode up to the end of its last block, as their published generate() does.
+    int64_t decoded_positions(int64_t positions) const noexcept {
+        const int64_t block = diffusion_block_size;
+        return block > 0 ? (positions + block - 1) / block * block : positions;
     }
 };
 

@@ -199,6 +199,26 @@ TEST_CASE("the K/V cache and CFG add exactly their bytes to a sequence's state")
     CHECK(sequence_state_bytes(spec, length, {true, true, DType::bf16}, BackendKind::cuda) - guided == kv);
 }
 
+TEST_CASE("a block diffusion model is planned for the whole blocks it decodes") {
+    const auto directory = fixture_path("good/published/llada2-mini");  // blocks of 32
+    const ModelSpec spec = read_model_config(directory);
+    REQUIRE(spec.diffusion_block_size == 32);
+    CHECK(spec.decoded_positions(1000) == 1024);
+    CHECK(spec.decoded_positions(1024) == 1024);
+    PlanRequest r = request_for(1000, 4, false, 2);
+    const MemoryPlan partial = plan_memory(directory, r);
+    r.max_sequence_length = 1024;
+    const MemoryPlan whole = plan_memory(directory, r);
+    r.max_sequence_length = 992;
+    const MemoryPlan shorter = plan_memory(directory, r);
+    CHECK(partial.max_sequence_length == 1000);  // the request's length is reported as asked
+    CHECK(partial.sequence_state == whole.sequence_state);
+    CHECK(partial.dynamic == whole.dynamic);
+    CHECK(partial.scratch == whole.scratch);
+    CHECK(shorter.sequence_state < partial.sequence_state);
+    CHECK(partial.sequence_state == sequence_state_bytes(spec, 1024, {}, BackendKind::cpu));
+}
+
 TEST_CASE("the derived answers are the edges of what fits") {
     PlanRequest r;
     r.precision = Precision::bf16;
