@@ -18,12 +18,12 @@ public:
 
     // The bounds are shared out over the blocks, the remainder to the first ones, so that every
     // block's minimum stays within its maximum and the totals are exact.
-    void start_block(int64_t block, int64_t masked) override {
+    void start_block(int64_t block, int64_t positions) override {
         auto share = [&](int64_t total) { return total / blocks_ + (block < total % blocks_ ? 1 : 0); };
         block_max_steps_ = share(params_.max_steps);
         block_min_steps_ = share(params_.min_steps);
-        // LLaDA2: the block's length (`masked` here) shared over its steps, as the fixed schedule.
-        if (scheduled_floor_) floor_ = llada_transfer_counts(masked, std::max<int64_t>(1, params_.steps / blocks_));
+        // LLaDA2: the block's length (`positions`) shared over its steps, as the fixed schedule.
+        if (scheduled_floor_) floor_ = llada_transfer_counts(positions, std::max<int64_t>(1, params_.steps / blocks_));
     }
     std::vector<int32_t> choose(const CommitStep& step) const override {
         std::vector<float> sorted;

@@ -13,7 +13,7 @@ public:
     EditingCommit(std::unique_ptr<CommitStrategy> masks, double edit_threshold, int32_t mask)
         : masks_(std::move(masks)), edit_threshold_(edit_threshold), mask_(mask) {}
 
-    void start_block(int64_t block, int64_t masked) override { masks_->start_block(block, masked); }
+    void start_block(int64_t block, int64_t positions) override { masks_->start_block(block, positions); }
 
     std::vector<int32_t> choose(const CommitStep& step) const override {
         // Mask to token: the masked outputs, as threshold decoding commits them.

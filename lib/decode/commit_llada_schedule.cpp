@@ -11,8 +11,8 @@ class LladaSchedule final : public RankingStrategy {
 public:
     using RankingStrategy::RankingStrategy;
 
-    void start_block(int64_t, int64_t masked) override {
-        transfer_counts_ = llada_transfer_counts(masked, params_.steps / blocks_);
+    void start_block(int64_t, int64_t positions) override {
+        transfer_counts_ = llada_transfer_counts(positions, params_.steps / blocks_);
     }
     std::vector<int32_t> choose(const CommitStep& step) const override {
         if (step.block_step >= static_cast<int64_t>(transfer_counts_.size()))

@@ -34,16 +34,17 @@ public:
     // Whether the strategy decodes the generated region as one block (Dream), whatever
     // block_length says, and ends after its steps rather than when the region is full.
     virtual bool whole_region() const noexcept { return false; }
-    // A block begins with `masked` masks.
-    virtual void start_block(int64_t block, int64_t masked) = 0;
+    // A block begins; its schedule shares `positions` over its steps: the block's masks (LLaDA),
+    // or its whole length (block diffusion models, as LLaDA2's generate() does).
+    virtual void start_block(int64_t block, int64_t positions) = 0;
     // The indices into step.outputs to commit.
     virtual std::vector<int32_t> choose(const CommitStep& step) const = 0;
 };
 
 // The strategy of `params` (validated) for a region of `blocks` blocks; `eos` and `eot` (-1: none)
 // are the ids the EOS confidence rule scores; `mask` the mask token (editing tells masked outputs by
-// it). `block_diffusion`: LLaDA2's threshold rule, whose step commits at least its schedule's count
-// (each block's start_block then passes the block's length as `masked`).
+// it). `block_diffusion`: a block diffusion model in its published layout, whose threshold decoding
+// is LLaDA2's (a step commits at least its schedule's count).
 std::unique_ptr<CommitStrategy> make_commit_strategy(const DecodeParams& params, int64_t blocks, int32_t eos,
                                                      int32_t eot, int32_t mask, bool block_diffusion);
 

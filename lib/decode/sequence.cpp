@@ -23,14 +23,14 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     block_length_ = params_.block_length > 0            ? params_.block_length
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
+    published_blocks_ = spec.diffusion_block_size > 0 && !params_.dream_policy();
     // The strategy shares steps over the region's blocks.
-    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask,
-                                     spec.diffusion_block_size > 0);
+    strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask, published_blocks_);
     first_block_begin_ = region_begin_;
     blocks_ = region_blocks(region, block_length_);
-    if (aligned_blocks()) {
+    if (published_blocks_) {
         first_block_begin_ = region_begin_ / block_length_ * block_length_;
-        canvas_.resize(size_t((output_length_ + block_length_ - 1) / block_length_ * block_length_), mask);
+        canvas_.resize(size_t(spec.decoded_positions(output_length_)), mask);
         blocks_ = (static_cast<int64_t>(canvas_.size()) - first_block_begin_) / block_length_;
     }
     if (static_cast<int64_t>(canvas_.size()) > spec.max_sequence_length)
@@ -67,19 +67,15 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     prepare_step();
 }
 
-bool DecodeSequence::aligned_blocks() const noexcept {
-    return spec_.diffusion_block_size > 0 && !strategy_->whole_region();
-}
-
 void DecodeSequence::start_block() {
     block_step_ = 0;
     post_edit_steps_ = 0;
     const int64_t begin = block_begin(), end = block_end();
     // LLaDA shares a block's masks out over its steps; LLaDA2 and SDAR share the block's length
     // (a partial first block commits up to the same counts and finishes early).
-    strategy_->start_block(block_, aligned_blocks() ? block_length_
-                                                    : std::count(canvas_.begin() + begin, canvas_.begin() + end,
-                                                                 static_cast<int32_t>(spec_.mask_token_id)));
+    strategy_->start_block(block_, published_blocks_ ? block_length_
+                                                     : std::count(canvas_.begin() + begin, canvas_.begin() + end,
+                                                                  static_cast<int32_t>(spec_.mask_token_id)));
 }
 
 int64_t DecodeSequence::block_begin() const noexcept {
@@ -175,7 +171,7 @@ void DecodeSequence::finish_if_done() {
                 if (!fixed_[size_t(p)] && canvas_[size_t(p)] == eos_) return true;
             return false;
         };
-        if (aligned_blocks() && eos_ >= 0 && generated_eos(begin + block_length_)) {
+        if (published_blocks_ && eos_ >= 0 && generated_eos(begin + block_length_)) {
             std::replace(canvas_.begin() + begin + block_length_, canvas_.end(), mask, eos_);
             finish_ = FinishReason::eos;
             return;

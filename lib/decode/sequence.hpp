@@ -79,7 +79,6 @@ public:
     void cancel() noexcept { finish_ = FinishReason::cancelled; }
 
 private:
-    bool aligned_blocks() const noexcept;  // block diffusion's layout (see the constructor)
     void start_block();
     void prepare_step();
     int64_t block_begin() const noexcept;  // the positions the current step decodes
@@ -103,6 +102,9 @@ private:
     FinishReason finish_ = FinishReason::none;
     int64_t feed_begin_ = 0, feed_end_ = 0;
     int64_t cache_final_ = 0;  // block diffusion: cached K/V of [0, cache_final_) are final
+    // Block diffusion's published layout (see the constructor), decided once: a block diffusion
+    // model decoded block by block (Dream's policies decode the whole region instead).
+    bool published_blocks_ = false;
 };
 
 }  // namespace unmask
