@@ -351,7 +351,7 @@ void BM_cuda_moe_experts(benchmark::State& state) {
                        g = b.allocate(slots * size_t(width) * 4), u = b.allocate(slots * size_t(width) * 4),
                        y = b.allocate(slots * size_t(hidden) * 4), offsets = b.allocate(size_t(experts + 1) * 4);
     b.reserve_workspace({1, 1, tokens, int64_t(slots) * hidden, experts, 3});
-    const RouterParams params{experts, k, RouterScore::softmax, false, 1.0, nullptr};
+    const RouterParams params{experts, k, false, false, 1.0, nullptr};
     auto layer = [&] {
         b.route(router_logits.floats(), tokens, params, chosen.ints(), chosen_weights.floats());
         b.group_by_expert(chosen.ints(), chosen_weights.floats(), tokens, k, experts, slot_rows.ints(),

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/ops.hpp"
+#include "route_params.hpp"
 
 namespace unmask::kernels::cuda {
 
@@ -17,15 +18,7 @@ namespace unmask::kernels::cuda {
 inline constexpr int64_t max_route_experts = 512;
 inline constexpr int64_t max_experts_per_token = 32;  // one chosen expert per lane
 
-struct RouteParams {
-    int64_t experts = 0, experts_per_token = 0;
-    bool sigmoid = false;  // scores: softmax over the experts, or a sigmoid each
-    bool normalize_top_k = false;
-    double scaling = 1.0;
-    WeightView expert_bias;  // data null: none; added to the scores for the choice only
-    int64_t groups = 1;      // > 1: group-limited choice (expert_groups.hpp) among top_groups groups
-    int64_t top_groups = 1;
-};
+using RouteParams = kernels::RouteParams<WeightView>;
 
 // For every row of `logits` ([rows, experts]): the experts_per_token highest-scoring experts
 // (ties to the lower index) and their weights ([rows, experts_per_token] each).

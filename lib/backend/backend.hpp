@@ -16,6 +16,7 @@
 #include "candidate_params.hpp"
 #include "core/memory_ledger.hpp"
 #include "element_type.hpp"
+#include "route_params.hpp"
 
 namespace unmask {
 
@@ -101,15 +102,7 @@ struct RopeSpec {
     bool interleaved = false;
 };
 
-struct RouterParams {
-    int64_t experts = 0, experts_per_token = 0;
-    RouterScore score = RouterScore::softmax;
-    bool normalize_top_k = false;
-    double scaling = 1.0;
-    const Weight* expert_bias = nullptr;  // added to scores for selection only
-    int64_t groups = 1;                   // > 1: group-limited choice (kernels/expert_groups.hpp)
-    int64_t top_groups = 1;
-};
+using RouterParams = kernels::RouteParams<const Weight*>;  // expert_bias null: none
 
 class Backend {
 public:

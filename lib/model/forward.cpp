@@ -91,8 +91,14 @@ void Forward::moe(const LayerWeights& layer, const float* x, int64_t rows, float
     const int64_t d = spec_.hidden_size, k = spec_.experts_per_token, experts = spec_.experts;
     const RunState& s = state_;
     backend_.matmul(x, rows, *layer.router, nullptr, s.router_logits.floats());
-    const RouterParams params{experts,    k, spec_.router_score, spec_.norm_topk_prob, spec_.routed_scaling_factor,
-                              layer.router_bias, spec_.router_groups, spec_.router_top_groups};
+    const RouterParams params{experts,
+                              k,
+                              spec_.router_score == RouterScore::sigmoid,
+                              spec_.norm_topk_prob,
+                              spec_.routed_scaling_factor,
+                              layer.router_bias,
+                              spec_.router_groups,
+                              spec_.router_top_groups};
     backend_.route(s.router_logits.floats(), rows, params, s.chosen_experts.ints(), s.expert_weights.floats());
 
     // A chunk of tokens at a time, their (token, expert) pairs grouped by expert: one gather, every

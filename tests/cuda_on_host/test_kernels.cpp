@@ -466,14 +466,8 @@ TEST_CASE("routing, grouping by expert and the weighted un-permute give the CPU'
                 std::vector<int32_t> chosen(slots);
                 std::vector<float> weights(slots);
                 REQUIRE_LAUNCHED(cuda::route(logits.data(), rows, params, chosen.data(), weights.data(), nullptr));
-                const cpu::RouteParams on_cpu{experts,
-                                              k,
-                                              sigmoid,
-                                              !biased,
-                                              biased ? 2.5 : 1.0,
-                                              {biased ? bias.data() : nullptr, ElementType::f32, experts},
-                                              groups,
-                                              top_groups};
+                const cpu::RouteParams on_cpu =
+                    params.with_bias(cpu::WeightVector{biased ? bias.data() : nullptr, ElementType::f32, experts});
                 std::vector<int32_t> cpu_chosen(slots);
                 std::vector<float> cpu_weights(slots);
                 cpu::route(logits.data(), 0, rows, on_cpu, cpu_chosen.data(), cpu_weights.data());

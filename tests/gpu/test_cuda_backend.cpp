@@ -497,7 +497,8 @@ TEST_CASE("routing, grouping by expert, grouped matmuls and the weighted un-perm
         for (bool biased : {false, true}) {
             CAPTURE(static_cast<int>(score));
             CAPTURE(biased);
-            const RouterParams params{experts, k, score, !biased, biased ? 2.5 : 1.0, biased ? &weights.back() : nullptr};
+            const RouterParams params{experts, k, score == RouterScore::sigmoid, !biased, biased ? 2.5 : 1.0,
+                                      biased ? &weights.back() : nullptr};
             Result results[2];
             for (int side = 0; side < 2; ++side) {
                 Backend& b = side == 0 ? *pair.cpu : *pair.cuda;

@@ -226,7 +226,7 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
     const size_t slots = size_t(rows * k);
     std::vector<int32_t> chosen(slots), slot_rows(slots), token_slots(slots);
     std::vector<float> chosen_weights(slots), token_scales(slots);
-    backend->route(router_logits.data(), rows, {experts, k, RouterScore::softmax, true, 1.0, nullptr}, chosen.data(),
+    backend->route(router_logits.data(), rows, RouterParams{experts, k, false, true, 1.0, nullptr}, chosen.data(),
                    chosen_weights.data());
     std::vector<int32_t> offsets(size_t(experts + 1));
     backend->group_by_expert(chosen.data(), chosen_weights.data(), rows, k, experts, slot_rows.data(),
@@ -282,7 +282,7 @@ TEST_CASE("tokens grouped by expert run each expert over its rows and sum back i
     nan_row[5] = 1.0f;
     int32_t nan_chosen[k];
     float nan_weights[k];
-    backend->route(nan_row.data(), 1, {experts, k, RouterScore::sigmoid, false, 1.0, nullptr}, nan_chosen, nan_weights);
+    backend->route(nan_row.data(), 1, RouterParams{experts, k, true, false, 1.0, nullptr}, nan_chosen, nan_weights);
     CHECK(std::vector<int32_t>(nan_chosen, nan_chosen + k) == std::vector<int32_t>{5, 0, 1});
 
     // Routing tables route could not have made are refused.

@@ -214,14 +214,7 @@ public:
     }
 
     void route(const float* logits, int64_t rows, const RouterParams& p, int32_t* experts, float* weights) override {
-        const k::RouteParams params{p.experts,
-                                    p.experts_per_token,
-                                    p.score == RouterScore::sigmoid,
-                                    p.normalize_top_k,
-                                    p.scaling,
-                                    p.expert_bias != nullptr ? vector(*p.expert_bias) : k::WeightVector{},
-                                    p.groups,
-                                    p.top_groups};
+        const k::RouteParams params = p.with_bias(p.expert_bias != nullptr ? vector(*p.expert_bias) : k::WeightVector{});
         for_row_chunks(rows, [&](int64_t begin, int64_t end) { k::route(logits, begin, end, params, experts, weights); });
     }
 

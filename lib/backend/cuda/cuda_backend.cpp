@@ -479,14 +479,8 @@ public:
         if (params.experts > k::max_route_experts || params.experts_per_token > k::max_experts_per_token)
             fail(Status::unsupported, "the CUDA router takes up to {} experts and {} per token, not {} and {}",
                  k::max_route_experts, k::max_experts_per_token, params.experts, params.experts_per_token);
-        const k::RouteParams p{params.experts,
-                               params.experts_per_token,
-                               params.score == RouterScore::sigmoid,
-                               params.normalize_top_k,
-                               params.scaling,
-                               params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{},
-                               params.groups,
-                               params.top_groups};
+        const k::RouteParams p =
+            params.with_bias(params.expert_bias != nullptr ? view(*params.expert_bias) : k::WeightView{});
         check(k::route(router_logits, rows, p, experts, weights, stream_), "route");
     }
     // Nothing comes to the host: a routing table route could not have made (an expert out of
