@@ -45,7 +45,7 @@ static_assert(same(CommitPolicy::low_confidence, UNMASK_POLICY_LOW_CONFIDENCE) &
               same(CommitPolicy::random, UNMASK_POLICY_RANDOM) && same(CommitPolicy::origin, UNMASK_POLICY_ORIGIN) &&
               same(CommitPolicy::maskgit_plus, UNMASK_POLICY_MASKGIT_PLUS) &&
               same(CommitPolicy::topk_margin, UNMASK_POLICY_TOPK_MARGIN) &&
-              same(CommitPolicy::entropy, UNMASK_POLICY_ENTROPY));
+              same(CommitPolicy::entropy, UNMASK_POLICY_ENTROPY) && same(CommitPolicy::rnd1, UNMASK_POLICY_RND1));
 static_assert(same(EosConfidence::off, UNMASK_EOS_CONFIDENCE_OFF) &&
               same(EosConfidence::reference_quirk, UNMASK_EOS_CONFIDENCE_REFERENCE) &&
               same(EosConfidence::eos_and_eot, UNMASK_EOS_CONFIDENCE_BOTH));

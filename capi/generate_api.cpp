@@ -28,7 +28,7 @@ DecodeParams to_decode_params(const unmask_generate_params& p) {
     DecodeParams d;
     d.policy = static_cast<CommitPolicy>(require_one_of(
         p.policy, {UNMASK_POLICY_LOW_CONFIDENCE, UNMASK_POLICY_RANDOM, UNMASK_POLICY_ORIGIN, UNMASK_POLICY_MASKGIT_PLUS,
-                   UNMASK_POLICY_TOPK_MARGIN, UNMASK_POLICY_ENTROPY},
+                   UNMASK_POLICY_TOPK_MARGIN, UNMASK_POLICY_ENTROPY, UNMASK_POLICY_RND1},
         "params->policy"));
     d.eos_confidence = static_cast<EosConfidence>(require_one_of(
         p.eos_confidence, {UNMASK_EOS_CONFIDENCE_OFF, UNMASK_EOS_CONFIDENCE_REFERENCE, UNMASK_EOS_CONFIDENCE_BOTH},

@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 9
+#define UNMASK_ABI_VERSION_MINOR 10
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -353,6 +353,10 @@ UNMASK_API unmask_status unmask_plan(const char *path, const unmask_plan_params 
 #define UNMASK_POLICY_MASKGIT_PLUS 3 /* top-1 probability first */
 #define UNMASK_POLICY_TOPK_MARGIN 4  /* top-1 minus top-2 probability first */
 #define UNMASK_POLICY_ENTROPY 5      /* lowest entropy first */
+/* RND1's sampler (whole canvas; since ABI 1.10): lowest entropy first, the highest-entropy
+ * floor(masks * (steps - 1 - step) / steps) kept masked; the canvas's last position holds the
+ * model's pad token. */
+#define UNMASK_POLICY_RND1 6
 
 /* K/V cache modes (unmask_generate_params.cache_mode). Every block starts with a forward of the
  * whole canvas that fills the sequence's cache; the other steps of the block feed only part of it

@@ -20,7 +20,7 @@ std::unique_ptr<CommitStrategy> make_editing_commit(std::unique_ptr<CommitStrate
 
 std::unique_ptr<CommitStrategy> make_commit_strategy(const DecodeParams& params, int64_t blocks, int32_t eos,
                                                      int32_t eot, int32_t mask, bool block_diffusion) {
-    if (params.dream_policy()) return make_dream_commit(params, eos, eot);
+    if (params.whole_region_policy()) return make_dream_commit(params, eos, eot);
     // Token editing commits masks as SGLang's JointThreshold does: above the threshold, at least one.
     if (params.editing())
         return make_editing_commit(make_adaptive_commit(params, blocks, eos, eot, false), params.edit_threshold, mask);
@@ -39,7 +39,8 @@ double Confidence::of(const Candidate& c, int32_t position, int64_t step) const 
         case CommitPolicy::maskgit_plus: value = c.probability; break;
         case CommitPolicy::random: value = position_uniform(params_.seed, position, step, RandomStream::commit_order); break;
         case CommitPolicy::topk_margin: value = double(c.top1_probability) - double(c.top2_probability); break;
-        case CommitPolicy::entropy: value = c.negative_entropy; break;
+        case CommitPolicy::entropy:
+        case CommitPolicy::rnd1: value = c.negative_entropy; break;
         case CommitPolicy::origin: break;
     }
     // The intended confidence_eos_eot_inf: EOS and EOT predictions are committed last.

@@ -53,10 +53,17 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
     if (p.cache_mode == CacheMode::none && p.cache_precision != DType::f32)
         fail(Status::invalid_argument, "a cache precision other than fp32 needs a cache_mode (prefix or dual)");
 
-    if (p.dream_policy()) {
+    if (p.whole_region_policy()) {
         if (block != region)
-            fail(Status::invalid_argument, "Dream's policies decode the whole canvas: block_length {} must equal gen_length {} (or be 0)", block, region);
+            fail(Status::invalid_argument, "Dream's and RND1's policies decode the whole canvas: block_length {} must equal gen_length {} (or be 0)", block, region);
         if (p.adaptive()) fail(Status::invalid_argument, "threshold and factor decoding use LLaDA's policies (low_confidence, random)");
+    }
+    if (p.policy == CommitPolicy::rnd1) {
+        // RND1 filters top_k before top_p; the candidates step applies top_p first (Dream's order).
+        if (p.top_k > 0 && p.top_p < 1.0)
+            fail(Status::invalid_argument, "the rnd1 policy takes top_k or top_p, not both: RND1 applies top_k first, "
+                 "unmask's sampler top_p first");
+        if (p.alg_temp > 0) fail(Status::invalid_argument, "alg_temp is Dream's; the rnd1 policy ranks by entropy alone");
     }
     if (p.adaptive()) {
         // Adaptive decoding takes as many steps as it needs; the bounds are shared out over the
@@ -66,12 +73,12 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         if (p.min_steps > 0 && (p.min_steps + blocks - 1) / blocks > block)
             fail(Status::invalid_argument, "min_steps {} needs more steps per block than a block of {} positions can take", p.min_steps, block);
     } else {
-        if (!p.dream_policy() && p.steps % blocks != 0)
+        if (!p.whole_region_policy() && p.steps % blocks != 0)
             fail(Status::invalid_argument, "steps {} is not a multiple of the number of blocks {} (gen_length {} / block_length {}, rounded up)", p.steps,
                 blocks, region, block);
         // A block commits at least one position per step, so it cannot take more steps than it
         // has positions; the reference would run the extra steps committing nothing.
-        if (!p.dream_policy() && p.steps / blocks > block)
+        if (!p.whole_region_policy() && p.steps / blocks > block)
             fail(Status::invalid_argument, "steps {} gives {} steps per block, more than the {} positions of a block",
                  p.steps, p.steps / blocks, block);
         if (p.min_steps > 0 && p.steps < p.min_steps) fail(Status::invalid_argument, "steps {} is below min_steps {}", p.steps, p.min_steps);

@@ -18,6 +18,7 @@ enum class CommitPolicy : int32_t {
     maskgit_plus = 3,    // Dream: top-1 probability
     topk_margin = 4,     // Dream: top-1 minus top-2 probability
     entropy = 5,         // Dream: negative entropy (most certain first)
+    rnd1 = 6,            // RND1: the lowest entropy first, keeping a falling share of the masks masked
 };
 
 // EOS/EOT handling of the confidences (LLaDA's confidence_eos_eot_inf).
@@ -69,12 +70,14 @@ struct DecodeParams {
 
     bool adaptive() const noexcept { return threshold > 0 || factor > 0; }
     bool editing() const noexcept { return edit_threshold > 0; }
-    bool dream_policy() const noexcept {
+    // Dream's and RND1's policies decode the whole region as one block over `steps` steps.
+    bool whole_region_policy() const noexcept {
         switch (policy) {
             case CommitPolicy::origin:
             case CommitPolicy::maskgit_plus:
             case CommitPolicy::topk_margin:
-            case CommitPolicy::entropy: return true;
+            case CommitPolicy::entropy:
+            case CommitPolicy::rnd1: return true;
             case CommitPolicy::low_confidence:
             case CommitPolicy::random: break;
         }

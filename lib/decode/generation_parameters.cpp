@@ -23,7 +23,8 @@ constexpr NamedValue named(std::string_view name, Enum value) {
 // The enums' numbers are the C constants' (capi/abi_enums.cpp ties them).
 constexpr std::array policies = {named("low_confidence", CommitPolicy::low_confidence), named("random", CommitPolicy::random),
                                  named("origin", CommitPolicy::origin), named("maskgit_plus", CommitPolicy::maskgit_plus),
-                                 named("topk_margin", CommitPolicy::topk_margin), named("entropy", CommitPolicy::entropy)};
+                                 named("topk_margin", CommitPolicy::topk_margin), named("entropy", CommitPolicy::entropy),
+                                 named("rnd1", CommitPolicy::rnd1)};
 constexpr std::array cache_modes = {named("none", CacheMode::none), named("prefix", CacheMode::prefix),
                                     named("dual", CacheMode::dual)};
 constexpr std::array precisions = {named("auto", Precision::automatic), named("fp32", Precision::fp32),
@@ -62,7 +63,7 @@ constexpr double max_positions = double(int64_t{1} << 30);
 // constexpr: filled at compile time, so a caller's static initialisers may read it.
 constexpr std::array parameters = {
     choice("policy", policies, 0, "commit policy: LLaDA's low_confidence or random, Dream's origin, maskgit_plus, "
-                                  "topk_margin or entropy"),
+                                  "topk_margin or entropy, RND1's rnd1"),
     integer("gen_length", 1, unbounded, 128, "positions to generate after the prompt"),
     integer("steps", 1, unbounded, 128, "denoising steps of a fixed schedule"),
     integer("block_length", 0, unbounded, 0, "semi-autoregressive block length (0: gen_length)"),

@@ -14,6 +14,14 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     output_length_ = static_cast<int64_t>(canvas_.size());
     const int64_t region = output_length_ - region_begin_;
     validate(params_, spec, region);
+    // RND1's sampler keeps the canvas's last position for the pad token (one slot reserved for
+    // the end); an infilling canvas, which ends with its suffix, keeps its own end.
+    if (params_.policy == CommitPolicy::rnd1 && spec.pad_token_id >= 0 && canvas_.back() == mask) {
+        if (region < 2)
+            fail(Status::invalid_argument, "the rnd1 policy keeps the last position for the pad token {}: gen_length "
+                 "must be at least 2, got {}", spec.pad_token_id, region);
+        canvas_.back() = static_cast<int32_t>(spec.pad_token_id);
+    }
     for (int32_t token : canvas_)
         if (token < 0 || token >= spec.embedding_rows)
             fail(Status::invalid_argument, "token id {} is outside the vocabulary of {}", token, spec.embedding_rows);
@@ -23,7 +31,7 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     block_length_ = params_.block_length > 0            ? params_.block_length
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
-    published_blocks_ = spec.diffusion_block_size > 0 && !params_.dream_policy();
+    published_blocks_ = spec.diffusion_block_size > 0 && !params_.whole_region_policy();
     // The strategy shares steps over the region's blocks.
     strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask, published_blocks_);
     first_block_begin_ = region_begin_;
@@ -42,7 +50,7 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
 
     // Sampling: LLaDA scores x0 under the raw softmax and samples with Gumbel noise at T; Dream
     // samples from softmax(filter(logits / T)) and scores under that distribution.
-    if (params_.dream_policy()) {
+    if (params_.whole_region_policy()) {
         sampling_.distribution_temperature = params_.temperature > 0 ? params_.temperature : 1.0;
         sampling_.noise_temperature = params_.temperature > 0 ? 1.0 : 0.0;
         sampling_.top_k = params_.top_k;

@@ -23,6 +23,13 @@ int64_t dream_transfer_count(int64_t masked, int64_t step, const std::vector<dou
     return static_cast<int64_t>(double(masked) * (1.0 - s / t));
 }
 
+int64_t rnd1_masks_kept(int64_t total, int64_t step, int64_t steps) {
+    if (step >= steps - 1) return 0;
+    // RND1's (total_masked * rate).long(): a long tensor times a Python float is float32.
+    const auto rate = static_cast<float>(double(steps - 1 - step) / double(steps));
+    return std::max<int64_t>(0, static_cast<int64_t>(static_cast<float>(total) * rate));
+}
+
 int64_t factor_commit_count(const std::vector<float>& sorted_confidence, double factor) {
     int64_t n = 0;
     while (n < static_cast<int64_t>(sorted_confidence.size()) &&

@@ -16,6 +16,10 @@ std::vector<double> dream_timesteps(int64_t steps, double eps);
 // Dream's confidence policies: int(masked * (1 - s / t)), everything at the last step.
 int64_t dream_transfer_count(int64_t masked, int64_t step, const std::vector<double>& timesteps);
 
+// RND1: of the region's `total` masks, those still masked after step `step` (0-based) of `steps`:
+// floor(total * (steps - 1 - step) / steps) in float32, as torch computes it; 0 after the last.
+int64_t rnd1_masks_kept(int64_t total, int64_t step, int64_t steps);
+
 // Fast-dLLM's factor rule on confidences sorted in descending order: the largest n such that
 // c(i) >= 1 - factor / (i + 1) for every 1-based i <= n; at least 1.
 int64_t factor_commit_count(const std::vector<float>& sorted_confidence, double factor);

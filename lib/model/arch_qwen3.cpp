@@ -24,6 +24,7 @@ void read_qwen3_layers(const ConfigReader& config, ModelSpec& spec) {
     spec.tie_word_embeddings = config.boolean("tie_word_embeddings", false);
     spec.mask_token_id = config.optional_integer("mask_token_id").value_or(qwen3_diffusion_mask_token_id);
     spec.eos_token_id = config.optional_token_id("eos_token_id").value_or(-1);
+    spec.pad_token_id = config.optional_token_id("pad_token_id").value_or(-1);
     if (config.boolean("attention_bias", false))
         config.fail_field("attention_bias", "true (biases on q, k, v and o) is not supported");
     if (const nlohmann::json* scaling = config.find("rope_scaling"); scaling != nullptr && *scaling != false)

@@ -29,6 +29,8 @@ void validate_spec(const ModelSpec& spec, const std::string& label) {
         bad(fmt::format("embedding rows ({}) are fewer than vocab_size ({})", spec.embedding_rows, spec.vocab_size));
     if (spec.mask_token_id < 0 || spec.mask_token_id >= spec.embedding_rows)
         bad(fmt::format("mask_token_id {} is outside the vocabulary of {} rows", spec.mask_token_id, spec.embedding_rows));
+    if (spec.pad_token_id < -1 || spec.pad_token_id >= spec.embedding_rows)
+        bad(fmt::format("pad_token_id {} is outside the vocabulary of {} rows", spec.pad_token_id, spec.embedding_rows));
     if (spec.rms_norm_eps <= 0) bad(fmt::format("rms_norm_eps {} must be positive", spec.rms_norm_eps));
     if (spec.rope_theta <= 0) bad(fmt::format("rope_theta {} must be positive", spec.rope_theta));
     if (spec.partial_rotary_factor <= 0 || spec.partial_rotary_factor > 1)

@@ -56,6 +56,7 @@ struct ModelSpec {
 
     int64_t mask_token_id = 0;
     int64_t eos_token_id = -1;  // -1: none declared
+    int64_t pad_token_id = -1;  // -1: none declared; RND1's sampler leaves it at the end of the canvas
     int64_t max_sequence_length = 0;
 
     bool is_moe() const noexcept { return experts > 0; }

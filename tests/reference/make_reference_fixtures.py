@@ -55,6 +55,13 @@ DREAM_CASES = [
     ("maskgit_plus, top_p 0.9, top_k 20", {"gen_length": 16, "steps": 8, "policy": "maskgit_plus", "top_p": 0.9,
                                            "top_k": 20}),
 ]
+# RND1's sampler: fewer masks than steps (steps that commit nothing), more, and one of each filter.
+RND1_CASES = [
+    ("rnd1, 8 steps", {"gen_length": 16, "steps": 8, "policy": "rnd1"}),
+    ("rnd1, 20 steps for 11 masks", {"gen_length": 12, "steps": 20, "policy": "rnd1"}),
+    ("rnd1, top_k 20", {"gen_length": 16, "steps": 6, "policy": "rnd1", "top_k": 20}),
+    ("rnd1, top_p 0.9", {"gen_length": 16, "steps": 6, "policy": "rnd1", "top_p": 0.9}),
+]
 # Block diffusion (a LLaDA model with diffusion_block_size 8): the published layout (blocks aligned
 # to position 0), with prompts of 8 tokens (a whole block) and of 5 and 11 (the prompt's last block
 # decoded with the first masked positions). A third element: the prompt's length (default 8).
@@ -171,7 +178,8 @@ def rnd1_config():
             "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16, "num_experts": 8,
             "num_experts_per_tok": 3, "moe_intermediate_size": 32, "norm_topk_prob": False, "intermediate_size": 96,
             "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": 300, "max_position_embeddings": 512,
-            "tie_word_embeddings": True, "attention_bias": False, "mask_token_id": 299, "eos_token_id": 297}
+            "tie_word_embeddings": True, "attention_bias": False, "mask_token_id": 299, "eos_token_id": 297,
+            "pad_token_id": 298}
 
 
 def shapes(config):
@@ -282,15 +290,16 @@ def make_decoding(name, config, weights, cases, generate, out):
             if config["mask_token_id"] in prompt:
                 continue
             gaps = reference_decode.Gaps()
-            tokens, steps = generate(config, weights, prompt, params, gaps)
-            tokens_kv, steps_kv = generate(config, weights, prompt, dict(params, cache_precision="bf16"), gaps)
+            tokens, steps, *forwards = generate(config, weights, prompt, params, gaps)
+            tokens_kv, steps_kv, *_ = generate(config, weights, prompt, dict(params, cache_precision="bf16"), gaps)
             if gaps.logit > MIN_DECODE_LOGIT_GAP and gaps.selection > MIN_DECODE_SELECTION_GAP and (
                     gaps.edits > 0 or params.get("edit_threshold", 0) == 0):
                 break
         else:
             raise SystemExit("%s / %s: no prompt without near-ties" % (name, case_name))
         results.append({"name": case_name, "prompt": prompt, "params": params, "tokens": tokens, "steps": steps,
-                        "tokens_kv_bf16": tokens_kv, "steps_kv_bf16": steps_kv})
+                        "forwards": forwards[0] if forwards else steps, "tokens_kv_bf16": tokens_kv,
+                        "steps_kv_bf16": steps_kv})
     fixtures.write(os.path.join(out, name, "decoding.json"), json.dumps(results, indent=1).encode())
     print("%s: %d decoding cases" % (name, len(results)))
 
@@ -311,7 +320,8 @@ def main():
     weights = make("sdar", sdar_config(), out, shards=1)
     make_decoding("sdar", sdar_config(), weights, SDAR_CASES, reference_decode.llada_generate, out)
     make("sdar-moe", sdar_moe_config(), out, shards=1)
-    make("rnd1", rnd1_config(), out, shards=1)
+    weights = make("rnd1", rnd1_config(), out, shards=1)
+    make_decoding("rnd1", rnd1_config(), weights, RND1_CASES, reference_decode.rnd1_generate, out)
     weights = make("dream", dream_config(), out, shards=2)
     make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
 

@@ -1,7 +1,7 @@
 """PyTorch references of the decoding loops, written from the published generation code (docs/decoding.md): LLaDA's
 generate() (blocks, transfer counts, low_confidence / random remasking, CFG, EOS options) with
-Fast-dLLM's threshold and factor rules, and Dream's algorithms (origin, maskgit_plus,
-topk_margin, entropy, alg_temp). Greedy (temperature 0) only: the randomness these policies still
+Fast-dLLM's threshold and factor rules, Dream's algorithms (origin, maskgit_plus,
+topk_margin, entropy, alg_temp), and RND1's sampler (RadicalNumerics/RND1 rnd/sampling.py). Greedy (temperature 0) only: the randomness these policies still
 use (random order, origin's draws, alg_temp's sampling) comes from the same Philox4x32-10 stream
 unmask uses, so results are comparable token for token.
 
@@ -250,6 +250,20 @@ def llada_generate(config, weights, prompt, p, gaps):
     return x[len(prompt):], step
 
 
+def top_p_filter(z, top_p):
+    """Logits outside the nucleus to -inf: a token goes when the probability before it exceeds top_p."""
+    sorted_z, order = torch.sort(z, descending=True)
+    remove = torch.cumsum(sorted_z.softmax(-1), -1) > top_p
+    remove[1:] = remove[:-1].clone()
+    remove[0] = False
+    z[order[remove]] = -math.inf
+
+
+def top_k_filter(z, top_k):
+    """Logits below the k-th largest to -inf (its ties stay)."""
+    z[z < z.topk(top_k).values[-1]] = -math.inf
+
+
 def dream_generate(config, weights, prompt, p, gaps):
     mask_id = config["mask_token_id"]
     steps, eps = p["steps"], p.get("eps", 1e-3)
@@ -271,14 +285,9 @@ def dream_generate(config, weights, prompt, p, gaps):
         for j in positions:
             z = logits[j].clone()
             if p.get("top_p", 1.0) < 1.0:  # Dream's top_p_logits
-                sorted_z, order = torch.sort(z, descending=True)
-                cumulative = torch.cumsum(sorted_z.softmax(-1), -1)
-                remove = cumulative > p["top_p"]
-                remove[1:] = remove[:-1].clone()
-                remove[0] = False
-                z[order[remove]] = -math.inf
+                top_p_filter(z, p["top_p"])
             if p.get("top_k", 0) > 0:  # Dream's top_k_logits
-                z[z < z.topk(p["top_k"]).values[-1]] = -math.inf
+                top_k_filter(z, p["top_k"])
             probs = z.softmax(-1)
             x0[j] = gaps.argmax(z)
             if alg == "maskgit_plus":
@@ -296,3 +305,40 @@ def dream_generate(config, weights, prompt, p, gaps):
         for j in gaps.select(keys, positions, k):
             x[j] = x0[j]
     return x[len(prompt):], steps
+
+
+def rnd1_generate(config, weights, prompt, p, gaps):
+    """RND1's diffusion_sample for a prompt (rnd/sampling.py): the canvas is the prompt, then
+    gen_length - 1 masks, then the pad token in the one slot it reserves at the end. Each step
+    predicts every masked position (shifted logits, greedy) and scores it by the entropy of its
+    distribution; after step i of N the floor(M (N - 1 - i) / N) highest-entropy masks stay masked
+    (M: the masks at the start; float32 as torch computes `long_tensor * rate`), the rest take
+    their predictions, and the last step commits everything. At temperature 0 the entropy is of
+    the unscaled distribution (RND1 divides by 1e-8 there, leaving every entropy about 0).
+    Returns the tokens, the steps and the forwards (a step with no mask left runs none)."""
+    mask_id, pad_id = config["mask_token_id"], config["pad_token_id"]
+    steps = p["steps"]
+    x = list(prompt) + [mask_id] * (p["gen_length"] - 1) + [pad_id]
+    total, forwards = p["gen_length"] - 1, 0
+    for i in range(steps):
+        positions = [j for j in range(len(x)) if x[j] == mask_id]
+        if not positions:
+            continue
+        logits = reference_model.forward(config, weights, torch.tensor(x), kv_dtype=kv_dtype(p))
+        logits[:, mask_id] = -math.inf  # unmask never predicts the mask (the upstream code can)
+        forwards += 1
+        x0, keys = {}, []
+        for j in positions:
+            z = logits[j].clone()
+            if p.get("top_k", 0) > 0:  # RND1's apply_top_k_filtering (then top_p; unmask takes one)
+                top_k_filter(z, p["top_k"])
+            if p.get("top_p", 1.0) < 1.0:  # RND1's apply_top_p_filtering
+                top_p_filter(z, p["top_p"])
+            logp = z.log_softmax(-1)
+            x0[j] = gaps.argmax(z)
+            keys.append(float(torch.where(logp > -math.inf, logp.exp() * logp, torch.zeros_like(logp)).sum()))
+        rate = torch.tensor((steps - 1 - i) / steps, dtype=torch.float32)
+        kept = int(torch.tensor(total, dtype=torch.float32) * rate) if i < steps - 1 else 0
+        for j in gaps.select(keys, positions, max(0, len(positions) - kept)):
+            x[j] = x0[j]
+    return x[len(prompt):], steps, forwards

@@ -136,7 +136,7 @@ TEST_CASE("each cache mode's feed window: the whole canvas to start a block or r
 }
 
 TEST_CASE("greedy decoding reproduces the PyTorch references token for token, for every policy and schedule") {
-    for (const std::string name : {"llada", "llada-moe", "dream"}) {
+    for (const std::string name : {"llada", "llada-moe", "dream", "rnd1"}) {
         LoadedModel loaded(name);
         const auto cases = decoding_cases(name);
         for (const auto& c : cases) {
@@ -147,7 +147,7 @@ TEST_CASE("greedy decoding reproduces the PyTorch references token for token, fo
             REQUIRE_MESSAGE(g.status == UNMASK_OK, unmask_last_error());
             CHECK(g.tokens == c["tokens"].get<std::vector<int32_t>>());
             CHECK(g.result.steps == c["steps"].get<int64_t>());
-            CHECK(g.result.forwards == g.result.steps * (params.cfg_scale > 0 ? 2 : 1));
+            CHECK(g.result.forwards == c["forwards"].get<int64_t>() * (params.cfg_scale > 0 ? 2 : 1));
             CHECK(g.result.token_count == params.gen_length);
         }
     }
@@ -469,7 +469,7 @@ TEST_CASE("min_steps and max_steps bound adaptive decoding on every run") {
     }
 }
 
-TEST_CASE("LLaDA transfer counts and Dream timesteps follow the references") {
+TEST_CASE("LLaDA transfer counts, Dream timesteps and RND1's schedule follow the references") {
     CHECK(llada_transfer_counts(10, 4) == std::vector<int64_t>{3, 3, 2, 2});
     CHECK(llada_transfer_counts(3, 4) == std::vector<int64_t>{1, 1, 1, 0});
     const auto t = dream_timesteps(4, 1e-3);
@@ -477,6 +477,11 @@ TEST_CASE("LLaDA transfer counts and Dream timesteps follow the references") {
     CHECK(t.back() == doctest::Approx(1e-3));
     CHECK(dream_transfer_count(16, 0, t) == int64_t(16 * (1 - t[1] / t[0])));
     CHECK(dream_transfer_count(5, 3, t) == 5);  // the last step commits the rest
+    // RND1: floor(M (N - 1 - i) / N) stay masked after step i, in torch's float32.
+    CHECK(rnd1_masks_kept(255, 0, 256) == 254);
+    CHECK(rnd1_masks_kept(11, 18, 20) == 0);  // floor(11 / 20): the second-last step commits the rest
+    CHECK(rnd1_masks_kept(11, 19, 20) == 0);
+    CHECK(rnd1_masks_kept(108, 4, 12) == 62);  // torch.tensor([108]) * (7 / 12) is 62.999998 in float32
 }
 
 TEST_CASE("early stop fills the rest with EOS once the answer has ended") {
@@ -573,7 +578,10 @@ TEST_CASE("bad generation parameters are INVALID_ARGUMENT naming the field") {
         {"threshold and factor decoding are exclusive", [](unmask_generate_params& p) { p.threshold = 0.9; p.factor = 1; }},
         {"steps 16 is above max_steps 8", [](unmask_generate_params& p) { p.max_steps = 8; }},
         {"steps 16 is below min_steps 20", [](unmask_generate_params& p) { p.min_steps = 20; }},
-        {"Dream's policies decode the whole canvas", [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_ENTROPY; p.block_length = 8; }},
+        {"Dream's and RND1's policies decode the whole canvas", [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_ENTROPY; p.block_length = 8; }},
+        {"the rnd1 policy takes top_k or top_p, not both",
+         [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_RND1; p.top_k = 5; p.top_p = 0.9; }},
+        {"alg_temp is Dream's", [](unmask_generate_params& p) { p.policy = UNMASK_POLICY_RND1; p.alg_temp = 0.5; }},
         {"params->threads -1 is outside", [](unmask_generate_params& p) { p.threads = -1; }},
         {"eos_token_id 5000 is outside the vocabulary", [](unmask_generate_params& p) { p.eos_token_id = 5000; }},
         {"temperature must be a finite number", [](unmask_generate_params& p) { p.temperature = 1.0 / 0.0; }},

@@ -216,6 +216,7 @@ TEST_CASE("enumerated values have one name each, both ways") {
                           {UNMASK_ENUM_POLICY, UNMASK_POLICY_MASKGIT_PLUS, "maskgit_plus"},
                           {UNMASK_ENUM_POLICY, UNMASK_POLICY_TOPK_MARGIN, "topk_margin"},
                           {UNMASK_ENUM_POLICY, UNMASK_POLICY_ENTROPY, "entropy"},
+                          {UNMASK_ENUM_POLICY, UNMASK_POLICY_RND1, "rnd1"},
                           {UNMASK_ENUM_CACHE_MODE, UNMASK_CACHE_NONE, "none"},
                           {UNMASK_ENUM_CACHE_MODE, UNMASK_CACHE_PREFIX, "prefix"},
                           {UNMASK_ENUM_CACHE_MODE, UNMASK_CACHE_DUAL, "dual"},
@@ -240,7 +241,7 @@ TEST_CASE("enumerated values have one name each, both ways") {
         REQUIRE(unmask_enum_value(c.enumeration, c.name, &value) == UNMASK_OK);
         CHECK(value == c.value);
     }
-    CHECK(unmask_enum_name(UNMASK_ENUM_POLICY, 6) == nullptr);
+    CHECK(unmask_enum_name(UNMASK_ENUM_POLICY, 7) == nullptr);
     CHECK(unmask_enum_name(UNMASK_ENUM_FINISH_REASON, 0) == nullptr);
     CHECK(unmask_enum_name(5, 0) == nullptr);
     CHECK(unmask_enum_name(-1, 0) == nullptr);

@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 9;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 10;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -30,6 +30,7 @@ pub const UNMASK_POLICY_ORIGIN: i32 = 2;
 pub const UNMASK_POLICY_MASKGIT_PLUS: i32 = 3;
 pub const UNMASK_POLICY_TOPK_MARGIN: i32 = 4;
 pub const UNMASK_POLICY_ENTROPY: i32 = 5;
+pub const UNMASK_POLICY_RND1: i32 = 6;
 pub const UNMASK_CACHE_NONE: i32 = 0;
 pub const UNMASK_CACHE_PREFIX: i32 = 1;
 pub const UNMASK_CACHE_DUAL: i32 = 2;
