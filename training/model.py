@@ -1,6 +1,6 @@
-"""The bundled model's architecture for training: LLaDA (bidirectional attention, RMSNorm,
-half-split RoPE, SwiGLU), batched, with the tensor names of LLaDA's Hugging Face checkpoints so
-the state dict is written out as it is."""
+"""The bundled model's architecture for training: LLaDA (bidirectional attention, or any attention
+pattern the caller allows, RMSNorm, half-split RoPE, SwiGLU), batched, with the tensor names of
+LLaDA's Hugging Face checkpoints so the state dict is written out as it is."""
 import math
 
 import torch
@@ -21,27 +21,30 @@ class Block(nn.Module):
         self.up_proj = nn.Linear(d, mlp, bias=False)
         self.ff_out = nn.Linear(mlp, d, bias=False)
 
-    def forward(self, x, cos, sin, eps):
+    def forward(self, x, cos, sin, eps, allowed=None):
         b, t, d = x.shape
         h = rms_norm(x, self.attn_norm, eps)
         shape = (b, t, self.heads, d // self.heads)
         q = rope(self.q_proj(h).view(shape), cos, sin).transpose(1, 2)
         k = rope(self.k_proj(h).view(shape), cos, sin).transpose(1, 2)
         v = self.v_proj(h).view(shape).transpose(1, 2)
-        a = attention(q, k, v)
+        a = attention(q, k, v, allowed)
         x = x + self.attn_out(a.transpose(1, 2).reshape(b, t, d))
         h = rms_norm(x, self.ff_norm, eps)
         return x + self.ff_out(nn.functional.silu(self.ff_proj(h)) * self.up_proj(h))
 
 
-def attention(q, k, v):
-    """Bidirectional (no mask) scaled dot-product attention: the scores, softmax and weighted sum
-    always in fp32. Under bf16 autocast q, k and v come out of bf16 linear layers (and RoPE) and
-    are widened here (a model trained with bf16 scores did not learn to copy the city of its
-    weather requests; training/README.md)."""
+def attention(q, k, v, allowed=None):
+    """Scaled dot-product attention, bidirectional or, with `allowed` (query x key booleans), over
+    the allowed keys only: the scores, softmax and weighted sum always in fp32. Under bf16
+    autocast q, k and v come out of bf16 linear layers (and RoPE) and are widened here (a model
+    trained with bf16 scores did not learn to copy the city of its weather requests;
+    training/README.md)."""
     with torch.autocast("cpu", enabled=False):
         q, k, v = q.float(), k.float(), v.float()
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
         return scores.softmax(-1) @ v
 
 
@@ -71,16 +74,19 @@ class Llada(nn.Module):
         self.tied = tied
         self.heads, self.theta, self.eps = heads, theta, eps
 
-    def forward(self, tokens):
-        t = tokens.shape[1]
+    def forward(self, tokens, positions=None, allowed=None):
+        """positions: each token's RoPE position (default 0, 1, ...); allowed: which keys each query
+        attends to (default all)."""
+        if positions is None:
+            positions = torch.arange(tokens.shape[1])
         head_dim = self.wte.weight.shape[1] // self.heads
         inv_freq = 1.0 / (self.theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
-        freqs = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
+        freqs = torch.outer(positions.float(), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos()[None, :, None, :], emb.sin()[None, :, None, :]
         x = self.wte(tokens)
         for block in self.blocks:
-            x = block(x, cos, sin, self.eps)
+            x = block(x, cos, sin, self.eps, allowed)
         return self.lm_head(rms_norm(x, self.ln_f, self.eps))
 
     def hf_state_dict(self):

@@ -12,6 +12,10 @@ cheap, long ones teach the model to fill a long canvas with end-of-text after th
 generation with a large gen_length asks. Deterministic from --seed for a fixed --steps (the
 learning rate follows a cosine over the steps after a short warm-up).
 
+--block B trains for block diffusion instead (block_diffusion_loss; config.json gets
+diffusion_block_size B, so unmask decodes block by block with block-causal attention): each batch
+takes examples of one length in whole blocks, and only the answer's own blocks carry loss.
+
 usage: train.py DATA_DIR TOKENIZER_JSON OUT_DIR [--steps N] [--seed N] [--d 256] [--layers 6] ...
 """
 import argparse
@@ -72,6 +76,44 @@ def batch_tensors(rows, length, eos, padding_weight=1.0):
     return tokens, weight
 
 
+def block_batch_tensors(rows, block, eos):
+    """Block diffusion canvases: prompt, answer and EOS to the end of the answer's last block (blocks
+    of `block` positions aligned to position 0, as unmask decodes them), then EOS padding to the
+    batch's longest; each position's loss weight: 0 in the prompt and in the whole blocks after the
+    answer's (generation stops after the block that holds EOS, so they are never decoded), 1 in
+    between."""
+    ends = [-(-(len(p) + len(a)) // block) * block for p, a in rows]
+    length = max(ends)
+    tokens = torch.tensor([p + a + [eos] * (length - len(p) - len(a)) for p, a in rows])
+    weight = torch.tensor([[0.0] * len(p) + [1.0] * (end - len(p)) + [0.0] * (length - end)
+                           for (p, _), end in zip(rows, ends)])
+    return tokens, weight
+
+
+def block_diffusion_loss(model, tokens, weight, mask_id, block, generator, eps=1e-3):
+    """The block diffusion objective (BD3-LM's: Arriola et al., "Block Diffusion", ICLR 2025, which
+    trains on the noisy and the clean sequence together): each block is masked with its own
+    t ~ U(eps, 1), and the model reads the noisy canvas beside the clean one (2 x length
+    tokens, both at RoPE positions 0..length-1): a noisy block attends to itself and to the clean
+    blocks before it, a clean block to the clean blocks up to itself. Every block learns, in one
+    forward, to denoise given the committed blocks before it, which is what block-causal decoding
+    shows it. Loss: cross-entropy on the masked positions weighted by 1/t, normalised by the weight's
+    sum."""
+    n, length = tokens.shape
+    t = eps + (1 - eps) * torch.rand(n, length // block, generator=generator)
+    t = t.repeat_interleave(block, dim=1)
+    masked = (torch.rand(tokens.shape, generator=generator) < t) & (weight > 0)
+    noisy = torch.where(masked, torch.full_like(tokens, mask_id), tokens)
+    blocks = torch.arange(length) // block
+    same, before = blocks[:, None] == blocks[None, :], blocks[None, :] < blocks[:, None]
+    allowed = torch.cat((torch.cat((same, before), 1),
+                         torch.cat((torch.zeros_like(same), same | before), 1)), 0)
+    positions = torch.arange(length).repeat(2)
+    logits = model(torch.cat((noisy, tokens), 1), positions, allowed)[:, :length].float()
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens, reduction="none")
+    return ((ce * masked * weight / t).sum(1) / weight.sum(1)).mean()
+
+
 def parse_lengths(text):
     pairs = [item.split(":") for item in text.split(",")]
     return [int(length) for length, _ in pairs], [float(weight) for _, weight in pairs]
@@ -117,6 +159,35 @@ def read_safetensors(path):
     return tensors
 
 
+def write_model(out, args, model, tokenizer, vocab, max_length):
+    """The model directory in Hugging Face layout: config.json, model.safetensors (bf16), the
+    tokenizer files and SHA256SUMS, which `unmask inspect --verify` accepts."""
+    os.makedirs(out, exist_ok=True)
+    config = {
+        "architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": args.d, "n_layers": args.layers,
+        "n_heads": args.heads, "n_kv_heads": args.heads, "mlp_hidden_size": args.mlp, "vocab_size": vocab,
+        "embedding_size": vocab, "max_sequence_length": max_length, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+        "mask_token_id": tokenizer.special["<|mask|>"], "eos_token_id": tokenizer.special["<|endoftext|>"],
+        "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": args.tie_embeddings,
+        "layer_norm_type": "rms", "activation_type": "silu", "rope": True, "alibi": False,
+    }
+    if args.block:
+        config["diffusion_block_size"] = args.block
+    files = {"config.json": json.dumps(config, indent=1).encode()}
+    with open(args.tokenizer, "rb") as f:
+        files["tokenizer.json"] = f.read()
+    files["tokenizer_config.json"] = json.dumps({"eos_token": "<|endoftext|>", "bos_token": None,
+                                                 "chat_template": CHAT_TEMPLATE}, indent=1).encode()
+    for name, data in files.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    write_safetensors(os.path.join(out, "model.safetensors"), model.hf_state_dict())
+    with open(os.path.join(out, "SHA256SUMS"), "w") as f:
+        for name in sorted(list(files) + ["model.safetensors"]):
+            with open(os.path.join(out, name), "rb") as g:
+                f.write("%s  %s\n" % (hashlib.sha256(g.read()).hexdigest(), name))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
@@ -138,6 +209,12 @@ def main():
     parser.add_argument("--padding-weight", type=float, default=1.0,
                         help="loss weight of the EOS padding after an answer's EOS (LLaDA's SFT: 1); lower keeps "
                              "long canvases from drowning the answer's tokens (training/README.md)")
+    parser.add_argument("--block", type=int, default=0,
+                        help="train for block diffusion with blocks of this many positions (diffusion_block_size, "
+                             "block-causal attention; --lengths is then only the longest example allowed); 0: LLaDA's "
+                             "bidirectional objective")
+    parser.add_argument("--save-every", type=int, default=0,
+                        help="also write the model to OUT_DIR every this many steps (to score it during training)")
     parser.add_argument("--init", help="continue from a model directory this script wrote")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="the LM head is the embedding matrix (weight_tying); measured worse than untied (training/README.md)")
@@ -152,9 +229,17 @@ def main():
     mask_id = tokenizer.special["<|mask|>"]
     eos = tokenizer.special["<|endoftext|>"]
     lengths, weights = parse_lengths(args.lengths)
+    max_length = 2 * max(lengths)
     train = load(os.path.join(args.data, "train.jsonl"), tokenizer, max(lengths))
-    # A batch of canvas length L draws from the examples that fit in L.
+    # A batch of canvas length L draws from the examples that fit in L; for block diffusion, from the
+    # examples of one length in whole blocks (no padding to compute), drawn in proportion to their count.
     fitting = {length: [row for row in train if len(row[0]) + len(row[1]) <= length] for length in lengths}
+    if args.block:
+        fitting = {}
+        for row in train:
+            fitting.setdefault(-(-(len(row[0]) + len(row[1])) // args.block), []).append(row)
+        fitting = {blocks: rows for blocks, rows in sorted(fitting.items()) if len(rows) >= args.batch}
+        lengths, weights = list(fitting), [len(rows) for rows in fitting.values()]
     model = Llada(vocab, args.d, args.layers, args.heads, args.mlp, tied=args.tie_embeddings)
     if args.init:
         saved = read_safetensors(os.path.join(args.init, "model.safetensors"))
@@ -167,40 +252,26 @@ def main():
         lr = args.lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         for group in optimizer.param_groups:
             group["lr"] = lr
-        length = rng.choices(lengths, weights)[0]
-        tokens, weight = batch_tensors(rng.sample(fitting[length], args.batch), length, eos, args.padding_weight)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-            loss = diffusion_loss(model, tokens, weight, mask_id, generator)
+            length = rng.choices(lengths, weights)[0]
+            if args.block:
+                tokens, weight = block_batch_tensors(rng.sample(fitting[length], args.batch), args.block, eos)
+                loss = block_diffusion_loss(model, tokens, weight, mask_id, args.block, generator)
+            else:
+                tokens, weight = batch_tensors(rng.sample(fitting[length], args.batch), length, eos,
+                                               args.padding_weight)
+                loss = diffusion_loss(model, tokens, weight, mask_id, generator)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         average = loss.item() if average is None else 0.98 * average + 0.02 * loss.item()
+        if args.save_every and step % args.save_every == 0 and step < args.steps:
+            write_model(args.out, args, model, tokenizer, vocab, max_length)
         if step % 50 == 0:
             print("step %d  loss %.4f  lr %.2e  %.0f s" % (step, average, lr, time.monotonic() - started), flush=True)
 
-    os.makedirs(args.out, exist_ok=True)
-    config = {
-        "architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": args.d, "n_layers": args.layers,
-        "n_heads": args.heads, "n_kv_heads": args.heads, "mlp_hidden_size": args.mlp, "vocab_size": vocab,
-        "embedding_size": vocab, "max_sequence_length": 2 * max(lengths), "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
-        "mask_token_id": mask_id, "eos_token_id": tokenizer.special["<|endoftext|>"],
-        "pad_token_id": tokenizer.special["<|endoftext|>"], "include_bias": False, "weight_tying": args.tie_embeddings,
-        "layer_norm_type": "rms", "activation_type": "silu", "rope": True, "alibi": False,
-    }
-    files = {"config.json": json.dumps(config, indent=1).encode()}
-    with open(args.tokenizer, "rb") as f:
-        files["tokenizer.json"] = f.read()
-    files["tokenizer_config.json"] = json.dumps({"eos_token": "<|endoftext|>", "bos_token": None,
-                                                 "chat_template": CHAT_TEMPLATE}, indent=1).encode()
-    for name, data in files.items():
-        with open(os.path.join(args.out, name), "wb") as f:
-            f.write(data)
-    write_safetensors(os.path.join(args.out, "model.safetensors"), model.hf_state_dict())
-    with open(os.path.join(args.out, "SHA256SUMS"), "w") as f:
-        for name in sorted(list(files) + ["model.safetensors"]):
-            with open(os.path.join(args.out, name), "rb") as g:
-                f.write("%s  %s\n" % (hashlib.sha256(g.read()).hexdigest(), name))
+    write_model(args.out, args, model, tokenizer, vocab, max_length)
     print("trained %d steps in %.0f s; wrote %s" % (args.steps, time.monotonic() - started, args.out))
 
 
