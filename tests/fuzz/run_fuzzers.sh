@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time on a seed corpus made from the model fixtures
-# (good and malformed safetensors files and config.json files), tokenizer files and text, chat
+# (good and malformed safetensors files and config.json files), GGUF files, tokenizer files and text, chat
 # templates, and request bodies and HTTP requests of unmask-server.
 # usage: run_fuzzers.sh FUZZ_BUILD_DIR SECONDS_PER_TARGET
 set -euo pipefail
@@ -43,6 +43,9 @@ done < <(find "$work/fixtures" -name 'tokenizer.json' -print0)
 printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' > "$work/corpus/tokenizer/seed-text"
 
 run fuzz_safetensors "$work/corpus/safetensors"
+# GGUF seeds: small files written from the specification (tests/fixtures/gguf_writer.py).
+/usr/bin/python3 "$source_dir/tests/fixtures/gguf_writer.py" "$work/corpus/gguf"
+run fuzz_gguf "$work/corpus/gguf"
 run fuzz_model_config "$work/corpus/config"
 run fuzz_tokenizer "$work/corpus/tokenizer"
 # Chat templates: the published ones, the bundled model's, and the engine's own test snippets.

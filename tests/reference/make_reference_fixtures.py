@@ -20,6 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import gguf_dequantize  # noqa: E402
 import make_model_fixtures as fixtures  # noqa: E402  (the safetensors writer)
 import reference_decode  # noqa: E402
 import reference_model  # noqa: E402
@@ -324,6 +325,7 @@ def main():
     make_decoding("rnd1", rnd1_config(), weights, RND1_CASES, reference_decode.rnd1_generate, out)
     weights = make("dream", dream_config(), out, shards=2)
     make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
+    gguf_dequantize.write_cases(os.path.join(out, "dequantize"))
 
 
 if __name__ == "__main__":

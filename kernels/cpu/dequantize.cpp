@@ -1,0 +1,131 @@
+#include "cpu/dequantize.hpp"
+
+#include <cstring>
+
+#include "core/float_convert.hpp"
+
+// Block layouts (ggml's block_q8_0, block_q4_0, block_q4_K, block_q5_K, block_q6_K; GGUF stores
+// them little-endian and packed):
+//   Q8_0: fp16 d, int8 q[32]                  x = q * d
+//   Q4_0: fp16 d, u8 q[16]                    x[j] = ((q[j] & 15) - 8) * d, x[j + 16] = ((q[j] >> 4) - 8) * d
+//   Q4_K: fp16 d, fp16 dmin, u8 scales[12], u8 q[128]: 8 sub-blocks of 32 with 6-bit scale and
+//         min; x = (d * scale) * q - (dmin * min)
+//   Q5_K: as Q4_K with u8 qh[32] (a fifth bit per element) before q[128]
+//   Q6_K: u8 ql[128], u8 qh[64], int8 scales[16], fp16 d: 16 sub-blocks of 16;
+//         x = (d * scale) * (q - 32) with q of 6 bits
+namespace unmask::kernels::cpu {
+namespace {
+
+float half_at(const uint8_t* p) noexcept {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return fp16_to_float(bits);
+}
+
+// The 6-bit scale and min of sub-block j of a K block's 12 packed bytes.
+void scale_and_min(int j, const uint8_t* packed, int& scale, int& min) noexcept {
+    if (j < 4) {
+        scale = packed[j] & 63;
+        min = packed[j + 4] & 63;
+    } else {
+        scale = (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
+        min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    }
+}
+
+void q8_0(const uint8_t* b, float* y) noexcept {
+    const float d = half_at(b);
+    for (int j = 0; j < 32; ++j) y[j] = float(int8_t(b[2 + j])) * d;
+}
+
+void q4_0(const uint8_t* b, float* y) noexcept {
+    const float d = half_at(b);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = float((b[2 + j] & 15) - 8) * d;
+        y[j + 16] = float((b[2 + j] >> 4) - 8) * d;
+    }
+}
+
+// Q4_K and Q5_K: high bits (Q5_K) add 16 to an element's four low bits.
+void q4_5_k(const uint8_t* b, float* y, bool five_bits) noexcept {
+    const float d = half_at(b), dmin = half_at(b + 2);
+    const uint8_t* scales = b + 4;
+    const uint8_t* high = b + 16;
+    const uint8_t* q = five_bits ? b + 48 : b + 16;
+    for (int chunk = 0; chunk < 4; ++chunk) {  // 64 elements: sub-blocks 2 chunk and 2 chunk + 1
+        int scale = 0, min = 0;
+        scale_and_min(2 * chunk, scales, scale, min);
+        const float d1 = d * float(scale), m1 = dmin * float(min);
+        scale_and_min(2 * chunk + 1, scales, scale, min);
+        const float d2 = d * float(scale), m2 = dmin * float(min);
+        const int low_bit = 2 * chunk, high_bit = 2 * chunk + 1;
+        for (int l = 0; l < 32; ++l) {
+            const int extra = five_bits && (high[l] >> low_bit & 1) ? 16 : 0;
+            const float product = d1 * float((q[l] & 15) + extra);
+            y[l] = product - m1;
+        }
+        for (int l = 0; l < 32; ++l) {
+            const int extra = five_bits && (high[l] >> high_bit & 1) ? 16 : 0;
+            const float product = d2 * float((q[l] >> 4) + extra);
+            y[32 + l] = product - m2;
+        }
+        q += 32;
+        y += 64;
+    }
+}
+
+void q6_k(const uint8_t* b, float* y) noexcept {
+    const uint8_t* ql = b;
+    const uint8_t* qh = b + 128;
+    const auto* scales = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = half_at(b + 208);
+    for (int half = 0; half < 2; ++half) {  // 128 elements each
+        for (int l = 0; l < 32; ++l) {
+            const int s = l / 16;
+            const int q1 = ((ql[l] & 15) | ((qh[l] >> 0 & 3) << 4)) - 32;
+            const int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2 & 3) << 4)) - 32;
+            const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4 & 3) << 4)) - 32;
+            const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6 & 3) << 4)) - 32;
+            y[l] = d * float(scales[s]) * float(q1);
+            y[l + 32] = d * float(scales[s + 2]) * float(q2);
+            y[l + 64] = d * float(scales[s + 4]) * float(q3);
+            y[l + 96] = d * float(scales[s + 6]) * float(q4);
+        }
+        y += 128;
+        ql += 64;
+        qh += 32;
+        scales += 8;
+    }
+}
+
+}  // namespace
+
+int64_t block_elements(BlockFormat format) noexcept {
+    return format == BlockFormat::q8_0 || format == BlockFormat::q4_0 ? 32 : 256;
+}
+
+int64_t block_bytes(BlockFormat format) noexcept {
+    switch (format) {
+        case BlockFormat::q8_0: return 34;
+        case BlockFormat::q4_0: return 18;
+        case BlockFormat::q4_k: return 144;
+        case BlockFormat::q5_k: return 176;
+        case BlockFormat::q6_k: return 210;
+    }
+    return 0;
+}
+
+void dequantize_row(BlockFormat format, const uint8_t* blocks, int64_t elements, float* out) noexcept {
+    const int64_t step = block_elements(format), bytes = block_bytes(format);
+    for (int64_t i = 0; i < elements / step; ++i, blocks += bytes, out += step) {
+        switch (format) {
+            case BlockFormat::q8_0: q8_0(blocks, out); break;
+            case BlockFormat::q4_0: q4_0(blocks, out); break;
+            case BlockFormat::q4_k: q4_5_k(blocks, out, false); break;
+            case BlockFormat::q5_k: q4_5_k(blocks, out, true); break;
+            case BlockFormat::q6_k: q6_k(blocks, out); break;
+        }
+    }
+}
+
+}  // namespace unmask::kernels::cpu
