@@ -153,20 +153,21 @@ TOOLS = [weather, timer, currency, email, booking]
 REPEAT_FRAMES = ["Repeat after me: {text}", "Say {text}", "Echo: {text}", "Copy this: {text}"]
 
 
-def repeat(rng, b):
-    """A copying drill: a run of the branch's names, words, numbers and addresses, answered as it
-    is. Copying a value from anywhere in a request is what every tool call needs; the drill teaches
-    it with no tool around it (the answer is the text, so `Say ...` requests are a trained skill)."""
+def repeat(rng, b, items=(1, 6)):
+    """A copying drill: a run of `items` (low, high) of the branch's names, words, numbers and
+    addresses, answered as it is. Copying a value from anywhere in a request is what every tool
+    call needs; the drill teaches it with no tool around it (the answer is the text, so `Say ...`
+    requests are a trained skill)."""
     items = [rng.choice([b.proper_name, b.email, b.word, lambda r: str(r.randint(0, 99999))])(rng)
-             for _ in range(rng.randint(1, 6))]
+             for _ in range(rng.randint(*items))]
     text = " ".join(items)
     return rng.choice(REPEAT_FRAMES).format(text=text), text
 
 
-def request(rng, branch, refusal_share=0.1, repeat_share=0.0):
+def request(rng, branch, refusal_share=0.1, repeat_share=0.0, repeat_items=(1, 6)):
     """A (prompt, answer text, task) triple of `branch`."""
     if repeat_share and rng.random() < repeat_share:
-        prompt, text = repeat(rng, branch)
+        prompt, text = repeat(rng, branch, repeat_items)
         return prompt, text, "repeat"
     make = unserved if rng.random() < refusal_share else rng.choice(TOOLS)
     prompt, call = make(rng, branch)

@@ -39,14 +39,18 @@ def main():
     parser.add_argument("--unseen", type=int, default=600)
     parser.add_argument("--repeat-share", type=float, default=0.0,
                         help="share of the training requests that are copying drills (grammar.repeat)")
+    parser.add_argument("--repeat-items", default="1-6",
+                        help="LOW-HIGH values per copying drill (the curriculum starts with 1-1, then 1-3)")
     args = parser.parse_args()
+    items = tuple(int(n) for n in args.repeat_items.split("-"))
     rng = random.Random(args.seed)
     seen = set()
     test = rows(rng, grammar.TRAIN, args.test, seen)
     unseen = rows(rng, grammar.UNSEEN, args.unseen, seen)
     train = []
     while len(train) < args.train:  # repeats allowed, but never a held-out prompt
-        prompt, answer, task = grammar.request(rng, grammar.TRAIN, repeat_share=args.repeat_share)
+        prompt, answer, task = grammar.request(rng, grammar.TRAIN, repeat_share=args.repeat_share,
+                                               repeat_items=items)
         if prompt not in seen:
             train.append({"task": task, "prompt": prompt, "answer": answer})
     os.makedirs(args.out, exist_ok=True)
