@@ -175,14 +175,12 @@ GgufTensor read_tensor(Reader& reader, uint64_t index, uint64_t alignment, std::
     return tensor;
 }
 
-std::string_view type_text(const GgufMetadata& entry) noexcept { return gguf_type_name(entry.type); }
-
 [[noreturn]] void wrong_type(const GgufHeader& header, const GgufMetadata& entry, std::string_view expected) {
     if (entry.type == GgufType::array)
         fail(Status::model_format, "{}: metadata '{}' is an array of {} but must be {}", header.label, entry.key,
              gguf_type_name(entry.element_type), expected);
-    fail(Status::model_format, "{}: metadata '{}' is {} but must be {}", header.label, entry.key, type_text(entry),
-         expected);
+    fail(Status::model_format, "{}: metadata '{}' is {} but must be {}", header.label, entry.key,
+         gguf_type_name(entry.type), expected);
 }
 
 int64_t integer_at(const GgufHeader& header, const GgufMetadata& entry, GgufType type, const uint8_t* p) {
@@ -211,6 +209,18 @@ double number_at(const GgufHeader& header, const GgufMetadata& entry, GgufType t
     if (is_integer(type)) return static_cast<double>(integer_at(header, entry, type, p));
     wrong_type(header, entry, "a number");
 }
+
+// The entry of `key`, or nullptr when absent; a present entry that `accepts` refuses is
+// Error(MODEL_FORMAT) naming what was `expected`.
+template <typename Accepts>
+const GgufMetadata* typed_entry(const GgufHeader& header, std::string_view key, Accepts accepts,
+                                std::string_view expected) {
+    const GgufMetadata* entry = header.find(key);
+    if (entry != nullptr && !accepts(*entry)) wrong_type(header, *entry, expected);
+    return entry;
+}
+
+bool is_number(GgufType type) noexcept { return is_integer(type) || is_float(type); }
 
 }  // namespace
 
@@ -243,38 +253,36 @@ const GgufTensor* GgufHeader::find_tensor(std::string_view name) const noexcept 
 }
 
 std::optional<int64_t> GgufHeader::integer(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry = typed_entry(*this, key, [](const GgufMetadata& e) { return is_integer(e.type); }, "an integer");
     if (entry == nullptr) return std::nullopt;
-    if (!is_integer(entry->type)) wrong_type(*this, *entry, "an integer");
     return integer_at(*this, *entry, entry->type, entry->value);
 }
 
 std::optional<double> GgufHeader::number(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry = typed_entry(*this, key, [](const GgufMetadata& e) { return is_number(e.type); }, "a number");
     if (entry == nullptr) return std::nullopt;
-    if (!is_integer(entry->type) && !is_float(entry->type)) wrong_type(*this, *entry, "a number");
     return number_at(*this, *entry, entry->type, entry->value);
 }
 
 std::optional<bool> GgufHeader::boolean(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry =
+        typed_entry(*this, key, [](const GgufMetadata& e) { return e.type == GgufType::boolean; }, "a bool");
     if (entry == nullptr) return std::nullopt;
-    if (entry->type != GgufType::boolean) wrong_type(*this, *entry, "a bool");
     return *entry->value != 0;
 }
 
 std::optional<std::string_view> GgufHeader::string(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry =
+        typed_entry(*this, key, [](const GgufMetadata& e) { return e.type == GgufType::string; }, "a string");
     if (entry == nullptr) return std::nullopt;
-    if (entry->type != GgufType::string) wrong_type(*this, *entry, "a string");
     return std::string_view(reinterpret_cast<const char*>(entry->value + 8), load<uint64_t>(entry->value));
 }
 
 std::optional<std::vector<std::string_view>> GgufHeader::strings(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry = typed_entry(
+        *this, key, [](const GgufMetadata& e) { return e.type == GgufType::array && e.element_type == GgufType::string; },
+        "an array of strings");
     if (entry == nullptr) return std::nullopt;
-    if (entry->type != GgufType::array || entry->element_type != GgufType::string)
-        wrong_type(*this, *entry, "an array of strings");
     std::vector<std::string_view> out;
     out.reserve(entry->count);  // validated: the file holds at least 8 bytes per element
     const uint8_t* p = entry->value;
@@ -287,10 +295,10 @@ std::optional<std::vector<std::string_view>> GgufHeader::strings(std::string_vie
 }
 
 std::optional<std::vector<int64_t>> GgufHeader::integers(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry = typed_entry(
+        *this, key, [](const GgufMetadata& e) { return e.type == GgufType::array && is_integer(e.element_type); },
+        "an array of integers");
     if (entry == nullptr) return std::nullopt;
-    if (entry->type != GgufType::array || !is_integer(entry->element_type))
-        wrong_type(*this, *entry, "an array of integers");
     std::vector<int64_t> out(entry->count);
     const uint64_t step = scalar_bytes(entry->element_type);
     for (uint64_t i = 0; i < entry->count; ++i) out[i] = integer_at(*this, *entry, entry->element_type, entry->value + i * step);
@@ -298,10 +306,10 @@ std::optional<std::vector<int64_t>> GgufHeader::integers(std::string_view key) c
 }
 
 std::optional<std::vector<double>> GgufHeader::numbers(std::string_view key) const {
-    const GgufMetadata* entry = find(key);
+    const GgufMetadata* entry = typed_entry(
+        *this, key, [](const GgufMetadata& e) { return e.type == GgufType::array && is_number(e.element_type); },
+        "an array of numbers");
     if (entry == nullptr) return std::nullopt;
-    if (entry->type != GgufType::array || !(is_integer(entry->element_type) || is_float(entry->element_type)))
-        wrong_type(*this, *entry, "an array of numbers");
     std::vector<double> out(entry->count);
     const uint64_t step = scalar_bytes(entry->element_type);
     for (uint64_t i = 0; i < entry->count; ++i) out[i] = number_at(*this, *entry, entry->element_type, entry->value + i * step);
@@ -341,8 +349,8 @@ GgufHeader parse_gguf_file(const uint8_t* bytes, size_t size, std::string_view l
         if (!keys.insert(header.metadata.back().key).second)
             fail(Status::model_format, "{}: metadata '{}' appears twice", label, header.metadata.back().key);
     }
-    if (const GgufMetadata* alignment = header.find("general.alignment")) {
-        if (alignment->type != GgufType::uint32) wrong_type(header, *alignment, "uint32");
+    if (const GgufMetadata* alignment = typed_entry(
+            header, "general.alignment", [](const GgufMetadata& e) { return e.type == GgufType::uint32; }, "uint32")) {
         header.alignment = load<uint32_t>(alignment->value);
         if (header.alignment == 0 || (header.alignment & (header.alignment - 1)) != 0 || header.alignment > max_alignment)
             fail(Status::model_format, "{}: general.alignment {} is not a power of two up to {}", label, header.alignment,
