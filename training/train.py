@@ -76,13 +76,18 @@ def batch_tensors(rows, length, eos, padding_weight=1.0):
     return tokens, weight
 
 
+def block_end(row, block):
+    """Where the block that holds a (prompt, answer) row's last position ends."""
+    return -(-(len(row[0]) + len(row[1])) // block) * block
+
+
 def block_batch_tensors(rows, block, eos):
     """Block diffusion canvases: prompt, answer and EOS to the end of the answer's last block (blocks
     of `block` positions aligned to position 0, as unmask decodes them), then EOS padding to the
     batch's longest; each position's loss weight: 0 in the prompt and in the whole blocks after the
     answer's (generation stops after the block that holds EOS, so they are never decoded), 1 in
     between."""
-    ends = [-(-(len(p) + len(a)) // block) * block for p, a in rows]
+    ends = [block_end(row, block) for row in rows]
     length = max(ends)
     tokens = torch.tensor([p + a + [eos] * (length - len(p) - len(a)) for p, a in rows])
     weight = torch.tensor([[0.0] * len(p) + [1.0] * (end - len(p)) + [0.0] * (length - end)
@@ -233,13 +238,14 @@ def main():
     train = load(os.path.join(args.data, "train.jsonl"), tokenizer, max(lengths))
     # A batch of canvas length L draws from the examples that fit in L; for block diffusion, from the
     # examples of one length in whole blocks (no padding to compute), drawn in proportion to their count.
-    fitting = {length: [row for row in train if len(row[0]) + len(row[1]) <= length] for length in lengths}
     if args.block:
         fitting = {}
         for row in train:
-            fitting.setdefault(-(-(len(row[0]) + len(row[1])) // args.block), []).append(row)
-        fitting = {blocks: rows for blocks, rows in sorted(fitting.items()) if len(rows) >= args.batch}
+            fitting.setdefault(block_end(row, args.block), []).append(row)
+        fitting = {end: rows for end, rows in sorted(fitting.items()) if len(rows) >= args.batch}
         lengths, weights = list(fitting), [len(rows) for rows in fitting.values()]
+    else:
+        fitting = {length: [row for row in train if len(row[0]) + len(row[1]) <= length] for length in lengths}
     model = Llada(vocab, args.d, args.layers, args.heads, args.mlp, tied=args.tie_embeddings)
     if args.init:
         saved = read_safetensors(os.path.join(args.init, "model.safetensors"))
