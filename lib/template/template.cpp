@@ -474,14 +474,18 @@ private:
             const int64_t n = std::max<int64_t>(0, count.as_int());
             const size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.list().size();
             const uint64_t limit = sequence.is_string() ? limits_.max_output_bytes : max_list_items;
-            if (unit && uint64_t(n) > limit / unit) render_error(e.line, "a repetition larger than the size limit");
+            // An empty sequence repeats to an empty one whatever the count: no loop over the count.
+            const int64_t copies = unit ? n : 0;
+            if (uint64_t(copies) > limit / std::max<size_t>(unit, 1)) render_error(e.line, "a repetition larger than the size limit");
             if (sequence.is_string()) {
                 std::string out;
-                for (int64_t i = 0; i < n; ++i) out += sequence.as_string();
+                out.reserve(size_t(copies) * unit);
+                for (int64_t i = 0; i < copies; ++i) out += sequence.as_string();
                 return Value(std::move(out));
             }
             List out;
-            for (int64_t i = 0; i < n; ++i) out.insert(out.end(), sequence.list().begin(), sequence.list().end());
+            out.reserve(size_t(copies) * unit);
+            for (int64_t i = 0; i < copies; ++i) out.insert(out.end(), sequence.list().begin(), sequence.list().end());
             return Value(std::move(out));
         }
         if (!a.is_number() || !b.is_number()) return type_error();
