@@ -253,7 +253,7 @@ extern "C" unmask_status unmask_request_text(const unmask_request* request, char
         require_array(text, capacity, "text", "capacity");
         const RequestResult result = finished_result(request);
         const Tokenizer* tokenizer = request->model->tokenizer.tokenizer.get();
-        if (tokenizer == nullptr) fail(Status::unsupported, "the model directory has no tokenizer.json");
+        if (tokenizer == nullptr) fail(Status::unsupported, "the model has no tokenizer (no tokenizer.json, or a GGUF file without one)");
         // The answer ends at the first EOS (what follows is padding the model wrote).
         const int64_t eos = request->model->model().spec().eos_token_id;
         const auto end = eos >= 0 ? std::find(result.tokens.begin(), result.tokens.end(), static_cast<int32_t>(eos))

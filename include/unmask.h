@@ -176,7 +176,9 @@ UNMASK_API unmask_status unmask_model_params_init_sized(unmask_model_params *par
 #define unmask_model_params_init(params) unmask_model_params_init_sized((params), sizeof *(params))
 
 /* Loads a Hugging Face model directory (config.json, model.safetensors or shards with
- * model.safetensors.index.json, tokenizer files). `params` may be NULL for the defaults.
+ * model.safetensors.index.json, tokenizer files), or a GGUF file as llama.cpp's converter writes
+ * the llada and dream architectures (F32, F16 or BF16 tensors; its own tokenizer).
+ * `params` may be NULL for the defaults.
  * On success *out_model owns the model; free it with unmask_model_free.
  * Errors: INVALID_ARGUMENT (NULL path or out_model, bad params), IO (missing or unreadable file,
  * naming it), MODEL_FORMAT (malformed file or config, naming the problem), UNSUPPORTED (unknown
@@ -333,8 +335,8 @@ typedef struct unmask_memory_plan {
     int64_t max_length_at_concurrency;  /* longest sequence with max_concurrent of them */
 } unmask_memory_plan;
 
-/* Plans a deployment of the model at `path` from its config.json (and safetensors headers for
- * AUTO precision); no weight data is read. `params` may be NULL for the defaults. The caller sets
+/* Plans a deployment of the model at `path` (a directory or a GGUF file) from its config.json or
+ * GGUF metadata (and the tensor headers for AUTO precision); no weight data is read. `params` may be NULL for the defaults. The caller sets
  * plan->struct_size. Thread-safe.
  * Errors: INVALID_ARGUMENT (NULL path or plan, bad params: a negative budget, a fraction outside
  * (0, 1], a margin outside [0, 1), a length beyond the model's), IO, MODEL_FORMAT, UNSUPPORTED
@@ -774,7 +776,7 @@ UNMASK_API unmask_status unmask_engine_metrics(const unmask_engine *engine, char
 /* An immutable tokenizer; thread-safe. */
 typedef struct unmask_tokenizer unmask_tokenizer;
 
-/* Loads a tokenizer.json, or the tokenizer.json in a directory. Free it with
+/* Loads a tokenizer.json, the tokenizer.json in a directory, or a GGUF file's tokenizer. Free it with
  * unmask_tokenizer_free. Errors: INVALID_ARGUMENT (NULL), IO (missing file), MODEL_FORMAT
  * (malformed file, naming the problem), UNSUPPORTED (a component this version lacks, naming it). */
 UNMASK_API unmask_status unmask_tokenizer_load(const char *path, unmask_tokenizer **out_tokenizer);

@@ -137,7 +137,7 @@ Score evaluate(const unmask_model* model, const std::vector<Example>& examples, 
                const Progress& progress) {
     const unmask_tokenizer* tokenizer = nullptr;
     check(unmask_model_tokenizer(model, &tokenizer), "tokenizer");
-    if (tokenizer == nullptr) throw std::runtime_error("the model directory has no tokenizer.json");
+    if (tokenizer == nullptr) throw std::runtime_error("the model has no tokenizer (no tokenizer.json, or a GGUF file without one)");
     unmask_model_description info{};
     info.struct_size = sizeof info;
     check(unmask_model_info(model, &info), "model info");

@@ -81,7 +81,7 @@ int run_chat(const ParsedArgs& args) {
     apply_decoding_options(args, params);
     EngineSession session = load_session_model(args, 1);
     if (session.tokenizer == nullptr)
-        throw CommandError(UNMASK_ERR_UNSUPPORTED, "UNSUPPORTED: the model directory has no tokenizer.json");
+        throw CommandError(UNMASK_ERR_UNSUPPORTED, "UNSUPPORTED: the model has no tokenizer (no tokenizer.json, or a GGUF file without tokenizer.ggml.*)");
     if (!has_chat_format(session.tokenizer))
         throw CommandError(UNMASK_ERR_UNSUPPORTED,
                            "UNSUPPORTED: the model has no chat template (tokenizer_config.json) or chat format unmask "

@@ -72,7 +72,7 @@ int run_generate(const ParsedArgs& args) {
     const unmask_tokenizer* tokenizer = session.tokenizer;
     if (args.has("prompt") && tokenizer == nullptr)
         throw CommandError(UNMASK_ERR_UNSUPPORTED,
-                           "UNSUPPORTED: the model directory has no tokenizer.json; give --prompt-ids instead");
+                           "UNSUPPORTED: the model has no tokenizer (no tokenizer.json, or a GGUF file without one); give --prompt-ids instead");
     const std::vector<int32_t> prompt =
         args.has("prompt") ? tokenize_prompt(tokenizer, args) : parse_ids(*args.value("prompt-ids"));
     // An engine for this one request: sized for its length, unless that is beyond the model.

@@ -122,7 +122,7 @@ int run_inspect(const ParsedArgs& args) {
 
 const Command inspect_command{
     {"inspect",
-     "Describe a Hugging Face model directory from its headers: architecture, parameter counts, bytes by\n"
+     "Describe a Hugging Face model directory or a GGUF file from its headers: architecture, parameter counts, bytes by\n"
      "component, every tensor with its dtype and shape. No weight data is read unless --verify is given.",
      "DIR",
      0,

@@ -138,7 +138,7 @@ const Command plan_command{
      "",
      0,
      0,
-     with_memory_options({{"model", "DIR", "the Hugging Face model directory (default: $UNMASK_MODEL or the bundled model)", 'm'},
+     with_memory_options({{"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
                           {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
                           {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},

@@ -90,7 +90,7 @@ std::vector<int32_t> prompt_of(const nlohmann::json& request, const unmask_token
     }
     if (!request.at("prompt").is_string()) throw UsageError("\"prompt\" must be a string");
     if (tokenizer == nullptr)
-        throw CommandError(UNMASK_ERR_UNSUPPORTED, "the model directory has no tokenizer.json; give \"prompt_ids\"");
+        throw CommandError(UNMASK_ERR_UNSUPPORTED, "the model has no tokenizer; give \"prompt_ids\"");
     const std::string prompt = request.at("prompt").get<std::string>();
     int64_t count = 0;
     check(unmask_tokenize(tokenizer, prompt.data(), static_cast<int64_t>(prompt.size()), 1, nullptr, 0, &count));

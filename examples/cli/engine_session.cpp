@@ -9,7 +9,7 @@ namespace unmask_cli {
 
 std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
     const std::vector<OptionSpec> engine = {
-        {"model", "DIR", "the Hugging Face model directory (default: $UNMASK_MODEL or the bundled model)", 'm'},
+        {"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
         {"precision", "P", "auto (file dtypes), fp32, bf16 or fp16"},
         {"backend", "B", "cpu (default) or cuda"},

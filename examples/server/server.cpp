@@ -379,7 +379,7 @@ std::shared_ptr<Server::Job> Server::submit(const http::Request& request, Endpoi
         throw ApiError(404, "the model '" + body.model + "' does not exist; this server serves '" + options_.model_name + "'",
                        "model", "model_not_found");
     if (tokenizer_ == nullptr)
-        throw ApiError(400, "the model has no tokenizer.json: the server answers with text and needs one", "",
+        throw ApiError(400, "the model has no tokenizer (tokenizer.json or a GGUF tokenizer): the server answers with text and needs one", "",
                        "no_tokenizer");
     const std::vector<int32_t> ids = encode(tokenizer_, body);
     apply_service_limits(body);

@@ -7,7 +7,6 @@
 #include "backend/device.hpp"
 #include "core/error.hpp"
 #include "format/dtype.hpp"
-#include "format/tensor_catalog.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
 
@@ -153,25 +152,26 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     return plan;
 }
 
-MemoryPlan plan_memory(const std::filesystem::path& model_directory, const PlanRequest& request) {
-    const ModelSpec spec = read_model_config(model_directory);
-    const std::vector<ExpectedTensor> expected = expected_tensors(spec);
-    std::optional<TensorCatalog> catalog;
-    if (request.precision == Precision::automatic) catalog = TensorCatalog::open(model_directory);
+MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request) {
     std::array<uint64_t, component_count> bytes{};
     uint64_t parameters = 0;
-    for (const ExpectedTensor& tensor : expected) {
+    if (request.precision == Precision::automatic) {
+        // The file's own types: its headers, bound as loading would, and no tensor read.
+        LoadOptions options;
+        options.checksum_mode = ChecksumMode::skip;
+        options.metadata_only = true;
+        const auto model = load_model(model_path, options);
+        for (const Weight& w : model->weights()) {
+            bytes[size_t(w.component)] += w.elements * dtype_size(w.file_dtype);
+            parameters += w.elements;
+        }
+        return plan_memory(model->spec(), bytes, parameters, request);
+    }
+    const ModelSpec spec = read_model_config(model_path);
+    for (const ExpectedTensor& tensor : expected_tensors(spec)) {
         uint64_t elements = 1;
         for (int64_t extent : tensor.shape) elements *= static_cast<uint64_t>(extent);
-        DType dtype = DType::f32;
-        if (catalog) {
-            const CatalogEntry* entry = catalog->find(tensor.name);
-            if (entry == nullptr)
-                fail(Status::model_format, "'{}' lacks the tensor '{}' that the config implies",
-                     model_directory.string(), tensor.name);
-            dtype = entry->info->dtype;
-        }
-        bytes[size_t(component_of(tensor.role))] += elements * dtype_size(loaded_dtype(request.precision, dtype));
+        bytes[size_t(component_of(tensor.role))] += elements * dtype_size(loaded_dtype(request.precision, DType::f32));
         parameters += elements;
     }
     return plan_memory(spec, bytes, parameters, request);

@@ -103,8 +103,9 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
                        uint64_t parameters, const PlanRequest& request);
 
-// Reads config.json (and the safetensors headers only when the precision is automatic).
-MemoryPlan plan_memory(const std::filesystem::path& model_directory, const PlanRequest& request);
+// Reads config.json or a GGUF file's metadata (and, when the precision is automatic, the
+// tensor headers, bound as loading binds them; no tensor data).
+MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request);
 
 // What of a device's memory a model and its work may use: min(bytes, fraction x the device's
 // memory) less a margin (device_budget).

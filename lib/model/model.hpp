@@ -13,6 +13,7 @@
 #include "backend/types.hpp"
 #include "core/memory_ledger.hpp"
 #include "format/dtype.hpp"
+#include "format/gguf.hpp"
 #include "format/tensor_catalog.hpp"
 #include "model/architecture.hpp"
 #include "model/load_options.hpp"
@@ -40,6 +41,8 @@ public:
     // The weight called `name`; throws Error(INTERNAL) when the binding did not produce it.
     const Weight& weight(const std::string& name) const;
     bool has_data() const noexcept { return has_data_; }
+    // The GGUF file the model was loaded from, or nullptr for a model directory.
+    const GgufFile* gguf() const noexcept { return gguf_.get(); }
 
 private:
     friend std::unique_ptr<Model> load_model(const std::filesystem::path&, const LoadOptions&);
@@ -53,18 +56,20 @@ private:
     std::map<std::string, size_t> index_;
     Reservation memory_;                                       // the weights' bytes, released last
     TensorCatalog catalog_;                                    // keeps the mapped files alive
+    std::unique_ptr<GgufFile> gguf_;                           // or the mapped GGUF file
     std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;  // converted or realigned weights
     bool has_data_ = false;
 };
 
-// Loads a Hugging Face model directory: config.json, the safetensors weights, the checksum
-// manifest. Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED) naming what was wrong.
-std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options);
+// Loads a Hugging Face model directory (config.json, the safetensors weights, the checksum
+// manifest) or a GGUF file (model/gguf_model.hpp; a SHA256SUMS beside it is honoured for its
+// entry). Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED) naming what was wrong.
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options);
 
 // The dtype a weight stored as `file_dtype` has in memory at `precision`.
 DType loaded_dtype(Precision precision, DType file_dtype) noexcept;
 
-// config.json -> ModelSpec, without opening any weight file.
-ModelSpec read_model_config(const std::filesystem::path& directory);
+// config.json (or a GGUF file's metadata) -> ModelSpec, without reading any tensor.
+ModelSpec read_model_config(const std::filesystem::path& path);
 
 }  // namespace unmask

@@ -1,6 +1,9 @@
-// load_model: config.json -> ModelSpec, safetensors headers -> catalog, checksums, binding of
-// every expected tensor (all problems reported at once), then the weights at the chosen precision.
+// load_model: config.json (or a GGUF file's metadata) -> ModelSpec, the files' tensors by binding
+// name, checksums, binding of every expected tensor (all problems reported at once), then the
+// weights at the chosen precision.
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -11,6 +14,7 @@
 #include "format/checksum_manifest.hpp"
 #include "format/config_reader.hpp"
 #include "format/strict_json.hpp"
+#include "model/gguf_model.hpp"
 #include "model/model.hpp"
 
 namespace unmask {
@@ -108,9 +112,20 @@ const Weight& Model::weight(const std::string& name) const {
     return weights_[it->second];
 }
 
-ModelSpec read_model_config(const std::filesystem::path& directory) {
-    require_model_directory(directory);
-    const MappedFile file(directory / "config.json");
+namespace {
+
+// A path names a GGUF file when it is a file; a model directory otherwise.
+bool is_gguf_model(const std::filesystem::path& path) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec);
+}
+
+}  // namespace
+
+ModelSpec read_model_config(const std::filesystem::path& path) {
+    if (is_gguf_model(path)) return read_gguf_model_spec(GgufFile(path).header());
+    require_model_directory(path);
+    const MappedFile file(path / "config.json");
     const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
     if (auto bad = find_invalid_utf8(text))
         fail(Status::model_format, "config.json: not valid UTF-8 (byte {})", *bad);
@@ -128,77 +143,185 @@ DType loaded_dtype(Precision precision, DType file_dtype) noexcept {
     return file_dtype;
 }
 
-std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const LoadOptions& options) {
-    auto model = std::unique_ptr<Model>(new Model());
-    model->spec_ = read_model_config(directory);
-    const ModelSpec& spec = model->spec_;
-    const auto manifest = read_manifest(directory, options.checksum_mode);
-    model->catalog_ = TensorCatalog::open(directory);
-    const TensorCatalog& catalog = model->catalog_;
+namespace {
 
+// A tensor as a weight file stores it, in either format.
+struct StoredTensor {
+    std::string file_name;  // its name in the file
+    std::vector<int64_t> shape;
+    std::optional<DType> dtype;  // nullopt: a type the forward pass cannot use
+    std::string type_name;       // "BF16", "Q4_K"
+    const uint8_t* bytes = nullptr;
+    uint64_t elements = 0;
+    uint64_t size = 0;
+    int64_t interleaved_heads = 0;  // see gguf_interleaved_heads
+    bool quantized = false;         // a GGUF block type
+};
+
+// What a model's files hold: each expected tensor found (by its binding name), the tensors
+// nobody asked for, and the checksum manifest's entries for the files read.
+struct ModelFiles {
+    std::map<std::string, StoredTensor> tensors = {};
+    std::vector<std::string> unused = {};
+    std::map<std::string, std::string> manifest = {};
+    std::filesystem::path directory = {};  // where the manifest's names are
+};
+
+ModelFiles safetensors_files(const std::filesystem::path& directory, const TensorCatalog& catalog,
+                             const std::vector<ExpectedTensor>& expected, ChecksumMode checksums) {
+    ModelFiles files{.manifest = read_manifest(directory, checksums), .directory = directory};
     for (const auto& file : catalog.files()) {
         const std::string name = file->path().filename().string();
-        if (!manifest.empty() && manifest.count(name) == 0)
+        if (!files.manifest.empty() && files.manifest.count(name) == 0)
             fail(Status::model_format, "{} does not list the weight file '{}'", checksum_manifest_name, name);
     }
-
-    // Bind every expected tensor; collect every problem before failing.
-    const std::vector<ExpectedTensor> expected = expected_tensors(spec);
-    std::vector<std::string> problems;
     std::set<std::string> expected_names;
-    uint64_t tensor_bytes = 0;
-    for (const ExpectedTensor& want : expected) {
-        expected_names.insert(want.name);
-        const CatalogEntry* entry = catalog.find(want.name);
-        if (entry == nullptr) {
-            problems.push_back(fmt::format("missing tensor '{}' (shape {})", want.name, shape_text(want.shape)));
+    for (const ExpectedTensor& want : expected) expected_names.insert(want.name);
+    for (const auto& [name, entry] : catalog.tensors()) {
+        if (expected_names.count(name) == 0) {
+            files.unused.push_back(name);
             continue;
         }
-        if (entry->info->shape != want.shape)
-            problems.push_back(fmt::format("tensor '{}' has shape {} but the config implies {}", want.name,
-                                           shape_text(entry->info->shape), shape_text(want.shape)));
-        else if (!is_float_weight_dtype(entry->info->dtype))
-            problems.push_back(fmt::format("tensor '{}' has dtype {}; weights must be F32, F16 or BF16", want.name,
-                                           dtype_name(entry->info->dtype)));
-        tensor_bytes += entry->info->end - entry->info->begin;
+        const TensorInfo& info = *entry.info;
+        files.tensors[name] = {.file_name = name, .shape = info.shape,
+                               .dtype = is_float_weight_dtype(info.dtype) ? std::optional(info.dtype) : std::nullopt,
+                               .type_name = std::string(dtype_name(info.dtype)), .bytes = entry.file->tensor_bytes(info),
+                               .elements = info.elements, .size = info.end - info.begin};
+    }
+    return files;
+}
+
+std::optional<DType> gguf_float_dtype(const GgmlType& type) {
+    if (type.name == "F32") return DType::f32;
+    if (type.name == "F16") return DType::f16;
+    if (type.name == "BF16") return DType::bf16;
+    return std::nullopt;
+}
+
+ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, const ModelSpec& spec,
+                      const std::vector<ExpectedTensor>& expected, ChecksumMode checksums) {
+    // A SHA256SUMS beside the file is honoured for this file's entry only.
+    ModelFiles files{.directory = path.parent_path()};
+    const std::string file_name = path.filename().string();
+    const auto manifest = read_manifest(files.directory, checksums);
+    if (!manifest.empty()) {
+        const auto it = manifest.find(file_name);
+        if (it == manifest.end())
+            fail(Status::model_format, "{} does not list the weight file '{}'", checksum_manifest_name, file_name);
+        files.manifest.insert(*it);
+    }
+    const GgufHeader& header = gguf.header();
+    std::set<std::string_view> bound;
+    for (const ExpectedTensor& want : expected) {
+        const std::string name = gguf_tensor_name(want);
+        const GgufTensor* tensor = header.find_tensor(name);
+        if (tensor == nullptr) continue;
+        bound.insert(tensor->name);
+        files.tensors[want.name] = {.file_name = name, .shape = tensor->shape, .dtype = gguf_float_dtype(tensor->type),
+                                    .type_name = std::string(tensor->type.name), .bytes = gguf.tensor_bytes(*tensor),
+                                    .elements = tensor->elements, .size = tensor->end - tensor->begin,
+                                    .interleaved_heads = gguf_interleaved_heads(header, spec, want.role),
+                                    .quantized = tensor->type.block_elements > 1};
+    }
+    for (const GgufTensor& tensor : header.tensors)
+        if (bound.count(tensor.name) == 0) files.unused.emplace_back(tensor.name);
+    return files;
+}
+
+// Copies `stored` into `destination` as `dtype`, restoring the row order of interleaved heads.
+void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
+    if (stored.interleaved_heads == 0) {
+        convert_elements(stored.bytes, *stored.dtype, destination, dtype, stored.elements);
+        return;
+    }
+    const uint64_t rows = uint64_t(stored.shape.at(0)), columns = stored.elements / rows;
+    const uint64_t head_rows = rows / uint64_t(stored.interleaved_heads), half = head_rows / 2;
+    const size_t in = dtype_size(*stored.dtype), out = dtype_size(dtype);
+    for (uint64_t row = 0; row < rows; ++row) {
+        // Original row j * half + i of a head sits at 2i + j in the file.
+        const uint64_t head = row / head_rows, within = row % head_rows;
+        const uint64_t source = head * head_rows + 2 * (within % half) + within / half;
+        convert_elements(stored.bytes + source * columns * in, *stored.dtype, destination + row * columns * out, dtype, columns);
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
+    auto model = std::unique_ptr<Model>(new Model());
+    const bool gguf = is_gguf_model(path);
+    if (gguf) {
+        model->gguf_ = std::make_unique<GgufFile>(path);
+        model->spec_ = read_gguf_model_spec(model->gguf_->header());
+    } else {
+        model->spec_ = read_model_config(path);
+        model->catalog_ = TensorCatalog::open(path);
+    }
+    const ModelSpec& spec = model->spec_;
+    const std::vector<ExpectedTensor> expected = expected_tensors(spec);
+    const ModelFiles files = gguf ? gguf_files(path, *model->gguf_, spec, expected, options.checksum_mode)
+                                  : safetensors_files(path, model->catalog_, expected, options.checksum_mode);
+
+    // Bind every expected tensor; collect every problem before failing.
+    std::vector<std::string> problems;
+    size_t unsupported_types = 0;  // quantized tensors: a valid file this version cannot run yet
+    uint64_t tensor_bytes = 0;
+    for (const ExpectedTensor& want : expected) {
+        const auto found = files.tensors.find(want.name);
+        if (found == files.tensors.end()) {
+            problems.push_back(fmt::format("missing tensor '{}' (shape {})", gguf ? gguf_tensor_name(want) : want.name,
+                                           shape_text(want.shape)));
+            continue;
+        }
+        const StoredTensor& stored = found->second;
+        if (stored.shape != want.shape)
+            problems.push_back(fmt::format("tensor '{}' has shape {} but the config implies {}", stored.file_name,
+                                           shape_text(stored.shape), shape_text(want.shape)));
+        else if (!stored.dtype) {
+            unsupported_types += stored.quantized ? 1 : 0;
+            problems.push_back(fmt::format("tensor '{}' has dtype {}; weights must be F32, F16 or BF16{}", stored.file_name,
+                                           stored.type_name, stored.quantized ? " (quantized GGUF weights are not read yet)" : ""));
+        } else if (stored.interleaved_heads > 0 && (want.shape[0] % (2 * stored.interleaved_heads) != 0))
+            problems.push_back(fmt::format("tensor '{}' has {} rows, which {} heads of even size cannot hold", stored.file_name,
+                                           want.shape[0], stored.interleaved_heads));
+        tensor_bytes += stored.size;
     }
     if (!problems.empty()) {
         std::string listed = fmt::format("{}", fmt::join(problems.begin(),
                                                          problems.begin() + static_cast<std::ptrdiff_t>(std::min(problems.size(), max_listed_problems)),
                                                          "; "));
         if (problems.size() > max_listed_problems) listed += fmt::format("; and {} more", problems.size() - max_listed_problems);
-        fail(Status::model_format, "{} problem(s) binding the weights of '{}' as {}: {}", problems.size(),
-             directory.string(), spec.architecture_name, listed);
+        fail(unsupported_types == problems.size() ? Status::unsupported : Status::model_format,
+             "{} problem(s) binding the weights of '{}' as {}: {}", problems.size(),
+             path.string(), spec.architecture_name, listed);
     }
-    std::vector<std::string> unexpected;
-    for (const auto& [name, entry] : catalog.tensors())
-        if (expected_names.count(name) == 0) unexpected.push_back(name);
+    const std::vector<std::string>& unexpected = files.unused;
     if (!unexpected.empty())
         options.logger.warn("{} tensor(s) in '{}' are not used by {} and are ignored: {}{}", unexpected.size(),
-                            directory.string(), spec.architecture_name,
+                            path.string(), spec.architecture_name,
                             fmt::join(unexpected.begin(), unexpected.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(unexpected.size(), 5)), ", "),
                             unexpected.size() > 5 ? ", ..." : "");
 
     uint64_t verify_bytes = 0;
-    for (const auto& [name, digest] : manifest) {
+    for (const auto& [name, digest] : files.manifest) {
         std::error_code ec;
-        const auto size = std::filesystem::file_size(directory / name, ec);
+        const auto size = std::filesystem::file_size(files.directory / name, ec);
         if (!ec) verify_bytes += size;
     }
     const uint64_t progress_total = verify_bytes + (options.metadata_only ? 0 : tensor_bytes);
-    if (!manifest.empty()) {
-        verify_checksums(directory, manifest, options.progress, 0, progress_total);
+    if (!files.manifest.empty()) {
+        verify_checksums(files.directory, files.manifest, options.progress, 0, progress_total);
         model->description_.checksums = ChecksumResult::verified;
-        options.logger.info("verified {} file(s) against {}", manifest.size(), checksum_manifest_name);
+        options.logger.info("verified {} file(s) against {}", files.manifest.size(), checksum_manifest_name);
     }
 
     if (options.memory != nullptr && !options.metadata_only) {
         uint64_t weight_bytes = 0;
         for (const ExpectedTensor& want : expected) {
-            const TensorInfo& info = *catalog.find(want.name)->info;
-            weight_bytes += info.elements * dtype_size(loaded_dtype(options.precision, info.dtype));
+            const StoredTensor& stored = files.tensors.at(want.name);
+            weight_bytes += stored.elements * dtype_size(loaded_dtype(options.precision, *stored.dtype));
         }
-        model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", directory.string()));
+        model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", path.string()));
     }
 
     // Materialise the weights: zero-copy from the map when dtype and alignment allow.
@@ -206,23 +329,22 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
     ModelDescription& description = model->description_;
     std::set<DType> loaded_dtypes;
     for (const ExpectedTensor& want : expected) {
-        const CatalogEntry& entry = *catalog.find(want.name);
-        const DType dtype = loaded_dtype(options.precision, entry.info->dtype);
-        const uint64_t bytes = entry.info->elements * dtype_size(dtype);
+        const StoredTensor& stored = files.tensors.at(want.name);
+        const DType dtype = loaded_dtype(options.precision, *stored.dtype);
+        const uint64_t bytes = stored.elements * dtype_size(dtype);
         const uint8_t* data = nullptr;
         if (!options.metadata_only) {
-            const uint8_t* source = entry.file->tensor_bytes(*entry.info);
-            const bool aligned = reinterpret_cast<uintptr_t>(source) % dtype_size(dtype) == 0;
-            if (dtype == entry.info->dtype && aligned) {
-                data = source;
+            const bool aligned = reinterpret_cast<uintptr_t>(stored.bytes) % dtype_size(dtype) == 0;
+            if (dtype == *stored.dtype && aligned && stored.interleaved_heads == 0) {
+                data = stored.bytes;
             } else {
                 void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
                 if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, want.name);
                 model->buffers_.emplace_back(buffer);
-                convert_elements(source, entry.info->dtype, static_cast<uint8_t*>(buffer), dtype, entry.info->elements);
+                copy_rows(stored, static_cast<uint8_t*>(buffer), dtype);
                 data = static_cast<const uint8_t*>(buffer);
             }
-            done += entry.info->end - entry.info->begin;
+            done += stored.size;
             if (options.progress && !options.progress(done, progress_total))
                 fail(Status::cancelled, "model loading was cancelled by the progress callback");
         }
@@ -230,7 +352,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
         // One weight, or one per part of a fused tensor (row ranges of the same data).
         const std::vector<TensorPart> parts = want.parts.empty() ? std::vector{TensorPart{want.role, want.shape.at(0)}}
                                                                  : want.parts;
-        const uint64_t row_elements = want.shape.size() > 1 ? entry.info->elements / uint64_t(want.shape[0]) : 1;
+        const uint64_t row_elements = want.shape.size() > 1 ? stored.elements / uint64_t(want.shape[0]) : 1;
         int64_t row = 0;
         for (const TensorPart& part : parts) {
             Weight weight;
@@ -239,7 +361,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& directory, const 
             weight.layer = want.layer;
             weight.expert = want.expert;
             weight.component = component_of(part.role);
-            weight.file_dtype = entry.info->dtype;
+            weight.file_dtype = *stored.dtype;
             weight.dtype = dtype;
             weight.shape = want.shape;
             weight.shape[0] = part.rows;

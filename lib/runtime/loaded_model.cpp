@@ -22,7 +22,7 @@ bool cuda_graphs_wanted() {
 
 }  // namespace
 
-std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& directory, LoadOptions options, int device,
+std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& path, LoadOptions options, int device,
                                                const MemoryBudget& budget) {
     if (!options.metadata_only) require_device(options.backend, device);
     // The CPU's size is the planner's to ask; a GPU's is asked here, of the device named.
@@ -35,10 +35,13 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& dire
         options.backend == BackendKind::cpu ? "the CPU memory budget" : "the CUDA memory budget", usable.usable);
     loaded->backend_ = options.backend;
     options.memory = loaded->memory_.get();
-    loaded->model_ = load_model(directory, options);
+    loaded->model_ = load_model(path, options);
     std::error_code ec;
-    if (std::filesystem::exists(directory / "tokenizer.json", ec))
-        loaded->tokenizer_ = Tokenizer::load(directory / "tokenizer.json");
+    if (const GgufFile* gguf = loaded->model_->gguf(); gguf != nullptr) {
+        if (gguf->header().find("tokenizer.ggml.model") != nullptr) loaded->tokenizer_ = Tokenizer::from_gguf(gguf->header());
+    } else if (std::filesystem::exists(path / "tokenizer.json", ec)) {
+        loaded->tokenizer_ = Tokenizer::load(path / "tokenizer.json");
+    }
     if (loaded->model_->has_data())
         loaded->placement_ = place_weights(loaded->model_->weights(),
                                            {.kind = options.backend, .device = device, .cuda_graphs = cuda_graphs_wanted()});

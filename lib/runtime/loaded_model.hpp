@@ -23,12 +23,13 @@ namespace unmask {
 
 class LoadedModel {
 public:
-    // Loads `directory` for `options.backend`'s device `device` within `budget`: the device is
-    // checked before any weight is read (UNSUPPORTED when absent, unless metadata_only), the
-    // weights are reserved in a ledger of the budget's size (OUT_OF_BUDGET), read, and placed on
-    // the device. A metadata-only model has no placement and cannot run. Throws what load_model,
-    // Tokenizer::load and place_weights throw.
-    static std::unique_ptr<LoadedModel> load(const std::filesystem::path& directory, LoadOptions options, int device,
+    // Loads `path` (a model directory or a GGUF file) for `options.backend`'s device `device`
+    // within `budget`: the device is checked before any weight is read (UNSUPPORTED when absent,
+    // unless metadata_only), the weights are reserved in a ledger of the budget's size
+    // (OUT_OF_BUDGET), read, and placed on the device. The tokenizer is the directory's
+    // tokenizer.json or the GGUF file's own. A metadata-only model has no placement and cannot
+    // run. Throws what load_model, the tokenizer and place_weights throw.
+    static std::unique_ptr<LoadedModel> load(const std::filesystem::path& path, LoadOptions options, int device,
                                              const MemoryBudget& budget);
     ~LoadedModel();
 

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"
 #include "core/utf8.hpp"
+#include "format/gguf.hpp"
 #include "format/strict_json.hpp"
 #include "tokenizer/chat_template.hpp"
 #include "tokenizer/tokenizer_json.hpp"
@@ -45,6 +46,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
     const auto file = std::filesystem::is_directory(path, ec) ? path / "tokenizer.json" : path;
     if (!std::filesystem::exists(file, ec)) fail(Status::io, "tokenizer file '{}' does not exist", file.string());
     const MappedFile mapped(file);
+    if (is_gguf(mapped.data(), mapped.size())) return from_gguf(parse_gguf_file(mapped.data(), mapped.size(), file.filename().string()));
     auto tokenizer = parse(std::string_view(reinterpret_cast<const char*>(mapped.data()), mapped.size()), "tokenizer.json");
     // tokenizer_config.json beside it names the BOS token chat prompts start with.
     const auto config_path = file.parent_path() / "tokenizer_config.json";
@@ -69,7 +71,10 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
 
 std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view json, std::string_view label) {
     if (auto bad = find_invalid_utf8(json)) fail(Status::model_format, "{}: not valid UTF-8 (byte {})", label, *bad);
-    const nlohmann::json root = parse_json_rejecting_duplicates(json, label);
+    return build(parse_json_rejecting_duplicates(json, label), label);
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::build(const nlohmann::json& root, std::string_view label) {
     if (!root.is_object()) fail(Status::model_format, "{}: the top level is not an object", label);
     auto t = std::unique_ptr<Tokenizer>(new Tokenizer());
     try {

@@ -19,6 +19,7 @@
 namespace unmask {
 
 class ChatTemplate;
+struct GgufHeader;
 
 struct AddedToken {
     int32_t id = 0;
@@ -29,10 +30,14 @@ struct AddedToken {
 
 class Tokenizer {
 public:
-    // `path` is a tokenizer.json or a directory holding one. Throws IO, MODEL_FORMAT, UNSUPPORTED.
+    // `path` is a tokenizer.json, a directory holding one, or a GGUF file (its own tokenizer).
+    // Throws IO, MODEL_FORMAT, UNSUPPORTED.
     static std::unique_ptr<Tokenizer> load(const std::filesystem::path& path);
     // The same from the file's text (fuzzing, tests).
     static std::unique_ptr<Tokenizer> parse(std::string_view json, std::string_view label);
+    // The tokenizer a GGUF file stores in its metadata (tokenizer/gguf_vocab.cpp). Throws
+    // MODEL_FORMAT (missing or inconsistent keys) or UNSUPPORTED (another model or pre-tokenizer).
+    static std::unique_ptr<Tokenizer> from_gguf(const GgufHeader& header);
 
     // Invalid UTF-8 in `text` is replaced by U+FFFD first, as the reference receives it.
     std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
@@ -49,6 +54,8 @@ public:
 
 private:
     Tokenizer() = default;
+    // From tokenizer.json's parsed form.
+    static std::unique_ptr<Tokenizer> build(const nlohmann::json& root, std::string_view label);
     // `text_start`: the text begins the input (no added token before it).
     void encode_text(std::string_view text, bool text_start, std::vector<int32_t>& out) const;
     void read_post_processor(const nlohmann::json& post, std::string_view label);

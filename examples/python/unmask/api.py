@@ -289,7 +289,7 @@ class Model(_Owned):
         handle = ctypes.c_void_p()
         _check(lib.unmask_model_tokenizer(self.handle, ctypes.byref(handle)), "unmask_model_tokenizer")
         if not handle:
-            raise Unsupported(2, "unmask_model_tokenizer", "the model directory has no tokenizer.json")
+            raise Unsupported(2, "unmask_model_tokenizer", "the model has no tokenizer")
         return Tokenizer(handle, self)
 
     def prompt_ids(self, prompt: Prompt, chat: bool = True) -> List[int]:

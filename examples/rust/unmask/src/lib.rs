@@ -174,7 +174,7 @@ impl Model {
         let mut handle = ptr::null();
         check(unsafe { sys::unmask_model_tokenizer(self.handle, &mut handle) })?;
         if handle.is_null() {
-            return Err(error(sys::UNMASK_ERR_UNSUPPORTED, "the model directory has no tokenizer.json".into()));
+            return Err(error(sys::UNMASK_ERR_UNSUPPORTED, "the model has no tokenizer".into()));
         }
         Ok(Tokenizer { handle, _model: self })
     }
