@@ -182,7 +182,7 @@ void BM_cuda_generation_step(benchmark::State& state) {
                            double(state.iterations());
     double streamed = 0;
     for (const Weight& w : model.weights())
-        if (w.role != Role::embedding) streamed += double(w.elements * dtype_size(w.dtype));
+        if (w.role != Role::embedding) streamed += double(dtype_bytes(w.dtype, w.elements));
     const double bound = streamed / h200_bytes_per_second;
     state.counters["step_ms"] = seconds * 1e3;
     state.counters["bound_ms"] = bound * 1e3;

@@ -15,7 +15,12 @@ int32_t public_dtype(DType dtype) {
     switch (dtype) {
         case DType::f16: return UNMASK_DTYPE_F16;
         case DType::bf16: return UNMASK_DTYPE_BF16;
-        default: return UNMASK_DTYPE_F32;  // weights are bound only as F32, F16 or BF16
+        case DType::q8_0: return UNMASK_DTYPE_Q8_0;
+        case DType::q4_0: return UNMASK_DTYPE_Q4_0;
+        case DType::q4_k: return UNMASK_DTYPE_Q4_K;
+        case DType::q5_k: return UNMASK_DTYPE_Q5_K;
+        case DType::q6_k: return UNMASK_DTYPE_Q6_K;
+        default: return UNMASK_DTYPE_F32;  // weights are bound only as the types above and F32
     }
 }
 
@@ -151,7 +156,7 @@ extern "C" unmask_status unmask_model_tensor(const unmask_model* model, int64_t 
         out.file_dtype = public_dtype(w.file_dtype);
         out.dims = static_cast<int32_t>(std::min<size_t>(w.shape.size(), UNMASK_MAX_DIMS));
         for (int32_t i = 0; i < out.dims; ++i) out.shape[i] = w.shape[static_cast<size_t>(i)];
-        out.bytes = w.elements * dtype_size(w.dtype);
+        out.bytes = dtype_bytes(w.dtype, w.elements);
         std::memcpy(info, &out, size);
     });
 }

@@ -237,10 +237,16 @@ typedef struct unmask_memory_usage {
  * Errors: INVALID_ARGUMENT (NULL model or usage, bad struct_size). */
 UNMASK_API unmask_status unmask_model_memory(const unmask_model *model, unmask_memory_usage *usage);
 
-/* Element types of tensors (unmask_tensor_description.dtype). */
+/* Element types of tensors (unmask_tensor_description.dtype). The quantized ones are ggml's block
+ * formats as GGUF files hold them (docs/loading.md); their `bytes` count whole blocks. */
 #define UNMASK_DTYPE_F32 0
 #define UNMASK_DTYPE_F16 1
 #define UNMASK_DTYPE_BF16 2
+#define UNMASK_DTYPE_Q8_0 3
+#define UNMASK_DTYPE_Q4_0 4
+#define UNMASK_DTYPE_Q4_K 5
+#define UNMASK_DTYPE_Q5_K 6
+#define UNMASK_DTYPE_Q6_K 7
 
 #define UNMASK_MAX_DIMS 8
 

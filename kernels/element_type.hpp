@@ -1,5 +1,9 @@
 // How a weight's elements are stored, as every backend's kernels read them (C++17, so the CUDA
 // kernels share it). lib/backend's element_type() maps a model's DType onto it.
+//
+// The quantized types are ggml's block formats, as GGUF files hold them: a row is a sequence of
+// blocks, each `block_elements` consecutive elements of the row in `block_bytes` bytes
+// (kernels/cpu/dequantize.cpp describes each layout).
 #pragma once
 
 #include <cstdint>
@@ -8,9 +12,35 @@
 
 namespace unmask::kernels {
 
-enum class ElementType : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
+enum class ElementType : int32_t { f32 = 0, bf16 = 1, f16 = 2, q8_0 = 3, q4_0 = 4, q4_k = 5, q5_k = 6, q6_k = 7 };
 
-// Bytes of one element.
+// Elements per block and bytes per block (1 and the element's size for the float types).
+UNMASK_HOST_DEVICE constexpr int64_t block_elements(ElementType type) {
+    return type == ElementType::q8_0 || type == ElementType::q4_0 ? 32
+           : type == ElementType::q4_k || type == ElementType::q5_k || type == ElementType::q6_k ? 256
+                                                                                                : 1;
+}
+UNMASK_HOST_DEVICE constexpr int64_t block_bytes(ElementType type) {
+    switch (type) {
+        case ElementType::f32: return 4;
+        case ElementType::bf16: return 2;
+        case ElementType::f16: return 2;
+        case ElementType::q8_0: return 34;   // fp16 scale, 32 int8
+        case ElementType::q4_0: return 18;   // fp16 scale, 32 nibbles
+        case ElementType::q4_k: return 144;  // fp16 d and dmin, 12 bytes of scales, 256 nibbles
+        case ElementType::q5_k: return 176;  // as Q4_K with 32 bytes of fifth bits
+        case ElementType::q6_k: return 210;  // 128 + 64 bytes of quants, 16 scales, fp16 d
+    }
+    return 0;
+}
+UNMASK_HOST_DEVICE constexpr bool is_quantized(ElementType type) { return block_elements(type) > 1; }
+
+// Bytes of one element of a float type (a quantized type has no whole size: use row_bytes).
 UNMASK_HOST_DEVICE constexpr int64_t element_bytes(ElementType type) { return type == ElementType::f32 ? 4 : 2; }
+
+// Bytes of `elements` consecutive elements of a row (a whole number of blocks).
+UNMASK_HOST_DEVICE constexpr int64_t row_bytes(ElementType type, int64_t elements) {
+    return elements / block_elements(type) * block_bytes(type);
+}
 
 }  // namespace unmask::kernels

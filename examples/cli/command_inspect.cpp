@@ -19,6 +19,11 @@ const char* dtype_name(int32_t dtype) {
     switch (dtype) {
         case UNMASK_DTYPE_BF16: return "BF16";
         case UNMASK_DTYPE_F16: return "F16";
+        case UNMASK_DTYPE_Q8_0: return "Q8_0";
+        case UNMASK_DTYPE_Q4_0: return "Q4_0";
+        case UNMASK_DTYPE_Q4_K: return "Q4_K";
+        case UNMASK_DTYPE_Q5_K: return "Q5_K";
+        case UNMASK_DTYPE_Q6_K: return "Q6_K";
         default: return "F32";
     }
 }

@@ -100,30 +100,18 @@ void q6_k(const uint8_t* b, float* y) noexcept {
 
 }  // namespace
 
-int64_t block_elements(BlockFormat format) noexcept {
-    return format == BlockFormat::q8_0 || format == BlockFormat::q4_0 ? 32 : 256;
-}
-
-int64_t block_bytes(BlockFormat format) noexcept {
-    switch (format) {
-        case BlockFormat::q8_0: return 34;
-        case BlockFormat::q4_0: return 18;
-        case BlockFormat::q4_k: return 144;
-        case BlockFormat::q5_k: return 176;
-        case BlockFormat::q6_k: return 210;
-    }
-    return 0;
-}
-
-void dequantize_row(BlockFormat format, const uint8_t* blocks, int64_t elements, float* out) noexcept {
-    const int64_t step = block_elements(format), bytes = block_bytes(format);
+void dequantize_row(ElementType type, const uint8_t* blocks, int64_t elements, float* out) noexcept {
+    const int64_t step = block_elements(type), bytes = block_bytes(type);
     for (int64_t i = 0; i < elements / step; ++i, blocks += bytes, out += step) {
-        switch (format) {
-            case BlockFormat::q8_0: q8_0(blocks, out); break;
-            case BlockFormat::q4_0: q4_0(blocks, out); break;
-            case BlockFormat::q4_k: q4_5_k(blocks, out, false); break;
-            case BlockFormat::q5_k: q4_5_k(blocks, out, true); break;
-            case BlockFormat::q6_k: q6_k(blocks, out); break;
+        switch (type) {
+            case ElementType::q8_0: q8_0(blocks, out); break;
+            case ElementType::q4_0: q4_0(blocks, out); break;
+            case ElementType::q4_k: q4_5_k(blocks, out, false); break;
+            case ElementType::q5_k: q4_5_k(blocks, out, true); break;
+            case ElementType::q6_k: q6_k(blocks, out); break;
+            case ElementType::f32:
+            case ElementType::bf16:
+            case ElementType::f16: return;  // not block types: nothing to decode
         }
     }
 }

@@ -7,15 +7,12 @@
 
 #include <cstdint>
 
+#include "element_type.hpp"
+
 namespace unmask::kernels::cpu {
 
-enum class BlockFormat : int32_t { q8_0, q4_0, q4_k, q5_k, q6_k };
-
-// Elements per block and bytes per block.
-int64_t block_elements(BlockFormat format) noexcept;
-int64_t block_bytes(BlockFormat format) noexcept;
-
-// out[0, elements) from the blocks that hold them; `elements` is a multiple of the block.
-void dequantize_row(BlockFormat format, const uint8_t* blocks, int64_t elements, float* out) noexcept;
+// out[0, elements) from the blocks of a quantized `type` that hold them; `elements` is a whole
+// number of blocks.
+void dequantize_row(ElementType type, const uint8_t* blocks, int64_t elements, float* out) noexcept;
 
 }  // namespace unmask::kernels::cpu

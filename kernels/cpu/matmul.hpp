@@ -1,4 +1,4 @@
-// C = A · Wᵀ for activations A (fp32, row-major [m, k]) and weights W (fp32, bf16 or fp16,
+// C = A · Wᵀ for activations A (fp32, row-major [m, k]) and weights W (fp32, bf16, fp16 or a quantized type,
 // row-major [n, k], as stored in model files). The K dimension is summed in one fixed order
 // whatever m, the column range or the thread that runs it, so results do not depend on batch
 // composition or thread count. Implementations: AVX-512, AVX2+FMA and portable C++, chosen at

@@ -1,18 +1,23 @@
 // The blocking shared by every matmul kernel, instantiated once per instruction set in
 // matmul_<isa>.cpp (each compiled with its own target flags). Loop order: K blocks outermost, so
 // every output element is summed over k in ascending order through C; then panels of NR weight
-// columns, packed (and converted to fp32) once per K block; then MR rows of A at a time.
+// columns, packed (converted or, for the quantized types, decoded to fp32) once per K block; then
+// MR rows of A at a time. A quantized weight is therefore never widened whole: its blocks are
+// decoded into the panel as the panel is packed.
 #pragma once
 
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/dequantize.hpp"
 #include "cpu/matmul.hpp"
 #include "core/float_convert.hpp"
 
 namespace unmask::kernels::cpu::detail {
 
 inline constexpr int64_t k_block = 256;
+static_assert(k_block % block_elements(ElementType::q4_k) == 0 && k_block % block_elements(ElementType::q8_0) == 0,
+              "a K block must hold whole quantized blocks");
 
 // panel[k * NR + j] = w[n0 + j, k0 + k] as fp32, zero for j >= cols.
 template <int64_t NR>
@@ -38,6 +43,12 @@ inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t 
             continue;
         }
         const int64_t row = (n0 + j) * w.stride + k0;
+        if (is_quantized(w.type)) {  // the row's blocks over [k0, k0 + kc): k_block is a whole number of blocks
+            float decoded[k_block];
+            dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + row_bytes(w.type, row), kc, decoded);
+            for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = decoded[k];
+            continue;
+        }
         switch (w.type) {
             case ElementType::f32: {
                 const float* src = static_cast<const float*>(w.data) + row;
@@ -54,6 +65,7 @@ inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t 
                 for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = fp16_to_float(src[k]);
                 break;
             }
+            default: break;  // the quantized types, decoded above
         }
     }
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/float_convert.hpp"
+#include "cpu/dequantize.hpp"
 #include "cpu/vector_math.hpp"
 
 namespace unmask::kernels::cpu {
@@ -13,16 +14,20 @@ float WeightVector::at(int64_t i) const noexcept {
         case ElementType::f32: return static_cast<const float*>(data)[i];
         case ElementType::bf16: return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
         case ElementType::f16: return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
+        default: break;  // vectors (norms, biases) are never quantized: the loader keeps them float
     }
     return 0.0f;
 }
 
 void embedding_rows(const WeightMatrix& table, const int32_t* ids, int64_t rows, float* out) {
     for (int64_t r = 0; r < rows; ++r) {
-        const WeightVector row{static_cast<const uint8_t*>(table.data) +
-                                   ids[r] * table.stride * element_bytes(table.type),
-                               table.type, table.cols};
+        const uint8_t* bytes = static_cast<const uint8_t*>(table.data) + row_bytes(table.type, ids[r] * table.stride);
         float* dst = out + r * table.cols;
+        if (is_quantized(table.type)) {
+            dequantize_row(table.type, bytes, table.cols, dst);
+            continue;
+        }
+        const WeightVector row{bytes, table.type, table.cols};
         for (int64_t i = 0; i < table.cols; ++i) dst[i] = row.at(i);
     }
 }

@@ -15,7 +15,7 @@ struct WeightVector {
     float at(int64_t i) const noexcept;
 };
 
-// out[r] = table[ids[r]] widened to fp32.
+// out[r] = table[ids[r]] widened (or, quantized, decoded) to fp32.
 void embedding_rows(const WeightMatrix& table, const int32_t* ids, int64_t rows, float* out);
 
 // out = x / sqrt(mean(x^2) + eps) * weight, per row of `dim` (in place allowed).

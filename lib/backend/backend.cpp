@@ -14,6 +14,11 @@ kernels::ElementType element_type(DType dtype) {
         case DType::f32: return kernels::ElementType::f32;
         case DType::bf16: return kernels::ElementType::bf16;
         case DType::f16: return kernels::ElementType::f16;
+        case DType::q8_0: return kernels::ElementType::q8_0;
+        case DType::q4_0: return kernels::ElementType::q4_0;
+        case DType::q4_k: return kernels::ElementType::q4_k;
+        case DType::q5_k: return kernels::ElementType::q5_k;
+        case DType::q6_k: return kernels::ElementType::q6_k;
         default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
     }
 }

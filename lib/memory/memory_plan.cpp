@@ -157,12 +157,9 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
     uint64_t parameters = 0;
     if (request.precision == Precision::automatic) {
         // The file's own types: its headers, bound as loading would, and no tensor read.
-        LoadOptions options;
-        options.checksum_mode = ChecksumMode::skip;
-        options.metadata_only = true;
-        const auto model = load_model(model_path, options);
+        const auto model = load_model(model_path, {.checksum_mode = ChecksumMode::skip, .metadata_only = true});
         for (const Weight& w : model->weights()) {
-            bytes[size_t(w.component)] += w.elements * dtype_size(w.file_dtype);
+            bytes[size_t(w.component)] += dtype_bytes(w.file_dtype, w.elements);
             parameters += w.elements;
         }
         return plan_memory(model->spec(), bytes, parameters, request);

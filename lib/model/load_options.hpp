@@ -18,8 +18,8 @@ struct LoadOptions {
     ChecksumMode checksum_mode = ChecksumMode::if_present;
     BackendKind backend = BackendKind::cpu;
     bool metadata_only = false;  // read headers and bind shapes; touch no tensor data
-    Logger logger;
-    ProgressFn progress;
+    Logger logger = {};
+    ProgressFn progress = {};
     // The device's ledger: the weights are reserved in it before any is read (OUT_OF_BUDGET when
     // they do not fit) and held until the model is freed. Null: not tracked. Must outlive the model.
     MemoryLedger* memory = nullptr;

@@ -14,6 +14,8 @@
 #include "format/checksum_manifest.hpp"
 #include "format/config_reader.hpp"
 #include "format/strict_json.hpp"
+#include "cpu/dequantize.hpp"
+#include "backend/backend.hpp"
 #include "model/gguf_model.hpp"
 #include "model/model.hpp"
 
@@ -155,7 +157,7 @@ struct StoredTensor {
     uint64_t elements = 0;
     uint64_t size = 0;
     int64_t interleaved_heads = 0;  // see gguf_interleaved_heads
-    bool quantized = false;         // a GGUF block type
+    bool quantized = false;         // a GGUF block type (read or not)
 };
 
 // What a model's files hold: each expected tensor found (by its binding name), the tensors
@@ -191,11 +193,22 @@ ModelFiles safetensors_files(const std::filesystem::path& directory, const Tenso
     return files;
 }
 
-std::optional<DType> gguf_float_dtype(const GgmlType& type) {
-    if (type.name == "F32") return DType::f32;
-    if (type.name == "F16") return DType::f16;
-    if (type.name == "BF16") return DType::bf16;
+// The GGUF types the forward pass reads (by llama.cpp's spelling, which dtype_name shares).
+std::optional<DType> gguf_dtype(const GgmlType& type) {
+    for (DType d : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+        if (dtype_name(d) == type.name) return d;
     return std::nullopt;
+}
+
+// Weights the matmuls and the embedding lookup read, which may be quantized; norms, biases and
+// routers stay in their float type.
+bool quantizable(Role role) {
+    switch (role) {
+        case Role::attention_norm: case Role::mlp_norm: case Role::final_norm: case Role::q_norm: case Role::k_norm:
+        case Role::q_bias: case Role::k_bias: case Role::v_bias: case Role::router: case Role::router_bias:
+            return false;
+        default: return true;
+    }
 }
 
 ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, const ModelSpec& spec,
@@ -217,7 +230,7 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
         const GgufTensor* tensor = header.find_tensor(name);
         if (tensor == nullptr) continue;
         bound.insert(tensor->name);
-        files.tensors[want.name] = {.file_name = name, .shape = tensor->shape, .dtype = gguf_float_dtype(tensor->type),
+        files.tensors[want.name] = {.file_name = name, .shape = tensor->shape, .dtype = gguf_dtype(tensor->type),
                                     .type_name = std::string(tensor->type.name), .bytes = gguf.tensor_bytes(*tensor),
                                     .elements = tensor->elements, .size = tensor->end - tensor->begin,
                                     .interleaved_heads = gguf_interleaved_heads(header, spec, want.role),
@@ -228,20 +241,29 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
     return files;
 }
 
-// Copies `stored` into `destination` as `dtype`, restoring the row order of interleaved heads.
+// Copies `stored` into `destination` as `dtype` row by row: converted, decoded (a quantized file
+// type loaded at a float precision) or copied as is, in Hugging Face's row order (interleaved heads
+// restored).
 void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
-    if (stored.interleaved_heads == 0) {
-        convert_elements(stored.bytes, *stored.dtype, destination, dtype, stored.elements);
-        return;
-    }
-    const uint64_t rows = uint64_t(stored.shape.at(0)), columns = stored.elements / rows;
-    const uint64_t head_rows = rows / uint64_t(stored.interleaved_heads), half = head_rows / 2;
-    const size_t in = dtype_size(*stored.dtype), out = dtype_size(dtype);
+    const DType from = *stored.dtype;
+    const uint64_t rows = stored.shape.size() > 1 ? uint64_t(stored.shape[0]) : 1, columns = stored.elements / rows;
+    const uint64_t in = dtype_bytes(from, columns), out = dtype_bytes(dtype, columns);
+    const uint64_t head_rows = stored.interleaved_heads > 0 ? rows / uint64_t(stored.interleaved_heads) : rows;
+    const uint64_t half = head_rows / 2;
+    std::vector<float> decoded(is_quantized_dtype(from) && from != dtype ? columns : 0);
     for (uint64_t row = 0; row < rows; ++row) {
         // Original row j * half + i of a head sits at 2i + j in the file.
         const uint64_t head = row / head_rows, within = row % head_rows;
-        const uint64_t source = head * head_rows + 2 * (within % half) + within / half;
-        convert_elements(stored.bytes + source * columns * in, *stored.dtype, destination + row * columns * out, dtype, columns);
+        const uint64_t source = stored.interleaved_heads > 0 ? head * head_rows + 2 * (within % half) + within / half : row;
+        const uint8_t* bytes = stored.bytes + source * in;
+        if (from == dtype) {
+            std::memcpy(destination + row * out, bytes, in);
+        } else if (is_quantized_dtype(from)) {
+            kernels::cpu::dequantize_row(element_type(from), bytes, int64_t(columns), decoded.data());
+            convert_elements(reinterpret_cast<const uint8_t*>(decoded.data()), DType::f32, destination + row * out, dtype, columns);
+        } else {
+            convert_elements(bytes, from, destination + row * out, dtype, columns);
+        }
     }
 }
 
@@ -264,7 +286,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
 
     // Bind every expected tensor; collect every problem before failing.
     std::vector<std::string> problems;
-    size_t unsupported_types = 0;  // quantized tensors: a valid file this version cannot run yet
+    size_t unsupported_types = 0;  // quantized where this version cannot read it: a valid file all the same
     uint64_t tensor_bytes = 0;
     for (const ExpectedTensor& want : expected) {
         const auto found = files.tensors.find(want.name);
@@ -280,7 +302,11 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         else if (!stored.dtype) {
             unsupported_types += stored.quantized ? 1 : 0;
             problems.push_back(fmt::format("tensor '{}' has dtype {}; weights must be F32, F16 or BF16{}", stored.file_name,
-                                           stored.type_name, stored.quantized ? " (quantized GGUF weights are not read yet)" : ""));
+                                           stored.type_name, stored.quantized ? ", or one of the quantized Q8_0, Q4_0, Q4_K, Q5_K, Q6_K" : ""));
+        } else if (is_quantized_dtype(*stored.dtype) && !quantizable(want.role)) {
+            ++unsupported_types;
+            problems.push_back(fmt::format("tensor '{}' has dtype {}; norms, biases and routers must be F32, F16 or BF16",
+                                           stored.file_name, stored.type_name));
         } else if (stored.interleaved_heads > 0 && (want.shape[0] % (2 * stored.interleaved_heads) != 0))
             problems.push_back(fmt::format("tensor '{}' has {} rows, which {} heads of even size cannot hold", stored.file_name,
                                            want.shape[0], stored.interleaved_heads));
@@ -319,7 +345,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         uint64_t weight_bytes = 0;
         for (const ExpectedTensor& want : expected) {
             const StoredTensor& stored = files.tensors.at(want.name);
-            weight_bytes += stored.elements * dtype_size(loaded_dtype(options.precision, *stored.dtype));
+            weight_bytes += dtype_bytes(loaded_dtype(options.precision, *stored.dtype), stored.elements);
         }
         model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", path.string()));
     }
@@ -331,10 +357,10 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
     for (const ExpectedTensor& want : expected) {
         const StoredTensor& stored = files.tensors.at(want.name);
         const DType dtype = loaded_dtype(options.precision, *stored.dtype);
-        const uint64_t bytes = stored.elements * dtype_size(dtype);
+        const uint64_t bytes = dtype_bytes(dtype, stored.elements);
         const uint8_t* data = nullptr;
         if (!options.metadata_only) {
-            const bool aligned = reinterpret_cast<uintptr_t>(stored.bytes) % dtype_size(dtype) == 0;
+            const bool aligned = reinterpret_cast<uintptr_t>(stored.bytes) % std::max<size_t>(dtype_size(dtype), 1) == 0;
             if (dtype == *stored.dtype && aligned && stored.interleaved_heads == 0) {
                 data = stored.bytes;
             } else {
@@ -366,9 +392,9 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
             weight.shape = want.shape;
             weight.shape[0] = part.rows;
             weight.elements = uint64_t(part.rows) * row_elements;
-            if (data != nullptr) weight.data = data + uint64_t(row) * row_elements * dtype_size(dtype);
+            if (data != nullptr) weight.data = data + dtype_bytes(dtype, uint64_t(row) * row_elements);
             row += part.rows;
-            const uint64_t part_bytes = weight.elements * dtype_size(dtype);
+            const uint64_t part_bytes = dtype_bytes(dtype, weight.elements);
             description.parameters_total += weight.elements;
             description.parameters_active +=
                 weight.component == Component::experts

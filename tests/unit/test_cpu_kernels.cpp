@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -20,8 +21,10 @@
 #include "core/thread_pool.hpp"
 #include "cpu/attention.hpp"
 #include "cpu/candidates.hpp"
+#include "cpu/dequantize.hpp"
 #include "cpu/matmul.hpp"
 #include "cpu/matmul_isa.hpp"
+#include "cpu/ops.hpp"
 #include "cpu/vector_math.hpp"
 #include "online_softmax.hpp"
 #include "random_values.hpp"
@@ -125,6 +128,55 @@ TEST_CASE("k-major weights give the same bits as the transposed row-major weight
     matmul_columns(a.data(), k, m, w.view, 0, n, c1.data(), n, scratch.data());
     matmul_columns(a.data(), k, m, k_major, 0, n, c2.data(), n, scratch.data());
     CHECK(c1 == c2);
+}
+
+TEST_CASE("quantized weights give the bits of their decoded fp32 values on every instruction set") {
+    std::mt19937 rng(23);
+    size_t isa_count = 0;
+    const MatmulIsa* isas = matmul_isas(isa_count);
+    std::vector<float> scratch(matmul_scratch_floats());
+    std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (ElementType type : {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k, ElementType::q6_k}) {
+        CAPTURE(int(type));
+        // Two K blocks and a tail (32-element formats) or two whole K blocks (256-element ones).
+        const int64_t n = 37, k = block_elements(type) == 32 ? 320 : 512, blocks = n * k / block_elements(type);
+        // Random bytes with finite fp16 scales where each format keeps them (Q6_K's d is last).
+        std::vector<uint8_t> q(size_t(blocks * block_bytes(type)));
+        for (auto& b : q) b = uint8_t(rng());
+        for (int64_t b = 0; b < blocks; ++b) {
+            uint8_t* block = q.data() + b * block_bytes(type);
+            const int64_t at = type == ElementType::q6_k ? 208 : 0;
+            for (int64_t f = 0; f < (type == ElementType::q4_k || type == ElementType::q5_k ? 2 : 1); ++f) {
+                const uint16_t half = float_to_fp16(scale(rng));
+                std::memcpy(block + at + 2 * f, &half, 2);
+            }
+        }
+        std::vector<float> decoded(size_t(n * k));
+        for (int64_t r = 0; r < n; ++r) dequantize_row(type, q.data() + row_bytes(type, r * k), k, decoded.data() + r * k);
+        const WeightMatrix quantized{q.data(), type, n, k, k};
+        const WeightMatrix widened{decoded.data(), ElementType::f32, n, k, k};
+        for (int64_t m : {1, 8}) {
+            CAPTURE(m);
+            std::vector<float> a(size_t(m * k));
+            for (auto& v : a) v = normal(rng);
+            for (size_t i = 0; i < isa_count; ++i) {
+                if (!isas[i].supported) continue;
+                CAPTURE(isas[i].name);
+                std::vector<float> from_blocks(size_t(m * n), -1.0f), from_floats(size_t(m * n), -2.0f);
+                isas[i].fn(a.data(), k, m, quantized, 0, n / 2, from_blocks.data(), n, scratch.data());
+                isas[i].fn(a.data(), k, m, quantized, n / 2, n, from_blocks.data(), n, scratch.data());
+                isas[i].fn(a.data(), k, m, widened, 0, n, from_floats.data(), n, scratch.data());
+                CHECK(from_blocks == from_floats);
+            }
+        }
+        // The embedding lookup decodes the rows it gathers.
+        const int32_t ids[] = {36, 0, 17};
+        std::vector<float> rows(size_t(3 * k));
+        embedding_rows(quantized, ids, 3, rows.data());
+        for (int64_t r = 0; r < 3; ++r)
+            CHECK(std::equal(rows.begin() + r * k, rows.begin() + (r + 1) * k, decoded.begin() + ids[r] * k));
+    }
 }
 
 TEST_CASE("Philox4x32-10 reproduces the Random123 known answers") {

@@ -295,19 +295,19 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 }  // namespace
 
 TEST_CASE("ggml's quantized blocks decode to the bits of an independent decoder") {
-    using kernels::cpu::BlockFormat;
-    const std::pair<const char*, BlockFormat> formats[] = {{"q8_0", BlockFormat::q8_0}, {"q4_0", BlockFormat::q4_0},
-                                                           {"q4_k", BlockFormat::q4_k}, {"q5_k", BlockFormat::q5_k},
-                                                           {"q6_k", BlockFormat::q6_k}};
+    using kernels::ElementType;
+    const std::pair<const char*, ElementType> formats[] = {{"q8_0", ElementType::q8_0}, {"q4_0", ElementType::q4_0},
+                                                           {"q4_k", ElementType::q4_k}, {"q5_k", ElementType::q5_k},
+                                                           {"q6_k", ElementType::q6_k}};
     for (const auto& [name, format] : formats) {
         CAPTURE(name);
         // Random blocks (random bytes, finite fp16 scales) and their values from
         // tests/reference/gguf_dequantize.py, written from the formats' public description.
         const std::vector<uint8_t> blocks = read_bytes(test_data_path(std::string("reference/dequantize/") + name + ".blocks"));
         const std::vector<uint8_t> expected = read_bytes(test_data_path(std::string("reference/dequantize/") + name + ".expected"));
-        REQUIRE(blocks.size() % size_t(kernels::cpu::block_bytes(format)) == 0);
-        const int64_t count = int64_t(blocks.size()) / kernels::cpu::block_bytes(format);
-        const int64_t elements = count * kernels::cpu::block_elements(format);
+        REQUIRE(blocks.size() % size_t(kernels::block_bytes(format)) == 0);
+        const int64_t count = int64_t(blocks.size()) / kernels::block_bytes(format);
+        const int64_t elements = count * kernels::block_elements(format);
         REQUIRE(expected.size() == size_t(elements) * 4);
         std::vector<float> values(size_t(elements), -1.0f);
         kernels::cpu::dequantize_row(format, blocks.data(), elements, values.data());

@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "fixtures.hpp"
+#include "model/gguf_model.hpp"
 #include "model/model.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "unmask.h"
@@ -48,9 +51,15 @@ Error load_error(const std::string& path) {
     return Error(Status::internal, "");
 }
 
-std::vector<int32_t> generate(const char* path, const std::vector<int32_t>& prompt) {
+// The GGUF name a weight was bound from.
+std::string gguf_name_of(const Weight& w) { return gguf_tensor_name({w.name, w.shape, w.role, w.layer, w.expert}); }
+
+std::vector<int32_t> generate(const char* path, const std::vector<int32_t>& prompt, int32_t precision = UNMASK_PRECISION_AUTO) {
+    unmask_model_params model_params;
+    unmask_model_params_init(&model_params);
+    model_params.precision = precision;
     unmask_model* model = nullptr;
-    REQUIRE_MESSAGE(unmask_model_load(path, nullptr, &model) == UNMASK_OK, unmask_last_error());
+    REQUIRE_MESSAGE(unmask_model_load(path, &model_params, &model) == UNMASK_OK, unmask_last_error());
     unmask_generate_params params;
     unmask_generate_params_init(&params);
     params.gen_length = 8;
@@ -136,6 +145,51 @@ TEST_CASE("a GGUF Dream with its own tokenizer tokenizes and generates as its di
     CHECK(generate(gguf.c_str(), prompt) == expected);
 }
 
+TEST_CASE("the quantized types' block layouts agree in the container, the loader and the kernels") {
+    for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+        CAPTURE(dtype_name(d));
+        std::optional<GgmlType> ggml;
+        for (uint32_t id = 0; id < 64 && !ggml; ++id)
+            if (const auto t = ggml_type(id); t && t->name == dtype_name(d)) ggml = t;
+        REQUIRE(ggml);
+        const kernels::ElementType kernel = element_type(d);
+        CHECK(kernels::block_elements(kernel) == ggml->block_elements);
+        CHECK(kernels::block_bytes(kernel) == ggml->block_bytes);
+        CHECK(dtype_bytes(d, 3 * ggml->block_elements) == 3 * ggml->block_bytes);
+        CHECK(is_quantized_dtype(d));
+        CHECK_FALSE(parse_dtype(dtype_name(d)));  // not a safetensors type
+    }
+}
+
+TEST_CASE("a Q8_0 GGUF runs on its blocks and gives the tokens of its weights decoded at load") {
+    const std::string path = fixture_path("gguf/llada-q8_0.gguf");
+    const auto quantized = load_model(path, {});
+    const auto decoded = load_model(path, {.precision = Precision::fp32});
+    int64_t blocks = 0;
+    for (const Weight& w : quantized->weights()) {
+        CAPTURE(w.name);
+        const Weight& d = decoded->weight(w.name);
+        CHECK(d.dtype == DType::f32);
+        CHECK(d.file_dtype == w.file_dtype);
+        if (w.dtype != DType::q8_0) continue;
+        ++blocks;
+        // Kept as blocks in place (34 bytes per 32 weights), not widened.
+        CHECK(quantized->description().bytes_by_component[size_t(w.component)] > 0);
+        const GgufTensor* stored = quantized->gguf()->header().find_tensor(gguf_name_of(w));
+        REQUIRE(stored != nullptr);
+        if (w.role != Role::q_proj && w.role != Role::k_proj) CHECK(w.data == quantized->gguf()->tensor_bytes(*stored));
+    }
+    CHECK(blocks == 14);  // every matrix but the two ffn_down
+    // 16384 weights in Q8_0 blocks of 34 bytes per 32; the two ffn_down and five norms in fp32.
+    CHECK(quantized->description().weight_bytes == 16384 / 32 * 34 + (2 * 48 * 32 + 5 * 32) * 4);
+    CHECK(decoded->description().weight_bytes == (16384 + 2 * 48 * 32 + 5 * 32) * 4);
+
+    const std::vector<int32_t> prompt = {3, 14, 15, 9, 26};
+    const auto expected = generate(path.c_str(), prompt, UNMASK_PRECISION_FP32);
+    CHECK(expected.size() == 8);
+    CHECK(generate(path.c_str(), prompt) == expected);
+}
+
 TEST_CASE("bad GGUF models name the key or tensor") {
     const std::string good = fixture_path("gguf/llada-f32.gguf");
     Error e = load_error(edited_copy(good, "llada", "lladx"));  // general.architecture's value comes first
@@ -154,12 +208,12 @@ TEST_CASE("bad GGUF models name the key or tensor") {
     CHECK(e.status() == Status::model_format);
     CHECK(std::string(e.what()).find("no mask token") != std::string::npos);
 
-    // Quantized tensors are a valid file this version cannot run yet: each is named with its type.
-    e = load_error(fixture_path("gguf/llada-q8_0.gguf"));
+    // A block type this version does not read, and a quantized norm: a valid file all the same.
+    e = load_error(fixture_path("gguf/llada-q4_1.gguf"));
     CHECK(e.status() == Status::unsupported);
     CHECK(std::string(e.what()).find("2 problem(s)") != std::string::npos);
-    CHECK(std::string(e.what()).find("tensor 'blk.0.attn_v.weight' has dtype Q8_0") != std::string::npos);
-    CHECK(std::string(e.what()).find("tensor 'blk.1.ffn_gate.weight' has dtype Q8_0") != std::string::npos);
+    CHECK(std::string(e.what()).find("tensor 'blk.0.attn_v.weight' has dtype Q4_1") != std::string::npos);
+    CHECK(std::string(e.what()).find("tensor 'blk.1.attn_norm.weight' has dtype Q8_0; norms") != std::string::npos);
 
     // The seed file holds a Q8_0 tensor but lacks the model's keys: the first missing one is named.
     e = load_error(fixture_path("gguf/llada.gguf"));

@@ -876,7 +876,7 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> a
             source = widened.data();
         }
         const DType dtype = widen ? DType::f32 : w.dtype;
-        const uint64_t bytes = w.elements * dtype_size(dtype);
+        const uint64_t bytes = dtype_bytes(dtype, w.elements);
         Copy copy{device_allocate(ledger, bytes), dtype};
         // From pageable memory: the call returns once `source` is staged, so `widened` may be reused.
         check(cudaMemcpyAsync(copy.buffer.floats(), source, bytes, cudaMemcpyHostToDevice, stream),
