@@ -39,7 +39,8 @@ unmask_model_params default_model_params() {
 LoadOptions to_load_options(const unmask_model_params& p) {
     LoadOptions options;
     options.precision = static_cast<Precision>(require_one_of(
-        p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16},
+        p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
+                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4},
         "params->precision"));
     options.checksum_mode = static_cast<ChecksumMode>(require_one_of(
         p.checksum_mode, {UNMASK_CHECKSUM_IF_PRESENT, UNMASK_CHECKSUM_REQUIRE, UNMASK_CHECKSUM_SKIP},

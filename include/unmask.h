@@ -133,6 +133,12 @@ typedef struct unmask_request unmask_request;
 #define UNMASK_PRECISION_FP32 1
 #define UNMASK_PRECISION_BF16 2
 #define UNMASK_PRECISION_FP16 3
+/* Weight-only quantization at load (models only; never a cache's precision): the matrices of
+ * float files (not the embeddings, the LM head, norms or routers) as Q8_0 (INT8: int8 weights in
+ * groups of 32 with an fp16 scale) or Q4_0 (Q4: 4-bit weights in groups of 32 with an fp16 scale);
+ * tensors already quantized in the file stay as they are. CPU backend only so far. */
+#define UNMASK_PRECISION_INT8 4
+#define UNMASK_PRECISION_Q4 5
 
 /* When to verify the checksum manifest (a `sha256sum`-format file SHA256SUMS in the directory). */
 #define UNMASK_CHECKSUM_IF_PRESENT 0 /* verify when the manifest exists */

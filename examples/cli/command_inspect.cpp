@@ -134,7 +134,7 @@ const Command inspect_command{
      1,
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
       {"config", "FILE", "a service configuration: inspect its model"},
-      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16 or fp16"},
+      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16, fp16, int8 or q4"},
       {"progress", "", "report --verify's progress on stderr (a line per tenth) even when it is not a terminal"}}},
     run_inspect};
 

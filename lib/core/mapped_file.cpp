@@ -39,6 +39,13 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
     ::close(fd);  // the mapping keeps the file alive
 }
 
+void drop_mapped_pages(const uint8_t* begin, size_t size) noexcept {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+    const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + size) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

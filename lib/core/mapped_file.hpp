@@ -27,4 +27,9 @@ private:
     size_t size_ = 0;
 };
 
+// The pages wholly inside [begin, begin + size) of a read-only file map leave resident memory (a
+// tensor converted into a buffer of its own is not read from the map again); a later touch reads
+// them from the file again.
+void drop_mapped_pages(const uint8_t* begin, size_t size) noexcept;
+
 }  // namespace unmask

@@ -48,9 +48,11 @@ uint64_t dtype_bytes(DType dtype, uint64_t elements) noexcept {
     return f ? elements / f->block_elements * f->block_bytes : 0;
 }
 
-bool is_quantized_dtype(DType dtype) noexcept {
+bool is_quantized_dtype(DType dtype) noexcept { return dtype_block_elements(dtype) > 1; }
+
+uint32_t dtype_block_elements(DType dtype) noexcept {
     const DTypeFacts* f = facts_of(dtype);
-    return f && f->block_elements > 1;
+    return f ? f->block_elements : 1;
 }
 
 bool is_float_weight_dtype(DType dtype) noexcept {

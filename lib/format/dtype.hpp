@@ -20,6 +20,8 @@ size_t dtype_size(DType dtype) noexcept;
 // Bytes of `elements` consecutive elements (of one row, or whole rows, for a quantized type).
 uint64_t dtype_bytes(DType dtype, uint64_t elements) noexcept;
 bool is_quantized_dtype(DType dtype) noexcept;
+// Elements per block: 1 for the plain types.
+uint32_t dtype_block_elements(DType dtype) noexcept;
 // Whether weights of this dtype can be used by the forward pass (after conversion if needed).
 bool is_float_weight_dtype(DType dtype) noexcept;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
 #include "backend/backend.hpp"
 #include "backend/device.hpp"
@@ -155,20 +157,30 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
 MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request) {
     std::array<uint64_t, component_count> bytes{};
     uint64_t parameters = 0;
-    if (request.precision == Precision::automatic) {
-        // The file's own types: its headers, bound as loading would, and no tensor read.
-        const auto model = load_model(model_path, {.checksum_mode = ChecksumMode::skip, .metadata_only = true});
+    std::error_code ec;
+    const bool has_weights = std::filesystem::is_regular_file(model_path, ec) ||
+                             std::filesystem::exists(model_path / "model.safetensors", ec) ||
+                             std::filesystem::exists(model_path / "model.safetensors.index.json", ec);
+    const bool float_precision = request.precision == Precision::fp32 || request.precision == Precision::bf16 ||
+                                 request.precision == Precision::fp16;
+    if (request.precision == Precision::automatic || (has_weights && !float_precision)) {
+        // The weights as loading would hold them: the headers bound at the precision, no tensor read.
+        const auto model = load_model(model_path, {.precision = request.precision, .checksum_mode = ChecksumMode::skip,
+                                                   .metadata_only = true});
         for (const Weight& w : model->weights()) {
-            bytes[size_t(w.component)] += dtype_bytes(w.file_dtype, w.elements);
+            bytes[size_t(w.component)] += dtype_bytes(w.dtype, w.elements);
             parameters += w.elements;
         }
         return plan_memory(model->spec(), bytes, parameters, request);
     }
+    // From config.json alone (a float precision, or a published shape without its weights, whose
+    // tensors are taken to be BF16, as published checkpoints are).
     const ModelSpec spec = read_model_config(model_path);
     for (const ExpectedTensor& tensor : expected_tensors(spec)) {
         uint64_t elements = 1;
         for (int64_t extent : tensor.shape) elements *= static_cast<uint64_t>(extent);
-        bytes[size_t(component_of(tensor.role))] += elements * dtype_size(loaded_dtype(request.precision, DType::f32));
+        bytes[size_t(component_of(tensor.role))] +=
+            dtype_bytes(loaded_dtype(request.precision, DType::bf16, tensor.role, tensor.shape), elements);
         parameters += elements;
     }
     return plan_memory(spec, bytes, parameters, request);

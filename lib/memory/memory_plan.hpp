@@ -1,5 +1,5 @@
-// The memory planner: from config.json (and, for automatic precision, the safetensors headers)
-// to the bytes a deployment needs per device, before anything is allocated. Three buckets:
+// The memory planner: from config.json or GGUF metadata (and the tensor headers where the types
+// matter) to the bytes a deployment needs per device, before anything is allocated. Three buckets:
 // static (weights by component; routed experts divided over the devices, the rest replicated),
 // dynamic per sequence (canvas and decode state, K/V cache when a cache mode is on, doubled with
 // CFG), scratch (the forward's run state for the largest forward plus the backend's workspace).
@@ -103,8 +103,8 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
                        uint64_t parameters, const PlanRequest& request);
 
-// Reads config.json or a GGUF file's metadata (and, when the precision is automatic, the
-// tensor headers, bound as loading binds them; no tensor data).
+// Reads config.json or a GGUF file's metadata; and the tensor headers, bound as loading binds them,
+// at automatic precision, and at int8 and q4 when the weights are present (no tensor data).
 MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request);
 
 // What of a device's memory a model and its work may use: min(bytes, fraction x the device's

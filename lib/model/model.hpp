@@ -66,8 +66,15 @@ private:
 // entry). Throws Error (IO, MODEL_FORMAT, UNSUPPORTED, CANCELLED) naming what was wrong.
 std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options);
 
-// The dtype a weight stored as `file_dtype` has in memory at `precision`.
-DType loaded_dtype(Precision precision, DType file_dtype) noexcept;
+// Weights the matmuls and the embedding lookup read, which may be quantized; norms, biases and
+// routers stay in their float type.
+bool quantizable(Role role) noexcept;
+
+// The dtype a weight of `role` and `shape` stored as `file_dtype` has in memory at `precision`:
+// the file's at automatic; the float type asked for (decoding quantized blocks); at int8 and q4,
+// Q8_0 or Q4_0 blocks for the matrices of float files whose rows are whole blocks, except the
+// embeddings and the LM head, and the file's type for everything else.
+DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape) noexcept;
 
 // config.json (or a GGUF file's metadata) -> ModelSpec, without reading any tensor.
 ModelSpec read_model_config(const std::filesystem::path& path);

@@ -15,6 +15,7 @@
 #include "format/config_reader.hpp"
 #include "format/strict_json.hpp"
 #include "cpu/dequantize.hpp"
+#include "cpu/quantize.hpp"
 #include "backend/backend.hpp"
 #include "model/gguf_model.hpp"
 #include "model/model.hpp"
@@ -135,11 +136,27 @@ ModelSpec read_model_config(const std::filesystem::path& path) {
     return read_model_spec(ConfigReader(root, "config.json"));
 }
 
-DType loaded_dtype(Precision precision, DType file_dtype) noexcept {
+bool quantizable(Role role) noexcept {
+    switch (role) {
+        case Role::attention_norm: case Role::mlp_norm: case Role::final_norm: case Role::q_norm: case Role::k_norm:
+        case Role::q_bias: case Role::k_bias: case Role::v_bias: case Role::router: case Role::router_bias:
+            return false;
+        default: return true;
+    }
+}
+
+DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape) noexcept {
     switch (precision) {
         case Precision::fp32: return DType::f32;
         case Precision::bf16: return DType::bf16;
         case Precision::fp16: return DType::f16;
+        case Precision::int8:
+        case Precision::q4: {
+            const DType blocks = precision == Precision::int8 ? DType::q8_0 : DType::q4_0;
+            const bool matrix = shape.size() == 2 && shape[1] % int64_t(dtype_block_elements(blocks)) == 0;
+            const bool kept = role == Role::embedding || role == Role::lm_head || !quantizable(role);
+            return is_quantized_dtype(file_dtype) || kept || !matrix ? file_dtype : blocks;
+        }
         case Precision::automatic: break;
     }
     return file_dtype;
@@ -200,17 +217,6 @@ std::optional<DType> gguf_dtype(const GgmlType& type) {
     return std::nullopt;
 }
 
-// Weights the matmuls and the embedding lookup read, which may be quantized; norms, biases and
-// routers stay in their float type.
-bool quantizable(Role role) {
-    switch (role) {
-        case Role::attention_norm: case Role::mlp_norm: case Role::final_norm: case Role::q_norm: case Role::k_norm:
-        case Role::q_bias: case Role::k_bias: case Role::v_bias: case Role::router: case Role::router_bias:
-            return false;
-        default: return true;
-    }
-}
-
 ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, const ModelSpec& spec,
                       const std::vector<ExpectedTensor>& expected, ChecksumMode checksums) {
     // A SHA256SUMS beside the file is honoured for this file's entry only.
@@ -241,28 +247,33 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
     return files;
 }
 
-// Copies `stored` into `destination` as `dtype` row by row: converted, decoded (a quantized file
-// type loaded at a float precision) or copied as is, in Hugging Face's row order (interleaved heads
-// restored).
+// Copies `stored` into `destination` as `dtype` row by row, in Hugging Face's row order
+// (interleaved heads restored): as is, converted between float types, or through fp32 when blocks
+// are decoded (a quantized file at a float precision) or made (int8 and q4 at load).
 void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
     const DType from = *stored.dtype;
     const uint64_t rows = stored.shape.size() > 1 ? uint64_t(stored.shape[0]) : 1, columns = stored.elements / rows;
     const uint64_t in = dtype_bytes(from, columns), out = dtype_bytes(dtype, columns);
     const uint64_t head_rows = stored.interleaved_heads > 0 ? rows / uint64_t(stored.interleaved_heads) : rows;
     const uint64_t half = head_rows / 2;
-    std::vector<float> decoded(is_quantized_dtype(from) && from != dtype ? columns : 0);
+    const bool through_fp32 = from != dtype && (is_quantized_dtype(from) || is_quantized_dtype(dtype));
+    std::vector<float> values(through_fp32 ? columns : 0);
     for (uint64_t row = 0; row < rows; ++row) {
         // Original row j * half + i of a head sits at 2i + j in the file.
         const uint64_t head = row / head_rows, within = row % head_rows;
         const uint64_t source = stored.interleaved_heads > 0 ? head * head_rows + 2 * (within % half) + within / half : row;
         const uint8_t* bytes = stored.bytes + source * in;
+        uint8_t* target = destination + row * out;
         if (from == dtype) {
-            std::memcpy(destination + row * out, bytes, in);
-        } else if (is_quantized_dtype(from)) {
-            kernels::cpu::dequantize_row(element_type(from), bytes, int64_t(columns), decoded.data());
-            convert_elements(reinterpret_cast<const uint8_t*>(decoded.data()), DType::f32, destination + row * out, dtype, columns);
+            std::memcpy(target, bytes, in);
+        } else if (!through_fp32) {
+            convert_elements(bytes, from, target, dtype, columns);
         } else {
-            convert_elements(bytes, from, destination + row * out, dtype, columns);
+            auto* fp32 = reinterpret_cast<uint8_t*>(values.data());
+            if (is_quantized_dtype(from)) kernels::cpu::dequantize_row(element_type(from), bytes, int64_t(columns), values.data());
+            else convert_elements(bytes, from, fp32, DType::f32, columns);
+            if (is_quantized_dtype(dtype)) kernels::cpu::quantize_row(element_type(dtype), values.data(), int64_t(columns), target);
+            else convert_elements(fp32, DType::f32, target, dtype, columns);
         }
     }
 }
@@ -345,7 +356,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         uint64_t weight_bytes = 0;
         for (const ExpectedTensor& want : expected) {
             const StoredTensor& stored = files.tensors.at(want.name);
-            weight_bytes += dtype_bytes(loaded_dtype(options.precision, *stored.dtype), stored.elements);
+            weight_bytes += dtype_bytes(loaded_dtype(options.precision, *stored.dtype, want.role, want.shape), stored.elements);
         }
         model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", path.string()));
     }
@@ -356,7 +367,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
     std::set<DType> loaded_dtypes;
     for (const ExpectedTensor& want : expected) {
         const StoredTensor& stored = files.tensors.at(want.name);
-        const DType dtype = loaded_dtype(options.precision, *stored.dtype);
+        const DType dtype = loaded_dtype(options.precision, *stored.dtype, want.role, want.shape);
         const uint64_t bytes = dtype_bytes(dtype, stored.elements);
         const uint8_t* data = nullptr;
         if (!options.metadata_only) {
@@ -368,6 +379,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
                 if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, want.name);
                 model->buffers_.emplace_back(buffer);
                 copy_rows(stored, static_cast<uint8_t*>(buffer), dtype);
+                drop_mapped_pages(stored.bytes, stored.size);
                 data = static_cast<const uint8_t*>(buffer);
             }
             done += stored.size;

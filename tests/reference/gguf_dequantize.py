@@ -3,7 +3,12 @@ description (ggml's block_q8_0, block_q4_0, block_q4_K, block_q5_K and block_q6_
 their reference dequantization), in torch float32 so that each product and difference is one
 rounded fp32 operation. write_cases() draws random blocks of each format and writes them with
 their decoded values for the C++ kernel to match bit for bit.
+
+It also holds ggml's reference quantizers for Q8_0 and Q4_0 (quantize_row_q8_0_ref,
+quantize_row_q4_0_ref, from their description), which unmask uses at load for `precision` int8 and
+q4: write_quantize_cases() writes random and edge-case rows with their blocks.
 """
+import math
 import os
 import random
 import struct
@@ -82,3 +87,45 @@ def write_cases(out, blocks=24, seed=1234):
             f.write(b"".join(raw))
         with open(os.path.join(out, name + ".expected"), "wb") as f:
             f.write(struct.pack("<%df" % values.numel(), *values.tolist()))
+
+
+def f16_bytes(value):
+    return torch.tensor([value], dtype=torch.float32).to(torch.float16).view(torch.uint8).tolist()
+
+
+def quantize_block(name, x):
+    """x: 32 fp32 values (a torch tensor) -> the block's bytes, one fp32 operation at a time."""
+    one = torch.tensor(1.0, dtype=torch.float32)
+    if name == "q8_0":
+        amax = x.abs().max()
+        d = amax / torch.tensor(127.0, dtype=torch.float32)
+        inv = one / d if d != 0 else torch.tensor(0.0, dtype=torch.float32)
+        out = f16_bytes(d.item())
+        for v in (x * inv).tolist():  # roundf: half away from zero (exact in float64 for an fp32 value)
+            q = math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+            out.append(q & 0xFF)
+        return bytes(out)
+    # q4_0: the element of largest magnitude (the first of equals), its sign kept.
+    at, amax = 0, 0.0
+    for j, v in enumerate(x.tolist()):
+        if abs(v) > amax:
+            at, amax = j, abs(v)
+    d = x[at] / torch.tensor(-8.0, dtype=torch.float32)
+    inv = one / d if d != 0 else torch.tensor(0.0, dtype=torch.float32)
+    q = [min(15, int(v)) for v in ((x * inv) + torch.tensor(8.5, dtype=torch.float32)).tolist()]  # int(): toward zero
+    return bytes(f16_bytes(d.item()) + [q[j] | (q[j + 16] << 4) for j in range(16)])
+
+
+def write_quantize_cases(out, rows=24, seed=99):
+    """<out>/<format>.input: rows of 32 fp32 values; <format>.blocks: ggml's reference blocks of them."""
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(seed)
+    cases = [[0.0] * 32, [2.5, -3.5, 127.0] + [0.5] * 29, [-8.0, 4.0, 0.0625] + [-1.0] * 29]
+    cases += [[rng.gauss(0, rng.choice([1e-3, 0.05, 3.0])) for _ in range(32)] for _ in range(rows)]
+    for name in ("q8_0", "q4_0"):
+        values = torch.tensor([v for row in cases for v in row], dtype=torch.float32)
+        blocks = b"".join(quantize_block(name, values[32 * i:32 * (i + 1)]) for i in range(len(cases)))
+        with open(os.path.join(out, name + ".input"), "wb") as f:
+            f.write(struct.pack("<%df" % values.numel(), *values.tolist()))
+        with open(os.path.join(out, name + ".blocks"), "wb") as f:
+            f.write(blocks)

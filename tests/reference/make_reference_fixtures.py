@@ -326,6 +326,7 @@ def main():
     weights = make("dream", dream_config(), out, shards=2)
     make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
     gguf_dequantize.write_cases(os.path.join(out, "dequantize"))
+    gguf_dequantize.write_quantize_cases(os.path.join(out, "quantize"))
 
 
 if __name__ == "__main__":

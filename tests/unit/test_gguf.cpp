@@ -4,15 +4,19 @@
 // (kernels/cpu/dequantize) decode to the bits of an independent decoder.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/float_convert.hpp"
 #include "cpu/dequantize.hpp"
+#include "cpu/quantize.hpp"
 #include "fixtures.hpp"
 #include "format/gguf.hpp"
 
@@ -293,6 +297,42 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 }
 
 }  // namespace
+
+TEST_CASE("load-time quantization makes ggml's reference Q8_0 and Q4_0 blocks, and stays close to the values") {
+    using kernels::ElementType;
+    for (const auto& [name, type] : {std::pair{"q8_0", ElementType::q8_0}, std::pair{"q4_0", ElementType::q4_0}}) {
+        CAPTURE(name);
+        // Random and edge-case rows (zeros, ties at .5, a negative extreme) and their blocks from
+        // tests/reference/gguf_dequantize.py.
+        const std::vector<uint8_t> input = read_bytes(test_data_path(std::string("reference/quantize/") + name + ".input"));
+        const std::vector<uint8_t> expected = read_bytes(test_data_path(std::string("reference/quantize/") + name + ".blocks"));
+        const int64_t elements = int64_t(input.size() / 4);
+        std::vector<float> x(static_cast<size_t>(elements));
+        std::memcpy(x.data(), input.data(), input.size());
+        REQUIRE(expected.size() == size_t(kernels::row_bytes(type, elements)));
+        std::vector<uint8_t> blocks(expected.size(), 0xAA);
+        kernels::cpu::quantize_row(type, x.data(), elements, blocks.data());
+        CHECK(blocks == expected);
+        // Each value comes back within half a step (and the scale's fp16 rounding); Q4_0 clamps
+        // the side opposite its extreme at 7 steps, up to a whole step away.
+        const float bound = type == ElementType::q8_0 ? 0.56f : 1.01f;
+        std::vector<float> back(static_cast<size_t>(elements));
+        kernels::cpu::dequantize_row(type, blocks.data(), elements, back.data());
+        for (int64_t b = 0; b < elements / 32; ++b) {
+            uint16_t half = 0;
+            std::memcpy(&half, blocks.data() + b * kernels::block_bytes(type), 2);
+            const float step = std::fabs(fp16_to_float(half));
+            for (int64_t j = 32 * b; j < 32 * (b + 1); ++j) REQUIRE(std::fabs(back[size_t(j)] - x[size_t(j)]) <= bound * step + 1e-30f);
+        }
+    }
+    // Non-finite weights give defined blocks, not undefined behaviour.
+    std::vector<float> bad(32, 1.0f);
+    bad[3] = std::numeric_limits<float>::quiet_NaN();
+    bad[7] = std::numeric_limits<float>::infinity();
+    std::vector<uint8_t> out(34);
+    kernels::cpu::quantize_row(kernels::ElementType::q8_0, bad.data(), 32, out.data());
+    kernels::cpu::quantize_row(kernels::ElementType::q4_0, bad.data(), 32, out.data());
+}
 
 TEST_CASE("ggml's quantized blocks decode to the bits of an independent decoder") {
     using kernels::ElementType;

@@ -2,14 +2,18 @@
 // naming the problem; good models of each architecture load at every precision.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
+#include "cpu/dequantize.hpp"
 #include "fixtures.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/model.hpp"
@@ -184,6 +188,47 @@ TEST_CASE("MoE active parameters count k of E routed experts") {
     REQUIRE(experts > 0);
     CHECK(model->description().parameters_total == total);
     CHECK(model->description().parameters_active == total - experts + experts * 2 / 4);  // top-2 of 4
+}
+
+TEST_CASE("int8 and q4 quantize a float model's matrices at load, and the plan charges what loading holds") {
+    const auto f32 = load("good/llada", Precision::fp32);
+    for (const auto& [precision, blocks] : {std::pair{Precision::int8, DType::q8_0}, std::pair{Precision::q4, DType::q4_0}}) {
+        CAPTURE(dtype_name(blocks));
+        const auto model = load("good/llada", precision);
+        CHECK(model->description().precision == precision);
+        int64_t quantized = 0;
+        for (const Weight& w : model->weights()) {
+            CAPTURE(w.name);
+            // Embeddings, the LM head, norms and rows that are not whole blocks (ff_out's 48) stay as stored.
+            const bool kept = w.role == Role::embedding || w.role == Role::lm_head || w.shape.size() == 1 || w.shape[1] % 32 != 0;
+            REQUIRE(w.dtype == (kept ? DType::f32 : blocks));
+            if (kept) continue;
+            ++quantized;
+            const Weight& original = f32->weight(w.name);
+            std::vector<float> row(size_t(w.shape[1]));
+            const auto* bytes = static_cast<const uint8_t*>(w.data);
+            const uint64_t row_bytes = dtype_bytes(w.dtype, uint64_t(w.shape[1]));
+            for (int64_t r = 0; r < w.shape[0]; ++r) {
+                kernels::cpu::dequantize_row(element_type(w.dtype), bytes + uint64_t(r) * row_bytes, w.shape[1], row.data());
+                for (int64_t j = 0; j < w.shape[1]; ++j) {
+                    uint16_t half = 0;  // the block's scale: its first two bytes
+                    std::memcpy(&half, bytes + uint64_t(r) * row_bytes + dtype_bytes(w.dtype, uint64_t(j / 32 * 32)), 2);
+                    // Half a step for Q8_0; Q4_0 clamps the side opposite its extreme, a step at most.
+                    REQUIRE(std::fabs(row[size_t(j)] - weight_value(original, uint64_t(r * w.shape[1] + j))) <=
+                            (blocks == DType::q8_0 ? 0.56f : 1.01f) * std::fabs(fp16_to_float(half)));
+                }
+            }
+        }
+        CHECK(quantized == 12);  // q, k, v, o, ff_proj and up_proj of both layers
+        PlanRequest request;
+        request.precision = precision;
+        CHECK(plan_memory(fixture_path("good/llada"), request).weights == model->description().weight_bytes);
+    }
+    // Tensors a file already holds in blocks stay as they are; its float ones are quantized.
+    const auto gguf = load("gguf/llada-q8_0.gguf", Precision::q4);
+    CHECK(gguf->weight("model.transformer.blocks.0.q_proj.weight").dtype == DType::q8_0);
+    CHECK(gguf->weight("model.transformer.blocks.0.ff_out.weight").dtype == DType::f32);  // 48 columns
+    CHECK(gguf->weight("model.transformer.ff_out.weight").dtype == DType::q8_0);           // as stored
 }
 
 TEST_CASE("weights convert to every precision with round-to-nearest-even") {
