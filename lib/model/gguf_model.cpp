@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -44,9 +45,9 @@ int64_t required_integer(const GgufHeader& header, const std::string& key) {
     return *value;
 }
 
-int64_t mask_token_id(const GgufHeader& header, const GgufArchitecture& a) {
+int64_t mask_token_id(const GgufHeader& header, const GgufArchitecture& a, const std::optional<std::vector<std::string_view>>& tokens) {
     if (const auto id = header.integer("tokenizer.ggml.mask_token_id")) return *id;
-    if (const auto tokens = header.strings("tokenizer.ggml.tokens")) {
+    if (tokens) {
         const auto it = std::find(tokens->begin(), tokens->end(), a.mask_token);
         if (it != tokens->end()) return it - tokens->begin();
     }
@@ -73,14 +74,13 @@ nlohmann::json gguf_model_config(const GgufHeader& header) {
         fail(Status::unsupported, "{}: RoPE over {} of each head's {} dimensions is not supported", header.label, *rope_dims,
              hidden / heads);
     const std::optional<int64_t> rows = embedding_rows(header);
-    const int64_t vocab = header.integer(arch_key(a, "vocab_size"))
-                              .value_or(header.strings("tokenizer.ggml.tokens") ? int64_t(header.strings("tokenizer.ggml.tokens")->size())
-                                                                                 : rows.value_or(0));
+    const auto tokens = header.strings("tokenizer.ggml.tokens");
+    const int64_t vocab = header.integer(arch_key(a, "vocab_size")).value_or(tokens ? int64_t(tokens->size()) : rows.value_or(0));
     const double rope_theta = header.number(arch_key(a, "rope.freq_base")).value_or(10000.0);  // ggml's default
     const double eps = header.number(arch_key(a, "attention.layer_norm_rms_epsilon"))
                            .value_or(a.gguf_name == "dream" ? 1e-6 : 1e-5);
     const bool tied = header.find_tensor("output.weight") == nullptr;
-    nlohmann::json config = {{"architectures", {a.hf_name}}, {"mask_token_id", mask_token_id(header, a)},
+    nlohmann::json config = {{"architectures", {a.hf_name}}, {"mask_token_id", mask_token_id(header, a, tokens)},
                              {"rope_theta", rope_theta}, {"rms_norm_eps", eps}, {"vocab_size", vocab}};
     if (const auto eos = header.integer("tokenizer.ggml.eos_token_id")) config["eos_token_id"] = *eos;
     if (a.gguf_name == "llada") {

@@ -43,8 +43,10 @@ done < <(find "$work/fixtures" -name 'tokenizer.json' -print0)
 printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' > "$work/corpus/tokenizer/seed-text"
 
 run fuzz_safetensors "$work/corpus/safetensors"
-# GGUF seeds: small files written from the specification (tests/fixtures/gguf_writer.py).
+# GGUF seeds: small files written from the specification (tests/fixtures/gguf_writer.py),
 /usr/bin/python3 "$source_dir/tests/fixtures/gguf_writer.py" "$work/corpus/gguf"
+# and a whole model's metadata (the spec and tokenizer paths), the smallest model fixture.
+cp "$work/fixtures/gguf/llada-q8_0.gguf" "$work/corpus/gguf/"
 run fuzz_gguf "$work/corpus/gguf"
 run fuzz_model_config "$work/corpus/config"
 run fuzz_tokenizer "$work/corpus/tokenizer"
