@@ -55,6 +55,7 @@ void quantize_row(ElementType type, const float* x, int64_t elements, uint8_t* o
     for (int64_t i = 0; i < elements / step; ++i, x += step, out += bytes) {
         if (type == ElementType::q8_0) q8_0(x, out);
         else if (type == ElementType::q4_0) q4_0(x, out);
+        else std::memset(out, 0, size_t(bytes));  // not a type made at load: defined bytes all the same
     }
 }
 

@@ -43,10 +43,6 @@ std::shared_ptr<const DevicePlacement> cpu_placement() {
 std::shared_ptr<const DevicePlacement> place_weights(std::span<const Weight> weights, const PlacementOptions& options) {
     if (options.kind == BackendKind::cpu) return cpu_placement();
     require_device(options.kind, options.device);
-    for (const Weight& w : weights)
-        if (is_quantized_dtype(w.dtype))
-            fail(Status::unsupported, "weight '{}' is {}: quantized weights run on the CPU only so far (load with a float "
-                 "precision to decode them for the GPU)", w.name, dtype_name(w.dtype));
 #ifdef UNMASK_WITH_CUDA
     return std::make_shared<const CudaPlacement>(CudaWeights::upload(weights, options.device, nullptr),
                                                  options.cuda_graphs);

@@ -252,7 +252,9 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
 // are decoded (a quantized file at a float precision) or made (int8 and q4 at load).
 void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
     const DType from = *stored.dtype;
-    const uint64_t rows = stored.shape.size() > 1 ? uint64_t(stored.shape[0]) : 1, columns = stored.elements / rows;
+    // A vector is one row, unless its elements are interleaved by head (a q or k bias): then each is a row.
+    const bool by_row = stored.shape.size() > 1 || stored.interleaved_heads > 0;
+    const uint64_t rows = by_row ? uint64_t(stored.shape.at(0)) : 1, columns = stored.elements / rows;
     const uint64_t in = dtype_bytes(from, columns), out = dtype_bytes(dtype, columns);
     const uint64_t head_rows = stored.interleaved_heads > 0 ? rows / uint64_t(stored.interleaved_heads) : rows;
     const uint64_t half = head_rows / 2;

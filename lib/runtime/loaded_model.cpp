@@ -38,7 +38,15 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& path
     loaded->model_ = load_model(path, options);
     std::error_code ec;
     if (const GgufFile* gguf = loaded->model_->gguf(); gguf != nullptr) {
-        if (gguf->header().find("tokenizer.ggml.model") != nullptr) loaded->tokenizer_ = Tokenizer::from_gguf(gguf->header());
+        // A vocabulary this version cannot tokenize with leaves a model that runs on token ids.
+        if (gguf->header().find("tokenizer.ggml.model") != nullptr) {
+            try {
+                loaded->tokenizer_ = Tokenizer::from_gguf(gguf->header());
+            } catch (const Error& e) {
+                if (e.status() != Status::unsupported) throw;
+                options.logger.warn("{}; the model runs on token ids only", e.what());
+            }
+        }
     } else if (std::filesystem::exists(path / "tokenizer.json", ec)) {
         loaded->tokenizer_ = Tokenizer::load(path / "tokenizer.json");
     }

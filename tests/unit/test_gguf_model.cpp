@@ -223,4 +223,20 @@ TEST_CASE("bad GGUF models name the key or tensor") {
     unmask_model* model = nullptr;
     CHECK(unmask_model_load(edited_copy(good, "llada", "lladx").c_str(), nullptr, &model) == UNMASK_ERR_UNSUPPORTED);
     CHECK(model == nullptr);
+
+    // A vocabulary this version cannot tokenize with: the model loads and runs on token ids.
+    const std::string unknown_pre = edited_copy(fixture_path("gguf/tiny-chat-bf16.gguf"), "gpt-2", "gpt-9");
+    try {
+        Tokenizer::load(unknown_pre);
+        FAIL("a tokenizer with pre-tokenizer 'gpt-9' loaded");
+    } catch (const Error& error) {
+        CHECK(error.status() == Status::unsupported);
+        CHECK(std::string(error.what()).find("pre-tokenizer 'gpt-9'") != std::string::npos);
+    }
+    REQUIRE(unmask_model_load(unknown_pre.c_str(), nullptr, &model) == UNMASK_OK);
+    const unmask_tokenizer* tokenizer = nullptr;
+    CHECK(unmask_model_tokenizer(model, &tokenizer) == UNMASK_OK);
+    CHECK(tokenizer == nullptr);
+    unmask_model_free(model);
+    CHECK(generate(unknown_pre.c_str(), {104, 105}).size() == 8);
 }

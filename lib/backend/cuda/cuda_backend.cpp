@@ -848,6 +848,10 @@ private:
 }  // namespace
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
+    for (const Weight& w : all)
+        if (is_quantized_dtype(w.dtype))
+            fail(Status::unsupported, "weight '{}' is {}: quantized weights run on the CPU only so far (load with a float "
+                 "precision to decode them for the GPU)", w.name, dtype_name(w.dtype));
     select_device(device);
     auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
     weights->device_ = device;
