@@ -23,6 +23,10 @@ PY
 grep -q "^policy=low_confidence,steps=8: 100% 2 of 2" "$work/err" && grep -q "^policy=random,steps=4: 100% 2 of 2" "$work/err" ||
     fail "progress per setting on stderr: $(cat "$work/err")"
 
+"$quality" --precision int9 >"$work/out" 2>"$work/err"
+[ $? -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q -- "unknown --precision 'int9'" "$work/err" ||
+    fail "--precision int9 exits 2 saying why in one line: $(cat "$work/err")"
+
 "$quality" --batch 0 >"$work/out" 2>"$work/err"
 [ $? -eq 2 ] || fail "--batch 0 exits 2"
 [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q -- "--batch must be at least 1" "$work/err" ||
