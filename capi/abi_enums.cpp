@@ -32,7 +32,8 @@ static_assert(same(LogLevel::debug, UNMASK_LOG_DEBUG) && same(LogLevel::info, UN
 static_assert(same(BackendKind::cpu, UNMASK_BACKEND_CPU) && same(BackendKind::cuda, UNMASK_BACKEND_CUDA));
 static_assert(same(Precision::automatic, UNMASK_PRECISION_AUTO) && same(Precision::fp32, UNMASK_PRECISION_FP32) &&
               same(Precision::bf16, UNMASK_PRECISION_BF16) && same(Precision::fp16, UNMASK_PRECISION_FP16) &&
-              same(Precision::int8, UNMASK_PRECISION_INT8) && same(Precision::q4, UNMASK_PRECISION_Q4));
+              same(Precision::int8, UNMASK_PRECISION_INT8) && same(Precision::q4, UNMASK_PRECISION_Q4) &&
+              same(Precision::fp8, UNMASK_PRECISION_FP8));
 static_assert(same(ChecksumMode::if_present, UNMASK_CHECKSUM_IF_PRESENT) &&
               same(ChecksumMode::require, UNMASK_CHECKSUM_REQUIRE) && same(ChecksumMode::skip, UNMASK_CHECKSUM_SKIP));
 static_assert(same(Component::embedding, UNMASK_COMPONENT_EMBEDDING) &&

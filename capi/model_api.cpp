@@ -20,6 +20,8 @@ int32_t public_dtype(DType dtype) {
         case DType::q4_k: return UNMASK_DTYPE_Q4_K;
         case DType::q5_k: return UNMASK_DTYPE_Q5_K;
         case DType::q6_k: return UNMASK_DTYPE_Q6_K;
+        case DType::f8_e4m3:
+        case DType::f8_e4m3_b128: return UNMASK_DTYPE_F8_E4M3;
         default: return UNMASK_DTYPE_F32;  // weights are bound only as the types above and F32
     }
 }
@@ -40,7 +42,7 @@ LoadOptions to_load_options(const unmask_model_params& p) {
     LoadOptions options;
     options.precision = static_cast<Precision>(require_one_of(
         p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
-                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4},
+                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
         "params->precision"));
     options.checksum_mode = static_cast<ChecksumMode>(require_one_of(
         p.checksum_mode, {UNMASK_CHECKSUM_IF_PRESENT, UNMASK_CHECKSUM_REQUIRE, UNMASK_CHECKSUM_SKIP},

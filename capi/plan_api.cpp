@@ -30,7 +30,7 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
     PlanRequest r;
     r.precision = static_cast<Precision>(require_one_of(
         p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
-                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4},
+                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
         "params->precision"));
     r.backend = static_cast<BackendKind>(
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));

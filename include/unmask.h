@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 10
+#define UNMASK_ABI_VERSION_MINOR 11
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -133,12 +133,15 @@ typedef struct unmask_request unmask_request;
 #define UNMASK_PRECISION_FP32 1
 #define UNMASK_PRECISION_BF16 2
 #define UNMASK_PRECISION_FP16 3
-/* Weight-only quantization at load (models only; never a cache's precision): the matrices of
- * float files (not the embeddings, the LM head, norms or routers) as Q8_0 (INT8: int8 weights in
- * groups of 32 with an fp16 scale) or Q4_0 (Q4: 4-bit weights in groups of 32 with an fp16 scale);
- * tensors already quantized in the file stay as they are. CPU backend only so far. */
+/* Since ABI 1.11: weight-only quantization at load (models only; never a cache's precision): the
+ * matrices of float files (not the embeddings, the LM head, norms or routers) as Q8_0 (INT8: int8
+ * weights in groups of 32 with an fp16 scale), Q4_0 (Q4: 4-bit weights in groups of 32 with an
+ * fp16 scale) or F8_E4M3 (FP8: fp8 e4m3 weights in groups of 128 with an fp32 scale); tensors
+ * already quantized in the file (GGUF blocks, an fp8 checkpoint's weights) stay as they are. CPU
+ * backend only so far. */
 #define UNMASK_PRECISION_INT8 4
 #define UNMASK_PRECISION_Q4 5
+#define UNMASK_PRECISION_FP8 6
 
 /* When to verify the checksum manifest (a `sha256sum`-format file SHA256SUMS in the directory). */
 #define UNMASK_CHECKSUM_IF_PRESENT 0 /* verify when the manifest exists */
@@ -243,8 +246,10 @@ typedef struct unmask_memory_usage {
  * Errors: INVALID_ARGUMENT (NULL model or usage, bad struct_size). */
 UNMASK_API unmask_status unmask_model_memory(const unmask_model *model, unmask_memory_usage *usage);
 
-/* Element types of tensors (unmask_tensor_description.dtype). The quantized ones are ggml's block
- * formats as GGUF files hold them (docs/loading.md); their `bytes` count whole blocks. */
+/* Element types of tensors (unmask_tensor_description.dtype). Q8_0 to Q6_K are ggml's block
+ * formats as GGUF files hold them (docs/loading.md); their `bytes` count whole blocks. F8_E4M3
+ * (since ABI 1.11): in a file, an fp8 checkpoint's weights (whose scales are separate tensors); in
+ * memory, groups of 128 e4m3 values of a row each with its fp32 scale (132 bytes per 128). */
 #define UNMASK_DTYPE_F32 0
 #define UNMASK_DTYPE_F16 1
 #define UNMASK_DTYPE_BF16 2
@@ -253,6 +258,7 @@ UNMASK_API unmask_status unmask_model_memory(const unmask_model *model, unmask_m
 #define UNMASK_DTYPE_Q4_K 5
 #define UNMASK_DTYPE_Q5_K 6
 #define UNMASK_DTYPE_Q6_K 7
+#define UNMASK_DTYPE_F8_E4M3 8
 
 #define UNMASK_MAX_DIMS 8
 

@@ -24,6 +24,7 @@ const char* dtype_name(int32_t dtype) {
         case UNMASK_DTYPE_Q4_K: return "Q4_K";
         case UNMASK_DTYPE_Q5_K: return "Q5_K";
         case UNMASK_DTYPE_Q6_K: return "Q6_K";
+        case UNMASK_DTYPE_F8_E4M3: return "F8_E4M3";
         default: return "F32";
     }
 }
@@ -98,7 +99,7 @@ void print_text(const nlohmann::json& d) {
         std::printf("  %-18s %s\n", component.c_str(), with_thousands(bytes.get<uint64_t>()).c_str());
     std::printf("\ntensors (%zu):\n", d["tensors"].size());
     for (const auto& t : d["tensors"]) {
-        std::printf("  %-56s %-5s %-18s %s\n", t["name"].get<std::string>().c_str(),
+        std::printf("  %-56s %-7s %-18s %s\n", t["name"].get<std::string>().c_str(),
                     t["dtype"].get<std::string>().c_str(), t["shape"].dump().c_str(),
                     with_thousands(t["bytes"].get<uint64_t>()).c_str());
     }
@@ -134,7 +135,7 @@ const Command inspect_command{
      1,
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
       {"config", "FILE", "a service configuration: inspect its model"},
-      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16, fp16, int8 or q4"},
+      {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16, fp16, int8, q4 or fp8"},
       {"progress", "", "report --verify's progress on stderr (a line per tenth) even when it is not a terminal"}}},
     run_inspect};
 

@@ -11,7 +11,7 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
     const std::vector<OptionSpec> engine = {
         {"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
-        {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8 or q4 (matrices quantized at load)"},
+        {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8, q4 or fp8 (matrices quantized at load)"},
         {"backend", "B", "cpu (default) or cuda"},
         {"device", "N", "the GPU for --backend cuda (default 0)"},
         {"threads", "N", "CPU threads (default: all)"},

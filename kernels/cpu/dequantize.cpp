@@ -1,5 +1,6 @@
 #include "cpu/dequantize.hpp"
 
+#include <array>
 #include <cstring>
 
 #include "core/float_convert.hpp"
@@ -13,6 +14,8 @@
 //   Q5_K: as Q4_K with u8 qh[32] (a fifth bit per element) before q[128]
 //   Q6_K: u8 ql[128], u8 qh[64], int8 scales[16], fp16 d: 16 sub-blocks of 16;
 //         x = (d * scale) * (q - 32) with q of 6 bits
+// and unmask's own:
+//   F8_E4M3_B128: fp32 s, u8 q[128]           x = e4m3(q) * s
 namespace unmask::kernels::cpu {
 namespace {
 
@@ -74,6 +77,17 @@ void q4_5_k(const uint8_t* b, float* y, bool five_bits) noexcept {
     }
 }
 
+void f8_e4m3_b128(const uint8_t* b, float* y) noexcept {
+    static const auto values = [] {
+        std::array<float, 256> table{};
+        for (int i = 0; i < 256; ++i) table[size_t(i)] = fp8_e4m3_to_float(uint8_t(i));
+        return table;
+    }();
+    float scale;
+    std::memcpy(&scale, b, 4);
+    for (int j = 0; j < 128; ++j) y[j] = values[b[4 + j]] * scale;
+}
+
 void q6_k(const uint8_t* b, float* y) noexcept {
     const uint8_t* ql = b;
     const uint8_t* qh = b + 128;
@@ -109,6 +123,7 @@ void dequantize_row(ElementType type, const uint8_t* blocks, int64_t elements, f
             case ElementType::q4_k: q4_5_k(blocks, out, false); break;
             case ElementType::q5_k: q4_5_k(blocks, out, true); break;
             case ElementType::q6_k: q6_k(blocks, out); break;
+            case ElementType::f8_e4m3_b128: f8_e4m3_b128(blocks, out); break;
             case ElementType::f32:
             case ElementType::bf16:
             case ElementType::f16: return;  // not block types: nothing to decode

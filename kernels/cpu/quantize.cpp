@@ -48,6 +48,16 @@ void q4_0(const float* x, uint8_t* block) noexcept {
     }
 }
 
+void f8_e4m3_b128(const float* x, uint8_t* block) noexcept {
+    float amax = 0.0f;
+    for (int j = 0; j < 128; ++j)
+        if (std::isfinite(x[j])) amax = std::max(amax, std::fabs(x[j]));
+    const float scale = amax / 448.0f;
+    std::memcpy(block, &scale, 4);
+    for (int j = 0; j < 128; ++j)
+        block[4 + j] = !std::isfinite(x[j]) ? uint8_t(0x7F) : scale != 0.0f ? float_to_fp8_e4m3(x[j] / scale) : uint8_t(0);
+}
+
 }  // namespace
 
 void quantize_row(ElementType type, const float* x, int64_t elements, uint8_t* out) noexcept {
@@ -55,6 +65,7 @@ void quantize_row(ElementType type, const float* x, int64_t elements, uint8_t* o
     for (int64_t i = 0; i < elements / step; ++i, x += step, out += bytes) {
         if (type == ElementType::q8_0) q8_0(x, out);
         else if (type == ElementType::q4_0) q4_0(x, out);
+        else if (type == ElementType::f8_e4m3_b128) f8_e4m3_b128(x, out);
         else std::memset(out, 0, size_t(bytes));  // not a type made at load: defined bytes all the same
     }
 }

@@ -19,6 +19,7 @@ kernels::ElementType element_type(DType dtype) {
         case DType::q4_k: return kernels::ElementType::q4_k;
         case DType::q5_k: return kernels::ElementType::q5_k;
         case DType::q6_k: return kernels::ElementType::q6_k;
+        case DType::f8_e4m3_b128: return kernels::ElementType::f8_e4m3_b128;
         default: fail(Status::internal, "dtype {} is not a weight type", dtype_name(dtype));
     }
 }

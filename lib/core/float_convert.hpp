@@ -32,4 +32,11 @@ inline uint16_t float_to_bf16(float f) noexcept {
 float fp16_to_float(uint16_t h) noexcept;
 uint16_t float_to_fp16(float f) noexcept;
 
+// FP8 E4M3 ("e4m3fn", the OCP 8-bit floating point format that fp8 checkpoints store): a sign, 4
+// exponent bits of bias 7, 3 mantissa bits; no infinities, S.1111.111 is NaN, the largest finite
+// value is 448. Every value is exact in fp32.
+float fp8_e4m3_to_float(uint8_t bits) noexcept;
+// Round to nearest even; finite values beyond 448 saturate to +-448, NaN stays NaN.
+uint8_t float_to_fp8_e4m3(float f) noexcept;
+
 }  // namespace unmask

@@ -29,7 +29,7 @@ constexpr std::array cache_modes = {named("none", CacheMode::none), named("prefi
                                     named("dual", CacheMode::dual)};
 constexpr std::array precisions = {named("auto", Precision::automatic), named("fp32", Precision::fp32),
                                    named("bf16", Precision::bf16), named("fp16", Precision::fp16),
-                                   named("int8", Precision::int8), named("q4", Precision::q4)};
+                                   named("int8", Precision::int8), named("q4", Precision::q4), named("fp8", Precision::fp8)};
 constexpr std::array cache_precisions = {named("fp32", Precision::fp32), named("bf16", Precision::bf16)};
 // A generation's finish reasons, and the engine's two more (its RequestFinish continues these).
 constexpr std::array finish_reasons = {named("length", FinishReason::length), named("eos", FinishReason::eos),

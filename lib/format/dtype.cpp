@@ -17,6 +17,7 @@ constexpr DTypeFacts facts[] = {
     {DType::i64, "I64", 1, 8, true},         {DType::i32, "I32", 1, 4, true},      {DType::u8, "U8", 1, 1, true},
     {DType::f8_e4m3, "F8_E4M3", 1, 1, true}, {DType::q8_0, "Q8_0", 32, 34, false}, {DType::q4_0, "Q4_0", 32, 18, false},
     {DType::q4_k, "Q4_K", 256, 144, false},  {DType::q5_k, "Q5_K", 256, 176, false}, {DType::q6_k, "Q6_K", 256, 210, false},
+    {DType::f8_e4m3_b128, "F8_E4M3_B128", 128, 132, false},
 };
 
 const DTypeFacts* facts_of(DType dtype) noexcept {

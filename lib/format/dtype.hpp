@@ -8,8 +8,9 @@
 
 namespace unmask {
 
-// The quantized types are ggml's block formats (GGUF files): see kernels/element_type.hpp.
-enum class DType : int32_t { f32, f16, bf16, i64, i32, u8, f8_e4m3, q8_0, q4_0, q4_k, q5_k, q6_k };
+// The quantized types are block formats: ggml's (GGUF files) and F8_E4M3_B128, the blocks an fp8
+// checkpoint's F8_E4M3 weights and their scales become at load (kernels/element_type.hpp).
+enum class DType : int32_t { f32, f16, bf16, i64, i32, u8, f8_e4m3, q8_0, q4_0, q4_k, q5_k, q6_k, f8_e4m3_b128 };
 
 // "F32", "BF16", "Q4_K", ...: the safetensors spelling, and llama.cpp's for the quantized types.
 std::string_view dtype_name(DType dtype) noexcept;

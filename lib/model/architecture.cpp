@@ -51,6 +51,37 @@ void validate_spec(const ModelSpec& spec, const std::string& label) {
     }
 }
 
+// config.json's quantization_config: fp8 checkpoints ("quant_method": "fp8", as vLLM, SGLang and
+// DeepSeek-V3's and Qwen3-FP8's configs write it: e4m3 weights, per tensor or with
+// "weight_block_size" [rows, cols]); every other method is UNSUPPORTED, naming it. The activation
+// scheme is not used: unmask dequantizes the weights and keeps activations in fp32.
+void read_quantization_config(const ConfigReader& config, ModelSpec& spec) {
+    const nlohmann::json* q = config.find("quantization_config");
+    if (q == nullptr) return;
+    if (!q->is_object()) config.fail_field("quantization_config", fmt::format("must be an object, got {}", q->dump()));
+    const ConfigReader fields(*q, config.label() + " quantization_config");
+    const auto method = fields.optional_string("quant_method");
+    if (!method) fields.fail_field("quant_method", "is missing");
+    if (*method != "fp8")
+        fail(Status::unsupported, "{}: quantization_config's quant_method '{}' is not supported (fp8 checkpoints are; "
+             "for int8 or 4-bit weights load a float checkpoint with precision int8 or q4, or a GGUF file)",
+             config.label(), *method);
+    if (const auto format = fields.optional_string("fmt"); format && *format != "e4m3")
+        fail(Status::unsupported, "{}: quantization_config's fmt '{}' is not supported (e4m3 is)", config.label(), *format);
+    spec.fp8_weights = true;
+    const nlohmann::json* block = fields.find("weight_block_size");
+    if (block == nullptr) return;  // one scale per tensor
+    const auto extent = [](const nlohmann::json& v) { return v.is_number_integer() ? v.get<int64_t>() : int64_t{0}; };
+    if (!block->is_array() || block->size() != 2 || extent((*block)[0]) < 1 || extent((*block)[1]) < 1 ||
+        extent((*block)[0]) > (1 << 20) || extent((*block)[1]) > (1 << 20))
+        fields.fail_field("weight_block_size", fmt::format("must be two positive integers [rows, cols], got {}", block->dump()));
+    spec.fp8_block_rows = extent((*block)[0]);
+    spec.fp8_block_cols = extent((*block)[1]);
+    if (spec.fp8_block_cols % 128 != 0)
+        fail(Status::unsupported, "{}: quantization_config's weight_block_size [{}, {}] is not supported: its columns "
+             "must be a multiple of 128", config.label(), spec.fp8_block_rows, spec.fp8_block_cols);
+}
+
 }  // namespace
 
 const ArchitectureBinding& select_architecture(const ConfigReader& config) {
@@ -76,6 +107,7 @@ ModelSpec read_model_spec(const ConfigReader& config) {
                                                                  spec.max_sequence_length));
         spec.diffusion_block_size = *block;
     }
+    read_quantization_config(config, spec);
     validate_spec(spec, config.label());
     return spec;
 }

@@ -10,7 +10,7 @@
 
 namespace unmask {
 
-enum class Precision : int32_t { automatic = 0, fp32 = 1, bf16 = 2, fp16 = 3, int8 = 4, q4 = 5 };
+enum class Precision : int32_t { automatic = 0, fp32 = 1, bf16 = 2, fp16 = 3, int8 = 4, q4 = 5, fp8 = 6 };
 enum class ChecksumMode : int32_t { if_present = 0, require = 1, skip = 2 };
 
 struct LoadOptions {

@@ -146,23 +146,48 @@ bool quantizable(Role role) noexcept {
 }
 
 DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape) noexcept {
+    const auto whole_blocks = [&](DType blocks) {
+        return shape.size() == 2 && shape[1] % int64_t(dtype_block_elements(blocks)) == 0;
+    };
+    // An fp8 checkpoint's weight needs its scale beside every value: F8_E4M3_B128 blocks where
+    // its rows are whole blocks, else decoded.
+    const DType fp8_file_kept = quantizable(role) && whole_blocks(DType::f8_e4m3_b128) ? DType::f8_e4m3_b128 : DType::f32;
     switch (precision) {
         case Precision::fp32: return DType::f32;
         case Precision::bf16: return DType::bf16;
         case Precision::fp16: return DType::f16;
         case Precision::int8:
-        case Precision::q4: {
-            const DType blocks = precision == Precision::int8 ? DType::q8_0 : DType::q4_0;
-            const bool matrix = shape.size() == 2 && shape[1] % int64_t(dtype_block_elements(blocks)) == 0;
+        case Precision::q4:
+        case Precision::fp8: {
+            const DType blocks = precision == Precision::int8 ? DType::q8_0
+                                 : precision == Precision::q4 ? DType::q4_0
+                                                              : DType::f8_e4m3_b128;
             const bool kept = role == Role::embedding || role == Role::lm_head || !quantizable(role);
-            return is_quantized_dtype(file_dtype) || kept || !matrix ? file_dtype : blocks;
+            if (file_dtype == DType::f8_e4m3) return fp8_file_kept;
+            return is_quantized_dtype(file_dtype) || kept || !whole_blocks(blocks) ? file_dtype : blocks;
         }
         case Precision::automatic: break;
     }
-    return file_dtype;
+    return file_dtype == DType::f8_e4m3 ? fp8_file_kept : file_dtype;
 }
 
 namespace {
+
+// The scales of an fp8 checkpoint's weight (a scale tensor of F32, BF16 or F16): one for the whole
+// tensor (block_rows 0), or one per block of block_rows x block_cols, grid_cols blocks to a row.
+struct Fp8Scales {
+    const uint8_t* bytes = nullptr;
+    DType dtype = DType::f32;
+    int64_t block_rows = 0, block_cols = 0, grid_cols = 1;
+
+    // The scale of the weight at (row, col) of the file.
+    float at(int64_t row, int64_t col) const {
+        const int64_t index = block_rows == 0 ? 0 : row / block_rows * grid_cols + col / block_cols;
+        float value = 0.0f;
+        convert_elements(bytes + uint64_t(index) * dtype_size(dtype), dtype, reinterpret_cast<uint8_t*>(&value), DType::f32, 1);
+        return value;
+    }
+};
 
 // A tensor as a weight file stores it, in either format.
 struct StoredTensor {
@@ -174,7 +199,9 @@ struct StoredTensor {
     uint64_t elements = 0;
     uint64_t size = 0;
     int64_t interleaved_heads = 0;  // see gguf_interleaved_heads
-    bool quantized = false;         // a GGUF block type (read or not)
+    bool quantized = false;         // a GGUF block type (read or not), or F8_E4M3
+    Fp8Scales fp8 = {};             // F8_E4M3: its scales
+    std::string problem = {};       // why a tensor without a usable dtype cannot be used, when known
 };
 
 // What a model's files hold: each expected tensor found (by its binding name), the tensors
@@ -186,7 +213,32 @@ struct ModelFiles {
     std::filesystem::path directory = {};  // where the manifest's names are
 };
 
-ModelFiles safetensors_files(const std::filesystem::path& directory, const TensorCatalog& catalog,
+uint64_t ceil_div(int64_t a, int64_t b) { return uint64_t((a + b - 1) / b); }
+
+// The scale tensor of fp8 weight `stored` (`name`), or a problem naming what is wrong with it.
+std::optional<std::string> bind_fp8_scales(const ModelSpec& spec, const TensorCatalog& catalog, const std::string& name,
+                                           StoredTensor& stored, std::set<std::string>& consumed) {
+    if (!spec.fp8_weights)
+        return fmt::format("tensor '{}' has dtype F8_E4M3 but config.json has no quantization_config with quant_method "
+                           "fp8 to say how it is scaled", name);
+    if (stored.shape.size() != 2) return fmt::format("tensor '{}' is F8_E4M3 but not a matrix", name);
+    const bool blocks = spec.fp8_block_rows > 0;
+    const std::string scale_name = name + (blocks ? "_scale_inv" : "_scale");
+    const CatalogEntry* entry = catalog.find(scale_name);
+    if (entry == nullptr) return fmt::format("missing tensor '{}' (the scales of F8_E4M3 '{}')", scale_name, name);
+    consumed.insert(scale_name);
+    const TensorInfo& info = *entry->info;
+    const uint64_t want = blocks ? ceil_div(stored.shape[0], spec.fp8_block_rows) * ceil_div(stored.shape[1], spec.fp8_block_cols) : 1;
+    if (!is_float_weight_dtype(info.dtype) || info.elements != want)
+        return fmt::format("tensor '{}' has dtype {} and shape {}; the scales of '{}' {} must be {} F32, BF16 or F16 value(s)",
+                           scale_name, dtype_name(info.dtype), shape_text(info.shape), name, shape_text(stored.shape), want);
+    stored.fp8 = {.bytes = entry->file->tensor_bytes(info), .dtype = info.dtype, .block_rows = spec.fp8_block_rows,
+                  .block_cols = spec.fp8_block_cols,
+                  .grid_cols = blocks ? int64_t(ceil_div(stored.shape[1], spec.fp8_block_cols)) : 1};
+    return std::nullopt;
+}
+
+ModelFiles safetensors_files(const std::filesystem::path& directory, const TensorCatalog& catalog, const ModelSpec& spec,
                              const std::vector<ExpectedTensor>& expected, ChecksumMode checksums) {
     ModelFiles files{.manifest = read_manifest(directory, checksums), .directory = directory};
     for (const auto& file : catalog.files()) {
@@ -194,18 +246,23 @@ ModelFiles safetensors_files(const std::filesystem::path& directory, const Tenso
         if (!files.manifest.empty() && files.manifest.count(name) == 0)
             fail(Status::model_format, "{} does not list the weight file '{}'", checksum_manifest_name, name);
     }
-    std::set<std::string> expected_names;
+    std::set<std::string> expected_names, consumed;  // consumed: fp8 scales, and activation scales (not used)
     for (const ExpectedTensor& want : expected) expected_names.insert(want.name);
     for (const auto& [name, entry] : catalog.tensors()) {
-        if (expected_names.count(name) == 0) {
-            files.unused.push_back(name);
-            continue;
-        }
+        if (expected_names.count(name) == 0) continue;
         const TensorInfo& info = *entry.info;
-        files.tensors[name] = {.file_name = name, .shape = info.shape,
-                               .dtype = is_float_weight_dtype(info.dtype) ? std::optional(info.dtype) : std::nullopt,
-                               .type_name = std::string(dtype_name(info.dtype)), .bytes = entry.file->tensor_bytes(info),
-                               .elements = info.elements, .size = info.end - info.begin};
+        StoredTensor& stored = files.tensors[name] = {
+            .file_name = name, .shape = info.shape,
+            .dtype = is_float_weight_dtype(info.dtype) ? std::optional(info.dtype) : std::nullopt,
+            .type_name = std::string(dtype_name(info.dtype)), .bytes = entry.file->tensor_bytes(info),
+            .elements = info.elements, .size = info.end - info.begin};
+        if (info.dtype != DType::f8_e4m3) continue;
+        if (auto problem = bind_fp8_scales(spec, catalog, name, stored, consumed)) stored.problem = std::move(*problem);
+        else stored.dtype = DType::f8_e4m3;
+    }
+    for (const auto& [name, entry] : catalog.tensors()) {
+        const bool activation_scale = spec.fp8_weights && name.size() > 12 && name.ends_with(".input_scale");
+        if (expected_names.count(name) == 0 && consumed.count(name) == 0 && !activation_scale) files.unused.push_back(name);
     }
     return files;
 }
@@ -247,6 +304,22 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
     return files;
 }
 
+// Row `row` of an fp8 weight as F8_E4M3_B128 blocks: its values as stored, each run of 128 after
+// the scale it is multiplied by (a run never straddles two scale blocks: their columns are a
+// multiple of 128).
+void fp8_row_blocks(const Fp8Scales& scales, int64_t row, const uint8_t* values, uint64_t columns, uint8_t* out) {
+    for (uint64_t c = 0; c < columns; c += 128, out += 132) {
+        const float scale = scales.at(row, int64_t(c));
+        std::memcpy(out, &scale, 4);
+        std::memcpy(out + 4, values + c, 128);
+    }
+}
+
+// Row `row` of an fp8 weight decoded: each value times its scale, one fp32 product (as the blocks decode).
+void fp8_row_values(const Fp8Scales& scales, int64_t row, const uint8_t* values, uint64_t columns, float* out) {
+    for (uint64_t c = 0; c < columns; ++c) out[c] = fp8_e4m3_to_float(values[c]) * scales.at(row, int64_t(c));
+}
+
 // Copies `stored` into `destination` as `dtype` row by row, in Hugging Face's row order
 // (interleaved heads restored): as is, converted between float types, or through fp32 when blocks
 // are decoded (a quantized file at a float precision) or made (int8 and q4 at load).
@@ -258,7 +331,7 @@ void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
     const uint64_t in = dtype_bytes(from, columns), out = dtype_bytes(dtype, columns);
     const uint64_t head_rows = stored.interleaved_heads > 0 ? rows / uint64_t(stored.interleaved_heads) : rows;
     const uint64_t half = head_rows / 2;
-    const bool through_fp32 = from != dtype && (is_quantized_dtype(from) || is_quantized_dtype(dtype));
+    const bool through_fp32 = from != dtype && (is_quantized_dtype(from) || is_quantized_dtype(dtype) || from == DType::f8_e4m3);
     std::vector<float> values(through_fp32 ? columns : 0);
     for (uint64_t row = 0; row < rows; ++row) {
         // Original row j * half + i of a head sits at 2i + j in the file.
@@ -268,11 +341,14 @@ void copy_rows(const StoredTensor& stored, uint8_t* destination, DType dtype) {
         uint8_t* target = destination + row * out;
         if (from == dtype) {
             std::memcpy(target, bytes, in);
+        } else if (from == DType::f8_e4m3 && dtype == DType::f8_e4m3_b128) {
+            fp8_row_blocks(stored.fp8, int64_t(source), bytes, columns, target);
         } else if (!through_fp32) {
             convert_elements(bytes, from, target, dtype, columns);
         } else {
             auto* fp32 = reinterpret_cast<uint8_t*>(values.data());
             if (is_quantized_dtype(from)) kernels::cpu::dequantize_row(element_type(from), bytes, int64_t(columns), values.data());
+            else if (from == DType::f8_e4m3) fp8_row_values(stored.fp8, int64_t(source), bytes, columns, values.data());
             else convert_elements(bytes, from, fp32, DType::f32, columns);
             if (is_quantized_dtype(dtype)) kernels::cpu::quantize_row(element_type(dtype), values.data(), int64_t(columns), target);
             else convert_elements(fp32, DType::f32, target, dtype, columns);
@@ -295,7 +371,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
     const ModelSpec& spec = model->spec_;
     const std::vector<ExpectedTensor> expected = expected_tensors(spec);
     const ModelFiles files = gguf ? gguf_files(path, *model->gguf_, spec, expected, options.checksum_mode)
-                                  : safetensors_files(path, model->catalog_, expected, options.checksum_mode);
+                                  : safetensors_files(path, model->catalog_, spec, expected, options.checksum_mode);
 
     // Bind every expected tensor; collect every problem before failing.
     std::vector<std::string> problems;
@@ -312,6 +388,8 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         if (stored.shape != want.shape)
             problems.push_back(fmt::format("tensor '{}' has shape {} but the config implies {}", stored.file_name,
                                            shape_text(stored.shape), shape_text(want.shape)));
+        else if (!stored.problem.empty())
+            problems.push_back(stored.problem);
         else if (!stored.dtype) {
             unsupported_types += stored.quantized ? 1 : 0;
             problems.push_back(fmt::format("tensor '{}' has dtype {}; weights must be F32, F16 or BF16{}", stored.file_name,

@@ -54,6 +54,13 @@ struct ModelSpec {
     // positions aligned to position 0; 0: bidirectional.
     int64_t diffusion_block_size = 0;
 
+    // An fp8 checkpoint (config.json's quantization_config, quant_method "fp8"): its F8_E4M3
+    // weights are multiplied by a per-tensor `weight_scale` (fp8_block_rows 0) or, with
+    // weight_block_size [rows, cols], by the `weight_scale_inv` of their block of rows x cols.
+    bool fp8_weights = false;
+    int64_t fp8_block_rows = 0;
+    int64_t fp8_block_cols = 0;
+
     int64_t mask_token_id = 0;
     int64_t eos_token_id = -1;  // -1: none declared
     int64_t pad_token_id = -1;  // -1: none declared; RND1's sampler leaves it at the end of the canvas

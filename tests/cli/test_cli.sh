@@ -94,8 +94,19 @@ expect_run "inspect --verify without manifest" 1 inspect --verify "$fixtures/goo
 expect_one_error_line "inspect --verify without manifest" "MODEL_FORMAT: .*no SHA256SUMS"
 expect_run "inspect --verify mismatch" 1 inspect --verify "$fixtures/bad/checksum-mismatch"
 expect_one_error_line "inspect --verify mismatch" "checksum mismatch"
-expect_run "inspect bad precision" 2 inspect --precision fp8 "$fixtures/good/llada"
+expect_run "inspect bad precision" 2 inspect --precision fp4 "$fixtures/good/llada"
 expect_one_error_line "inspect bad precision" "precision must be"
+# An fp8 checkpoint (128x128 scales): its matrices stay F8_E4M3, 132 bytes per 128 weights.
+expect_run "inspect fp8 checkpoint" 0 inspect --json "$fixtures/../reference/llada-fp8-block"
+/usr/bin/python3 - "$work/out" <<'PY' || fail "inspect shows an fp8 checkpoint's F8_E4M3 matrices"
+import json, sys
+d = json.load(open(sys.argv[1]))
+fp8 = [t for t in d["tensors"] if t["file_dtype"] == "F8_E4M3"]
+assert len(fp8) == 16 and all(t["dtype"] == "F8_E4M3" for t in fp8)
+assert all(t["bytes"] * 128 == 132 * t["shape"][0] * t["shape"][1] for t in fp8)
+PY
+expect_run "plan --precision fp8 on the CUDA backend" 1 plan -m "$fixtures/../reference/llada-fp8-original" --precision fp8 --backend cuda
+expect_one_error_line "plan --precision fp8 on the CUDA backend" "UNSUPPORTED: .*CPU only"
 
 model="$fixtures/../reference/llada"
 expect_run "generate --json" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json

@@ -20,6 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import fp8_e4m3  # noqa: E402
 import gguf_dequantize  # noqa: E402
 import make_model_fixtures as fixtures  # noqa: E402  (the safetensors writer)
 import reference_decode  # noqa: E402
@@ -108,6 +109,37 @@ def llada_config():
             "n_kv_heads": 2, "mlp_hidden_size": 320, "vocab_size": 290, "embedding_size": 300,
             "max_sequence_length": 512, "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "mask_token_id": 299,
             "eos_token_id": 297, "include_bias": False, "weight_tying": False, "rope": True, "alibi": False}
+
+
+def llada_fp8_config(block):
+    """An fp8 checkpoint of a LLaDA whose matrices' rows are whole groups of 128: per-tensor
+    scales (vLLM's `weight_scale`), or 128x128 blocks (DeepSeek-V3's `weight_scale_inv`)."""
+    config = dict(llada_config(), d_model=128, mlp_hidden_size=256)
+    config["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    if block:
+        config["quantization_config"].update(fmt="e4m3", weight_block_size=[128, 128])
+    return config
+
+
+def fp8_tensors(config, weights):
+    """The tensors of an fp8 checkpoint of `weights` (the matrices, and with blocks also the
+    embedding and LM head, in F8_E4M3 with their scales; norms F32) and the weights they stand for."""
+    block = config["quantization_config"].get("weight_block_size")
+    tensors, dequantized = [], {}
+    for name, w in weights.items():
+        embedding = name in ("model.transformer.wte.weight", "model.transformer.ff_out.weight")
+        if w.dim() != 2 or (embedding and not block):
+            tensors.append((name, "F32", list(w.shape), w.flatten().tolist()))
+            dequantized[name] = w
+            continue
+        codes, scales, values = fp8_e4m3.quantize_checkpoint(w, block, torch.bfloat16 if block else torch.float32)
+        tensors.append((name, "F8_E4M3", list(w.shape), codes.flatten().tolist()))
+        tensors.append((name + ("_scale_inv" if block else "_scale"), "BF16" if block else "F32", list(scales.shape),
+                        scales.flatten().tolist()))
+        if not block:  # with per-tensor scales, activation scales as static-scheme checkpoints carry (not used)
+            tensors.append((name.replace(".weight", ".input_scale"), "F32", [], [1.0]))
+        dequantized[name] = values.double()
+    return tensors, dequantized
 
 
 def llada_block_config():
@@ -244,9 +276,16 @@ def random_weights(config, generator):
 
 
 def make(name, config, out, shards):
+    """The model's files and its reference logits. An fp8 checkpoint (config's quantization_config)
+    is compared on the weights its codes and scales stand for; `logits_unquantized.N` are those of
+    the float weights it was made from (how far quantization moves them: reported, not asserted)."""
+    fp8 = "quantization_config" in config
     for attempt in range(100):
         generator = torch.Generator().manual_seed(1000 * attempt + len(name))
         weights = random_weights(config, generator)
+        if fp8:
+            original = weights
+            tensors, weights = fp8_tensors(config, weights)
         rows = config.get("embedding_size") or config["vocab_size"]
         sequences = [torch.randint(0, rows, (length,), generator=generator) for length in LENGTHS]
         for s in sequences:
@@ -262,8 +301,13 @@ def make(name, config, out, shards):
     else:
         raise SystemExit("%s: no seed without near-ties" % name)
     directory = os.path.join(out, name)
-    tensors = [(n, "F32", list(w.shape), w.flatten().tolist()) for n, w in weights.items()]
+    if not fp8:
+        tensors = [(n, "F32", list(w.shape), w.flatten().tolist()) for n, w in weights.items()]
     fixtures.write_model(directory, config, tensors, shards=shards)
+    if fp8 and "weight_block_size" not in config["quantization_config"]:  # the float model it was made from
+        float_config = {k: v for k, v in config.items() if k != "quantization_config"}
+        fixtures.write_model(directory + "-original", float_config,
+                             [(n, "F32", list(w.shape), w.flatten().tolist()) for n, w in original.items()])
     expected = []
     for i, (s, l, b) in enumerate(zip(sequences, logits, logits_bf16)):
         kv = reference_model.forward(config, weights, s, kv_dtype=torch.bfloat16)
@@ -271,6 +315,9 @@ def make(name, config, out, shards):
         expected.append(("logits.%d" % i, "F32", list(l.shape), l.flatten().tolist()))
         expected.append(("logits_bf16.%d" % i, "F32", list(b.shape), b.flatten().tolist()))
         expected.append(("logits_kv_bf16.%d" % i, "F32", list(kv.shape), kv.flatten().tolist()))
+        if fp8:
+            u = reference_model.forward(config, original, s)
+            expected.append(("logits_unquantized.%d" % i, "F32", list(u.shape), u.flatten().tolist()))
     fixtures.write(os.path.join(directory, "reference.safetensors"), fixtures.safetensors_bytes(expected))
     print("%s: seed attempt %d, min top-2 logit gap %.4f, min router gap %.5f" % (name, attempt, logit_gap, router_gap))
     return weights
@@ -325,6 +372,9 @@ def main():
     make_decoding("rnd1", rnd1_config(), weights, RND1_CASES, reference_decode.rnd1_generate, out)
     weights = make("dream", dream_config(), out, shards=2)
     make_decoding("dream", dream_config(), weights, DREAM_CASES, reference_decode.dream_generate, out)
+    make("llada-fp8", llada_fp8_config(block=False), out, shards=1)
+    make("llada-fp8-block", llada_fp8_config(block=True), out, shards=1)
+    fp8_e4m3.write_cases(os.path.join(out, "fp8"))
     gguf_dequantize.write_cases(os.path.join(out, "dequantize"))
     gguf_dequantize.write_quantize_cases(os.path.join(out, "quantize"))
 

@@ -537,7 +537,7 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "service:\n  listen_port: 70000\n", "'service.listen_port' must be within 0..65535"},
         {base + "service:\n  max_queued_requests: 0x40\n", "'service.max_queued_requests' must be an integer"},
         {base + "service:\n  request_timeout_seconds: -1\n", "'service.request_timeout_seconds' must be within"},
-        {base + "  precision: fp8\n", "'model.precision' must be one of"},
+        {base + "  precision: fp4\n", "'model.precision' must be one of"},
         {base + "  min_diffusion_steps: 40\n  max_diffusion_steps: 8\n", "exceeds 'model.max_diffusion_steps'"},
         {base + "resources:\n  memory_fraction: 1.5\n", "'resources.memory_fraction' must be within (0, 1]"},
         {base + "resources:\n  memory_fraction: 0\n", "'resources.memory_fraction' must be within (0, 1]"},

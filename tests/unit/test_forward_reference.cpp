@@ -31,6 +31,7 @@ struct ReferenceCase {
     std::vector<std::vector<double>> logits;       // [length * rows] per sequence, fp32 weights
     std::vector<std::vector<double>> logits_bf16;  // the same with the weights rounded to bf16
     std::vector<std::vector<double>> logits_kv_bf16;  // fp32 weights, keys and values rounded to bf16
+    std::vector<std::vector<double>> logits_unquantized;  // fp8 checkpoints: of the float weights they were made from
 };
 
 ReferenceCase read_reference(const std::string& dir) {
@@ -53,6 +54,11 @@ ReferenceCase read_reference(const std::string& dir) {
             std::vector<float> values(logits->elements);
             std::memcpy(values.data(), file.tensor_bytes(*logits), values.size() * 4);
             into->emplace_back(values.begin(), values.end());
+        }
+        if (const auto unquantized = find("logits_unquantized." + std::to_string(i)); unquantized != tensors.end()) {
+            std::vector<float> values(unquantized->elements);
+            std::memcpy(values.data(), file.tensor_bytes(*unquantized), values.size() * 4);
+            out.logits_unquantized.emplace_back(values.begin(), values.end());
         }
     }
     REQUIRE(out.tokens.size() == 3);
@@ -84,9 +90,12 @@ ForwardOutput run(const Model& model, const std::vector<std::vector<int32_t>>& s
 // llada2-moe: fused QKV, q/k norms, partial RoPE, a dense first layer, group-limited sigmoid routing
 // with a bias, renormalised and scaled, a shared expert; block-causal. sdar: Qwen3 layers,
 // block-causal over blocks of 4. sdar-moe: Qwen3-MoE routing with a dense middle layer. rnd1:
-// Qwen3-MoE, bidirectional, shifted predictions, tied embeddings.
+// Qwen3-MoE, bidirectional, shifted predictions, tied embeddings. llada-fp8: an fp8 checkpoint with
+// per-tensor scales (and activation scales, not used); llada-fp8-block: 128x128 blocks with bf16
+// scales, the embedding and LM head in fp8 too. Their references run on the weights the codes
+// and scales stand for; here they are decoded at load, below they run on their blocks.
 const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream",
-                                     "llada2-moe", "sdar", "sdar-moe", "rnd1"};
+                                     "llada2-moe", "sdar", "sdar-moe", "rnd1", "llada-fp8", "llada-fp8-block"};
 
 }  // namespace
 
@@ -113,6 +122,42 @@ TEST_CASE("the forward pass matches the PyTorch reference for every architecture
                 offset += reference.logits[s].size();
             }
             CHECK(offset == out.logits.size());
+        }
+    }
+}
+
+// Loaded as they are, an fp8 checkpoint's matrices stay F8_E4M3 (groups of 128 values with their
+// scale): the matmuls decode them per K block, with the same products as decoding at load, so the
+// logits are those of the model decoded to fp32 bit for bit.
+TEST_CASE("fp8 checkpoints run on their blocks and match the reference on the weights they stand for") {
+    for (const std::string name : {"llada-fp8", "llada-fp8-block"}) {
+        CAPTURE(name);
+        const ReferenceCase reference = read_reference(reference_dir(name));
+        const auto blocks = load(name, Precision::automatic);
+        const auto decoded = load(name, Precision::fp32);
+        int64_t fp8 = 0;
+        for (const Weight& w : blocks->weights()) {
+            CAPTURE(w.name);
+            if (w.file_dtype != DType::f8_e4m3) continue;
+            ++fp8;
+            CHECK(w.dtype == DType::f8_e4m3_b128);
+            CHECK(decoded->weight(w.name).dtype == DType::f32);
+        }
+        CHECK(fp8 == (name == "llada-fp8" ? 14 : 16));  // 7 matrices per layer, and the embedding and LM head
+        const ForwardOutput out = run(*blocks, reference.tokens, 2);
+        const ForwardOutput wide = run(*decoded, reference.tokens, 2);
+        CHECK(out.logits == wide.logits);
+        REQUIRE(reference.logits_unquantized.size() == reference.tokens.size());
+        size_t offset = 0;
+        for (size_t s = 0; s < reference.tokens.size(); ++s) {
+            CAPTURE(s);
+            const double error = relative_error(out.logits.data() + offset, reference.logits[s].data(), reference.logits[s].size());
+            const double quantization = relative_error(out.logits.data() + offset, reference.logits_unquantized[s].data(),
+                                                       reference.logits_unquantized[s].size());
+            MESSAGE(name << " sequence " << s << ": max relative error " << error
+                         << "; against the float model it was made from (fp8's own error) " << quantization);
+            CHECK(error <= 1e-4);
+            offset += reference.logits[s].size();
         }
     }
 }

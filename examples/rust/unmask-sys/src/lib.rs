@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 10;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 11;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -40,6 +40,7 @@ pub const UNMASK_PRECISION_BF16: i32 = 2;
 pub const UNMASK_PRECISION_FP16: i32 = 3;
 pub const UNMASK_PRECISION_INT8: i32 = 4;
 pub const UNMASK_PRECISION_Q4: i32 = 5;
+pub const UNMASK_PRECISION_FP8: i32 = 6;
 pub const UNMASK_FINISH_LENGTH: i32 = 1;
 pub const UNMASK_FINISH_EOS: i32 = 2;
 pub const UNMASK_FINISH_CANCELLED: i32 = 3;
