@@ -12,8 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/sha256.hpp"
+#include "cpu/dequantize.hpp"
 #include "fixtures.hpp"
 #include "model/gguf_model.hpp"
 #include "model/model.hpp"
@@ -188,6 +192,56 @@ TEST_CASE("a Q8_0 GGUF runs on its blocks and gives the tokens of its weights de
     const auto expected = generate(path.c_str(), prompt, UNMASK_PRECISION_FP32);
     CHECK(expected.size() == 8);
     CHECK(generate(path.c_str(), prompt) == expected);
+}
+
+// tests/fixtures/ggml: gguf/llada-256-f32.gguf quantized by ggml's own quantizer and written by
+// ggml's own GGUF writer (make_ggml_fixtures.sh records how), with the SHA-256 of ggml's own
+// dequantization of each quantized tensor.
+TEST_CASE("GGUF files quantized by ggml itself decode to ggml's values and run as they do decoded at load") {
+    const std::string directory = std::string(UNMASK_SOURCE_DIR) + "/tests/fixtures/ggml/";
+    std::ifstream in(directory + "values.json");
+    const nlohmann::json digests = nlohmann::json::parse(in);
+    const std::string source = fixture_path("gguf/llada-256-f32.gguf");
+    for (const std::string type : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
+        CAPTURE(type);
+        const std::string path = directory + "llada-256-" + type + ".gguf";
+        const GgufFile file(path);
+        int64_t quantized = 0;
+        for (const GgufTensor& t : file.header().tensors) {
+            if (t.type.block_elements == 1) continue;
+            CAPTURE(t.name);
+            ++quantized;
+            std::optional<DType> dtype;
+            for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+                if (dtype_name(d) == t.type.name) dtype = d;
+            REQUIRE(dtype);
+            std::vector<float> values(size_t(t.elements));
+            kernels::cpu::dequantize_row(element_type(*dtype), file.tensor_bytes(t), int64_t(t.elements), values.data());
+            Sha256 digest;
+            digest.update(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4);
+            CHECK(digest.hex_digest() == digests.at(type).at(std::string(t.name)).get<std::string>());
+        }
+        CHECK(quantized == 9);  // every matrix, the embedding and the LM head
+        const std::vector<int32_t> prompt = {3, 14, 15, 9, 26};
+        const auto expected = generate(path.c_str(), prompt, UNMASK_PRECISION_FP32);
+        CHECK(expected.size() == 8);
+        CHECK(generate(path.c_str(), prompt) == expected);
+        // unmask's load-time quantizers make ggml's blocks of the same weights, bit for bit
+        // (q and k rows restored from llama.cpp's order in both).
+        if (type != "q8_0" && type != "q4_0") continue;
+        const auto ggml = load_model(path, {});
+        const auto ours = load_model(source, {.precision = type == "q8_0" ? Precision::int8 : Precision::q4});
+        int64_t compared = 0;
+        for (const Weight& w : ours->weights()) {
+            if (!is_quantized_dtype(w.dtype)) continue;  // the embedding, LM head and norms stay float
+            CAPTURE(w.name);
+            const Weight& theirs = ggml->weight(w.name);
+            REQUIRE(theirs.dtype == w.dtype);
+            CHECK(std::memcmp(theirs.data, w.data, dtype_bytes(w.dtype, w.elements)) == 0);
+            ++compared;
+        }
+        CHECK(compared == 7);
+    }
 }
 
 TEST_CASE("bad GGUF models name the key or tensor") {
