@@ -21,11 +21,13 @@ struct GgufArchitecture {
 };
 
 // llama.cpp's converter: LLaDAModel sets undo_permute (so q and k are permuted as for LLaMA);
-// DreamModel keeps Qwen2's rows (ggml applies NEOX-style RoPE to it). Mask tokens: the models'
-// tokenizers (ALGORITHMS.md's mask ids 126336 and 151666).
+// DreamModel and LLaDAMoEModel keep Hugging Face's rows (ggml applies NEOX-style RoPE to them).
+// Mask tokens: the models' tokenizers (ALGORITHMS.md's mask ids 126336 and 151666; LLaDA-MoE's
+// converter writes tokenizer.ggml.mask_token_id 156895 itself).
 constexpr GgufArchitecture architectures[] = {
     {"llada", "LLaDAModelLM", "<|mdm_mask|>", true},
     {"dream", "DreamModel", "<|mask|>", false},
+    {"llada-moe", "LLaDAMoEModelLM", "<|mdm_mask|>", false},
 };
 
 const GgufArchitecture& architecture_of(const GgufHeader& header) {
@@ -33,7 +35,8 @@ const GgufArchitecture& architecture_of(const GgufHeader& header) {
     if (!name) fail(Status::model_format, "{}: no general.architecture key", header.label);
     for (const auto& a : architectures)
         if (a.gguf_name == *name) return a;
-    fail(Status::unsupported, "{}: GGUF architecture '{}' is not supported (supported: llada, dream)", header.label, *name);
+    fail(Status::unsupported, "{}: GGUF architecture '{}' is not supported (supported: llada, dream, llada-moe)",
+         header.label, *name);
 }
 
 // The architecture's key `{arch}.{suffix}`.
@@ -89,8 +92,19 @@ nlohmann::json gguf_model_config(const GgufHeader& header) {
                        {"max_sequence_length", integer("context_length")}, {"weight_tying", tied}});
     } else {
         config.update({{"hidden_size", hidden}, {"num_hidden_layers", integer("block_count")}, {"num_attention_heads", heads},
-                       {"num_key_value_heads", kv_heads}, {"intermediate_size", integer("feed_forward_length")},
-                       {"max_position_embeddings", integer("context_length")}, {"tie_word_embeddings", tied}});
+                       {"num_key_value_heads", kv_heads}, {"max_position_embeddings", integer("context_length")},
+                       {"tie_word_embeddings", tied}});
+    }
+    if (a.gguf_name == "dream") config["intermediate_size"] = integer("feed_forward_length");
+    if (a.gguf_name == "llada-moe") {
+        // llama.cpp's llada-moe (src/models/llada-moe.cpp): every layer routed, softmax over the
+        // router's scores, top-k weights neither renormalised nor scaled (as the published modeling
+        // code does), per-head q/k RMSNorm, no shared expert; the experts' width is
+        // expert_feed_forward_length, else feed_forward_length / expert_used_count.
+        const int64_t used = integer("expert_used_count");
+        const auto width = header.integer(arch_key(a, "expert_feed_forward_length"));
+        config.update({{"num_experts", integer("expert_count")}, {"num_experts_per_tok", used}, {"qk_layernorm", true},
+                       {"expert_intermediate_size", width ? *width : used > 0 ? integer("feed_forward_length") / used : 0}});
     }
     return config;
 }
@@ -127,11 +141,11 @@ std::string gguf_tensor_name(const ExpectedTensor& tensor) {
         case Role::shared_gate: name = "ffn_gate_shexp.weight"; break;
         case Role::shared_up: name = "ffn_up_shexp.weight"; break;
         case Role::shared_down: name = "ffn_down_shexp.weight"; break;
-        case Role::router_bias:
-        case Role::expert_gate:
-        case Role::expert_up:
-        case Role::expert_down:
-            fail(Status::unsupported, "tensor '{}': GGUF stores routed experts stacked, which is not supported yet", tensor.name);
+        // Routed experts are stacked, one tensor of [experts, rows, columns] per layer and matrix.
+        case Role::expert_gate: name = "ffn_gate_exps.weight"; break;
+        case Role::expert_up: name = "ffn_up_exps.weight"; break;
+        case Role::expert_down: name = "ffn_down_exps.weight"; break;
+        case Role::router_bias: name = "exp_probs_b.bias"; break;
     }
     return fmt::format("blk.{}.{}", tensor.layer, name);
 }

@@ -24,8 +24,8 @@ nlohmann::json gguf_model_config(const GgufHeader& header);
 // file says it.
 ModelSpec read_gguf_model_spec(const GgufHeader& header);
 
-// The GGUF name of a tensor the binding expects (llama.cpp's names by role, layer and expert).
-// Throws UNSUPPORTED for a role GGUF stores differently (stacked experts).
+// The GGUF name of a tensor the binding expects (llama.cpp's names by role and layer). A routed
+// expert's matrix is part of its layer's stacked tensor ([experts, rows, columns]) of that name.
 std::string gguf_tensor_name(const ExpectedTensor& tensor);
 
 // Heads whose rows llama.cpp's LLaDA converter interleaved (its `permute`: within each head, row

@@ -293,11 +293,20 @@ ModelFiles gguf_files(const std::filesystem::path& path, const GgufFile& gguf, c
         const GgufTensor* tensor = header.find_tensor(name);
         if (tensor == nullptr) continue;
         bound.insert(tensor->name);
-        files.tensors[want.name] = {.file_name = name, .shape = tensor->shape, .dtype = gguf_dtype(tensor->type),
-                                    .type_name = std::string(tensor->type.name), .bytes = gguf.tensor_bytes(*tensor),
-                                    .elements = tensor->elements, .size = tensor->end - tensor->begin,
-                                    .interleaved_heads = gguf_interleaved_heads(header, spec, want.role),
-                                    .quantized = tensor->type.block_elements > 1};
+        StoredTensor& stored = files.tensors[want.name] = {
+            .file_name = name, .shape = tensor->shape, .dtype = gguf_dtype(tensor->type),
+            .type_name = std::string(tensor->type.name), .bytes = gguf.tensor_bytes(*tensor), .elements = tensor->elements,
+            .size = tensor->end - tensor->begin, .interleaved_heads = gguf_interleaved_heads(header, spec, want.role),
+            .quantized = tensor->type.block_elements > 1};
+        // A routed expert's matrix: its slice of the layer's stacked [experts, rows, columns] (whole
+        // rows, so whole blocks); a stack of another shape is reported whole.
+        if (want.expert >= 0 && tensor->shape.size() == 3 && tensor->shape[0] == spec.experts) {
+            const uint64_t slice = stored.size / uint64_t(spec.experts);
+            stored.shape.erase(stored.shape.begin());
+            stored.elements /= uint64_t(spec.experts);
+            stored.bytes += slice * uint64_t(want.expert);
+            stored.size = slice;
+        }
     }
     for (const GgufTensor& tensor : header.tensors)
         if (bound.count(tensor.name) == 0) files.unused.emplace_back(tensor.name);

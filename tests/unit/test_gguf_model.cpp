@@ -4,6 +4,7 @@
 // generate the same tokens. Bad files name the key or tensor.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/float_convert.hpp"
 #include "core/sha256.hpp"
 #include "cpu/dequantize.hpp"
 #include "fixtures.hpp"
@@ -192,6 +194,54 @@ TEST_CASE("a Q8_0 GGUF runs on its blocks and gives the tokens of its weights de
     const auto expected = generate(path.c_str(), prompt, UNMASK_PRECISION_FP32);
     CHECK(expected.size() == 8);
     CHECK(generate(path.c_str(), prompt) == expected);
+}
+
+// llama.cpp's llada-moe: a LLaDA-MoE of routed layers whose experts the converter stacked per layer
+// and matrix ([experts, rows, columns]); each expert binds its slice, in place.
+TEST_CASE("a GGUF LLaDA-MoE binds each expert's slice of its layer's stack and generates as its directory") {
+    const std::string directory_path = fixture_path("good/llada-moe-routed");
+    const std::string path = fixture_path("gguf/llada-moe.gguf");
+    const auto directory = load_model(directory_path, {});
+    const auto gguf = load_model(path, {});
+    CHECK(gguf->spec().architecture_name == "llada-moe");
+    CHECK(gguf->spec().experts == 4);
+    REQUIRE(gguf->weights().size() == directory->weights().size());
+    for (const Weight& w : directory->weights()) {
+        CAPTURE(w.name);
+        const Weight& g = gguf->weight(w.name);
+        REQUIRE(g.shape == w.shape);
+        REQUIRE(g.dtype == w.dtype);
+        CHECK(std::memcmp(g.data, w.data, dtype_bytes(w.dtype, w.elements)) == 0);
+    }
+    const std::vector<int32_t> prompt = {3, 14, 15, 9, 26};
+    const auto expected = generate(directory_path.c_str(), prompt);
+    CHECK(expected.size() == 8);
+    CHECK(generate(path.c_str(), prompt) == expected);
+
+    // Q8_0 stacks (gate and up): each expert's slice decodes to its own matrix within half a step.
+    const std::string quantized_path = fixture_path("gguf/llada-moe-q8_0.gguf");
+    const auto quantized = load_model(quantized_path, {});
+    int64_t slices = 0;
+    for (const Weight& w : quantized->weights()) {
+        if (w.dtype != DType::q8_0) continue;
+        CAPTURE(w.name);
+        ++slices;
+        CHECK(w.expert >= 0);
+        const Weight& original = directory->weight(w.name);
+        std::vector<float> row(size_t(w.shape[1]));
+        const uint64_t row_bytes = dtype_bytes(w.dtype, uint64_t(w.shape[1]));
+        for (int64_t r = 0; r < w.shape[0]; ++r) {
+            const auto* blocks = static_cast<const uint8_t*>(w.data) + uint64_t(r) * row_bytes;
+            kernels::cpu::dequantize_row(kernels::ElementType::q8_0, blocks, w.shape[1], row.data());
+            uint16_t half = 0;
+            std::memcpy(&half, blocks, 2);
+            for (int64_t j = 0; j < w.shape[1]; ++j)
+                REQUIRE(std::fabs(row[size_t(j)] - static_cast<const float*>(original.data)[r * w.shape[1] + j]) <=
+                        0.56f * std::fabs(fp16_to_float(half)));
+        }
+    }
+    CHECK(slices == 16);  // gate and up of 4 experts in 2 layers
+    CHECK(generate(quantized_path.c_str(), prompt) == generate(quantized_path.c_str(), prompt, UNMASK_PRECISION_FP32));
 }
 
 // tests/fixtures/ggml: gguf/llada-256-f32.gguf quantized by ggml's own quantizer and written by
