@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "host_device.hpp"
 
@@ -45,6 +46,25 @@ UNMASK_HOST_DEVICE constexpr int64_t element_bytes(ElementType type) { return ty
 // Bytes of `elements` consecutive elements of a row (a whole number of blocks).
 UNMASK_HOST_DEVICE constexpr int64_t row_bytes(ElementType type, int64_t elements) {
     return elements / block_elements(type) * block_bytes(type);
+}
+
+// f(std::integral_constant<ElementType, type>{}): a function templated on the element type, called
+// for a type known at run time.
+template <typename F>
+decltype(auto) with_element_type(ElementType type, F&& f) {
+    using E = ElementType;
+    switch (type) {
+        case E::bf16: return f(std::integral_constant<E, E::bf16>{});
+        case E::f16: return f(std::integral_constant<E, E::f16>{});
+        case E::q8_0: return f(std::integral_constant<E, E::q8_0>{});
+        case E::q4_0: return f(std::integral_constant<E, E::q4_0>{});
+        case E::q4_k: return f(std::integral_constant<E, E::q4_k>{});
+        case E::q5_k: return f(std::integral_constant<E, E::q5_k>{});
+        case E::q6_k: return f(std::integral_constant<E, E::q6_k>{});
+        case E::f8_e4m3_b128: return f(std::integral_constant<E, E::f8_e4m3_b128>{});
+        case E::f32: break;
+    }
+    return f(std::integral_constant<E, E::f32>{});
 }
 
 }  // namespace unmask::kernels

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/float_convert.hpp"
+#include "quantized_runs.hpp"
 
 // Block layouts (ggml's block_q8_0, block_q4_0, block_q4_K, block_q5_K, block_q6_K; GGUF stores
 // them little-endian and packed):
@@ -19,22 +20,9 @@
 namespace unmask::kernels::cpu {
 namespace {
 
-float half_at(const uint8_t* p) noexcept {
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return fp16_to_float(bits);
-}
-
-// The 6-bit scale and min of sub-block j of a K block's 12 packed bytes.
-void scale_and_min(int j, const uint8_t* packed, int& scale, int& min) noexcept {
-    if (j < 4) {
-        scale = packed[j] & 63;
-        min = packed[j + 4] & 63;
-    } else {
-        scale = (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
-        min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-    }
-}
+// The fp16 reads and Q4_K's and Q5_K's packed scales, shared with the CUDA decoder.
+using quantized::half_at;
+using quantized::scale_and_min;
 
 void q8_0(const uint8_t* b, float* y) noexcept {
     const float d = half_at(b);

@@ -21,10 +21,12 @@ constexpr bool few_rows_on_average(int64_t slots, int64_t groups) noexcept { ret
 
 // For every group g with 1..max_few_rows rows (every group with rows, in passes of max_few_rows,
 // when `every_group`: the offsets need not be known on the host): rows offsets[g]..offsets[g+1] of out ([., n], fp32)
-// = the same rows of x ([., k], of `type`: activations already rounded to the weights' type) ·
-// weights[g]ᵀ ([n, k] each, of `type`). `weights` (groups pointers) and `offsets` (groups + 1) are
-// device memory; groups up to 65535. `weights_aligned`: every weight starts on 16 bytes (with x
-// aligned and k a multiple of 8, the kernel reads whole 16-byte runs).
+// = the same rows of x ([., k], of `type`: activations already rounded to the weights' type; fp32
+// for a block type) · weights[g]ᵀ ([n, k] each, of `type`). A block type's weights are decoded in
+// registers as they are read, to the CPU's bits (quantized_runs.hpp): weight-only
+// quantization; its rows must be whole blocks. `weights` (groups pointers) and `offsets` (groups +
+// 1) are device memory; groups up to 65535. `weights_aligned`: every weight starts on 16 bytes
+// (with x aligned and k a multiple of 8, the kernel reads whole 16-byte runs).
 cudaError_t few_row_grouped_matmul(const void* x, const void* const* weights, const int32_t* offsets, int64_t groups,
                                    ElementType type, int64_t n, int64_t k, bool weights_aligned, bool every_group,
                                    float* out, cudaStream_t stream);

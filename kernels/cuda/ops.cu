@@ -3,6 +3,7 @@
 #include "cuda/alignment.hpp"
 #include "cuda/device_math.cuh"
 #include "cuda/launch.cuh"
+#include "quantized_runs.hpp"
 
 namespace unmask::kernels::cuda {
 namespace {
@@ -16,6 +17,18 @@ __global__ void embedding_kernel(WeightView table, int64_t cols, const int32_t* 
     UNMASK_GRID_STRIDE(i, rows * cols) {
         const int64_t r = i / cols, c = i % cols;
         out[i] = load(table.data, table.type, int64_t(ids[r]) * cols + c);
+    }
+}
+
+// A block-type table: each thread decodes a run of 8 of a row's elements (cols whole blocks).
+__global__ void quantized_embedding_kernel(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out) {
+    const int64_t runs = cols / quantized_run;
+    UNMASK_GRID_STRIDE(i, rows * runs) {
+        const int64_t r = i / runs, at = i % runs * quantized_run;
+        float values[quantized_run];
+        decode_quantized_run(table.type, static_cast<const uint8_t*>(table.data) + int64_t(ids[r]) * row_bytes(table.type, cols),
+                             at, values);
+        for (int j = 0; j < quantized_run; ++j) out[r * cols + at + j] = values[j];
     }
 }
 
@@ -129,6 +142,11 @@ __global__ void round_to_kernel(const float* x, int64_t n, ElementType type, voi
 cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
                       cudaStream_t stream) {
     if (rows * cols == 0) return cudaSuccess;
+    if (is_quantized(table.type)) {
+        if (cols % block_elements(table.type) != 0) return cudaErrorInvalidValue;
+        return launch_kernel(quantized_embedding_kernel, grid_for(rows * cols / quantized_run, threads), threads, 0, stream,
+                             table, cols, ids, rows, out);
+    }
     return launch_kernel(embedding_kernel, grid_for(rows * cols, threads), threads, 0, stream, table, cols, ids, rows,
                          out);
 }

@@ -28,7 +28,8 @@ struct Rounded {
     ElementType type = ElementType::bf16;
 };
 
-// out[r, :] = table[ids[r], :] (rows of `cols` elements)
+// out[r, :] = table[ids[r], :] (rows of `cols` elements; a block type's decoded as the CPU decodes
+// them, its rows whole blocks)
 cudaError_t embedding(WeightView table, int64_t cols, const int32_t* ids, int64_t rows, float* out,
                       cudaStream_t stream);
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, rows of `dim` at the given strides (in place

@@ -155,9 +155,6 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
 }
 
 MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request) {
-    if (request.backend != BackendKind::cpu &&
-        (request.precision == Precision::int8 || request.precision == Precision::q4 || request.precision == Precision::fp8))
-        fail(Status::unsupported, "precision int8, q4 and fp8 run on the CPU only so far");
     std::array<uint64_t, component_count> bytes{};
     uint64_t parameters = 0;
     std::error_code ec;

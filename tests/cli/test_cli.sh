@@ -105,8 +105,14 @@ fp8 = [t for t in d["tensors"] if t["file_dtype"] == "F8_E4M3"]
 assert len(fp8) == 16 and all(t["dtype"] == "F8_E4M3" for t in fp8)
 assert all(t["bytes"] * 128 == 132 * t["shape"][0] * t["shape"][1] for t in fp8)
 PY
-expect_run "plan --precision fp8 on the CUDA backend" 1 plan -m "$fixtures/../reference/llada-fp8-original" --precision fp8 --backend cuda
-expect_one_error_line "plan --precision fp8 on the CUDA backend" "UNSUPPORTED: .*CPU only"
+expect_run "plan --precision fp8 for the CUDA backend" 0 plan -m "$fixtures/../reference/llada-fp8-original" --precision fp8 \
+  --backend cuda --device-memory 1GB --json
+/usr/bin/python3 - "$work/out" <<'PY' || fail "plan --precision fp8 counts 132 bytes per 128 weights of the matrices"
+import json, sys
+d = json.load(open(sys.argv[1]))
+# 14 matrices of 128 columns (294,912 weights) in fp8 blocks; the embedding, LM head and norms in F32.
+assert d["per_device"]["weights"] == 294912 // 128 * 132 + (2 * 300 * 128 + 5 * 128) * 4, d["per_device"]
+PY
 
 model="$fixtures/../reference/llada"
 expect_run "generate --json" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json

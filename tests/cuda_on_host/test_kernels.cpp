@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "../unit/random_values.hpp"
 #include "core/float_convert.hpp"
 #include "cpu/attention.hpp"
+#include "cpu/dequantize.hpp"
 #include "cpu/ops.hpp"
 #include "cpu/route.hpp"
 #include "cuda/attention.hpp"
@@ -640,4 +642,80 @@ TEST_CASE("grouped matmuls of few rows and on tensor cores compute their groups 
                                                                n, k, got.data(), nullptr));
             for (size_t i = size_t(rows * n); i < got.size(); ++i) CHECK(got[i] == untouched);
         }
+}
+
+// Weight-only quantization: the few-row kernel decodes a block type's weights in registers. Through
+// x = rows of the identity it returns every weight as it decoded it, which must be the CPU's values
+// (bit for bit but for the sign of a zero, which a sum from +0 loses);
+// and over random activations, the products of the CPU's decoded weights.
+TEST_CASE("grouped matmuls decode block-type weights to the CPU's bits and multiply them") {
+    std::mt19937 rng(17);
+    const int64_t n = 37, k = 512;  // a partial column tile; two 256-element super-blocks per row
+    for (ElementType type : {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k,
+                             ElementType::q6_k, ElementType::f8_e4m3_b128}) {
+        CAPTURE(int(type));
+        // Random bytes, every block's fp16 scales (or fp32 for F8_E4M3_B128) set finite and small.
+        std::vector<uint8_t> w(size_t(kernels::row_bytes(type, k) * n));
+        std::uniform_int_distribution<int> byte(0, 255);
+        for (uint8_t& b : w) b = uint8_t(byte(rng));
+        std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+        const int64_t size = kernels::block_bytes(type);
+        for (int64_t at = 0; at < int64_t(w.size()); at += size) {
+            auto put_half = [&](int64_t offset) {
+                const uint16_t h = float_to_fp16(scale(rng));
+                std::memcpy(w.data() + at + offset, &h, 2);
+            };
+            switch (type) {
+                case ElementType::q4_k: case ElementType::q5_k: put_half(0); put_half(2); break;
+                case ElementType::q6_k: put_half(208); break;
+                case ElementType::f8_e4m3_b128: {
+                    const float s = scale(rng);
+                    std::memcpy(w.data() + at, &s, 4);
+                    for (int64_t j = 4; j < size; ++j)
+                        if ((w[size_t(at + j)] & 0x7F) == 0x7F) w[size_t(at + j)] = 0;  // no NaN codes
+                    break;
+                }
+                default: put_half(0);
+            }
+        }
+        std::vector<float> decoded(size_t(n * k));
+        for (int64_t c = 0; c < n; ++c)
+            cpu::dequantize_row(type, w.data() + c * kernels::row_bytes(type, k), k, decoded.data() + c * k);
+        const void* weights[] = {w.data()};
+
+        std::vector<float> identity(size_t(k * k), 0.0f);
+        for (int64_t i = 0; i < k; ++i) identity[size_t(i * k + i)] = 1.0f;
+        const int32_t all[] = {0, int32_t(k)};
+        std::vector<float> columns(size_t(k * n), std::nanf(""));
+        REQUIRE_LAUNCHED(cuda::few_row_grouped_matmul(identity.data(), weights, all, 1, type, n, k, false, true,
+                                                      columns.data(), nullptr));
+        int64_t differing = 0;
+        for (int64_t i = 0; i < k; ++i)
+            for (int64_t c = 0; c < n; ++c)
+                differing += columns[size_t(i * n + c)] != decoded[size_t(c * k + i)];  // -0 sums to +0
+        CHECK(differing == 0);
+
+        const int64_t rows = 21;  // a pass of 16 and one of 5
+        const std::vector<float> x = random_floats(size_t(rows * k), rng);
+        const int32_t offsets[] = {0, int32_t(rows)};
+        std::vector<float> got(size_t(rows * n));
+        REQUIRE_LAUNCHED(cuda::few_row_grouped_matmul(x.data(), weights, offsets, 1, type, n, k, false, true, got.data(),
+                                                      nullptr));
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < n; ++c) {
+                double e = 0, magnitude = 0;
+                for (int64_t i = 0; i < k; ++i) {
+                    e += double(decoded[size_t(c * k + i)]) * double(x[size_t(r * k + i)]);
+                    magnitude += std::abs(double(decoded[size_t(c * k + i)]) * double(x[size_t(r * k + i)]));
+                }
+                CHECK(std::abs(double(got[size_t(r * n + c)]) - e) <= 1e-6 * (1.0 + magnitude));
+            }
+    }
+    // Rows that are not whole blocks are refused.
+    const uint8_t none[34] = {};
+    const void* one[] = {none};
+    const int32_t offsets[] = {0, 1};
+    float x[16] = {}, out[1] = {};
+    CHECK(cuda::few_row_grouped_matmul(x, one, offsets, 1, ElementType::q8_0, 1, 16, false, true, out, nullptr) ==
+          cudaErrorInvalidValue);
 }

@@ -886,6 +886,24 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
     check_forward(*load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::bf16), 2e-2);
 }
 
+// Weight-only quantization: the CUDA kernels decode the blocks in registers to the CPU's values and
+// sum in fp32 (in another order), so a quantized model's logits follow the CPU's as fp32 ones do.
+TEST_CASE("whole forwards of quantized models match the CPU: fp8 checkpoints, int8/q4/fp8 at load, ggml's blocks") {
+    for (const std::string name : {"llada-fp8", "llada-fp8-block"}) {
+        CAPTURE(name);
+        check_forward(*load(test_data_path("reference/" + name), Precision::automatic), 1e-4);
+    }
+    for (Precision precision : {Precision::int8, Precision::q4, Precision::fp8}) {
+        CAPTURE(static_cast<int>(precision));
+        check_forward(*load(test_data_path("reference/llada-moe"), precision), 1e-4);  // routed experts quantized
+        check_forward(*load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", precision), 1e-4);
+    }
+    for (const std::string type : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
+        CAPTURE(type);
+        check_forward(*load(UNMASK_SOURCE_DIR "/tests/fixtures/ggml/llada-256-" + type + ".gguf", Precision::automatic), 1e-4);
+    }
+}
+
 TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
     const auto model = load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::fp32);
     MemoryLedger ledger("cuda weights", UINT64_MAX);

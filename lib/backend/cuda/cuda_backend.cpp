@@ -560,7 +560,7 @@ private:
     // in the staging buffer, once for every use in a row of that precision (q, k and v; gate and
     // up; the groups of an expert layer).
     const void* input_for(MatmulInput& input, DType dtype) {
-        if (dtype == DType::f32) return input.x;
+        if (dtype == DType::f32 || is_quantized_dtype(dtype)) return input.x;  // weight-only quantization
         if (input.rounded == nullptr || input.rounded_as != dtype) {
             const RoundedOutput& last = rounded_output_;
             if (last.of == input.x && last.dtype == dtype && last.floats >= input.rows * input.inner) {
@@ -614,6 +614,11 @@ private:
         for (const MatmulJob& job : jobs) {
             const CudaWeights::Copy& weight = weights_->find(*job.weight);
             const int64_t n = job.weight->shape.at(0);
+            if (is_quantized_dtype(weight.dtype) && inner > 0) {
+                run_quantized_matmul(input, job);
+                if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
+                continue;
+            }
             const cudaDataType_t type = weight.dtype == DType::f32    ? CUDA_R_32F
                                         : weight.dtype == DType::bf16 ? CUDA_R_16BF
                                                                       : CUDA_R_16F;
@@ -626,6 +631,21 @@ private:
             }
             if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
         }
+    }
+
+    // A block-type weight (weight-only quantization): the few-row kernel over the job's rows as one
+    // group, in passes of max_few_rows, decoding the blocks in registers; fp32 activations.
+    void run_quantized_matmul(const MatmulInput& input, const MatmulJob& job) {
+        if (job.rows > INT32_MAX) fail(Status::internal, "a matmul of {} rows", job.rows);
+        const Weight* weight = job.weight;
+        const ExpertTable& table = expert_table(std::span(&weight, 1));
+        const int32_t offsets[2] = {0, static_cast<int32_t>(job.rows)};
+        const auto* device_offsets =
+            static_cast<const int32_t*>(upload_parameters(quantized_offsets_, offsets, sizeof offsets));
+        check(k::few_row_grouped_matmul(input.x + job.first_row * input.inner, table.pointers, device_offsets, 1,
+                                        element_type(table.dtype), weight->shape.at(0), input.inner, false, true,
+                                        job.out, stream_),
+              "quantized matmul");
     }
 
     k::WeightView view(const Weight& w) const {
@@ -825,6 +845,7 @@ private:
     PinnedHostBuffer pinned_results_;      // the candidates, on their way to the caller
     DeviceBuffer rounded_, attention_sequences_, attention_partials_, candidate_io_, routing_, routing_fault_;
     DeviceBuffer expert_tables_;  // the planned region of expert tables, filled from the front
+    DeviceBuffer quantized_offsets_;  // a quantized matmul's rows, {0, rows}
     size_t expert_tables_used_ = 0;
     std::unordered_multimap<const Weight*, ExpertTable> expert_tables_by_first_;
     int64_t groupings_ = 0;  // group_by_expert calls so far
@@ -848,10 +869,6 @@ private:
 }  // namespace
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
-    for (const Weight& w : all)
-        if (is_quantized_dtype(w.dtype))
-            fail(Status::unsupported, "weight '{}' is {}: quantized weights run on the CPU only so far (load with a float "
-                 "precision to decode them for the GPU)", w.name, dtype_name(w.dtype));
     select_device(device);
     auto weights = std::shared_ptr<CudaWeights>(new CudaWeights());
     weights->device_ = device;
