@@ -275,10 +275,28 @@ def random_weights(config, generator):
     return weights
 
 
-def make(name, config, out, shards):
+def quantized_weights(weights, kind):
+    """The weights `precision` int8 (kind q8_0) or q4 (q4_0) leaves: each matrix whose rows are whole
+    groups of 32, but the embedding and the LM head, quantized by ggml's reference quantizer and
+    decoded (gguf_dequantize, which the C++ quantizer matches bit for bit)."""
+    out = {}
+    for name, w in weights.items():
+        keep = w.dim() != 2 or w.shape[1] % 32 != 0 or "wte" in name or name == "model.transformer.ff_out.weight"
+        if keep:
+            out[name] = w
+            continue
+        flat = w.float().flatten()
+        blocks = [gguf_dequantize.quantize_block(kind, flat[i:i + 32]) for i in range(0, flat.numel(), 32)]
+        out[name] = torch.cat([gguf_dequantize.decode_block(kind, b) for b in blocks]).double().reshape(w.shape)
+    return out
+
+
+def make(name, config, out, shards, load_time_quantized=False):
     """The model's files and its reference logits. An fp8 checkpoint (config's quantization_config)
     is compared on the weights its codes and scales stand for; `logits_unquantized.N` are those of
-    the float weights it was made from (how far quantization moves them: reported, not asserted)."""
+    the float weights it was made from (how far quantization moves them: reported, not asserted).
+    load_time_quantized: also `logits_int8.N` and `logits_q4.N`, on the weights precision int8 and
+    q4 make of the file's (quantized_weights)."""
     fp8 = "quantization_config" in config
     for attempt in range(100):
         generator = torch.Generator().manual_seed(1000 * attempt + len(name))
@@ -309,6 +327,7 @@ def make(name, config, out, shards):
         fixtures.write_model(directory + "-original", float_config,
                              [(n, "F32", list(w.shape), w.flatten().tolist()) for n, w in original.items()])
     expected = []
+    quantized = {kind: quantized_weights(weights, kind) for kind in ("q8_0", "q4_0")} if load_time_quantized else {}
     for i, (s, l, b) in enumerate(zip(sequences, logits, logits_bf16)):
         kv = reference_model.forward(config, weights, s, kv_dtype=torch.bfloat16)
         expected.append(("tokens.%d" % i, "I64", [len(s)], s.tolist()))
@@ -318,6 +337,9 @@ def make(name, config, out, shards):
         if fp8:
             u = reference_model.forward(config, original, s)
             expected.append(("logits_unquantized.%d" % i, "F32", list(u.shape), u.flatten().tolist()))
+        for kind, label in (("q8_0", "int8"), ("q4_0", "q4")) if load_time_quantized else ():
+            q = reference_model.forward(config, quantized[kind], s)
+            expected.append(("logits_%s.%d" % (label, i), "F32", list(q.shape), q.flatten().tolist()))
     fixtures.write(os.path.join(directory, "reference.safetensors"), fixtures.safetensors_bytes(expected))
     print("%s: seed attempt %d, min top-2 logit gap %.4f, min router gap %.5f" % (name, attempt, logit_gap, router_gap))
     return weights
@@ -356,7 +378,7 @@ def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     torch.set_num_threads(1)
-    weights = make("llada", llada_config(), out, shards=1)
+    weights = make("llada", llada_config(), out, shards=1, load_time_quantized=True)
     make_decoding("llada", llada_config(), weights, LLADA_CASES, reference_decode.llada_generate, out)
     weights = make("llada-block", llada_block_config(), out, shards=1)
     make_decoding("llada-block", llada_block_config(), weights, LLADA_BLOCK_CASES, reference_decode.llada_generate, out)

@@ -32,6 +32,7 @@ struct ReferenceCase {
     std::vector<std::vector<double>> logits_bf16;  // the same with the weights rounded to bf16
     std::vector<std::vector<double>> logits_kv_bf16;  // fp32 weights, keys and values rounded to bf16
     std::vector<std::vector<double>> logits_unquantized;  // fp8 checkpoints: of the float weights they were made from
+    std::vector<std::vector<double>> logits_int8, logits_q4;  // the weights precision int8 and q4 make (llada)
 };
 
 ReferenceCase read_reference(const std::string& dir) {
@@ -55,10 +56,13 @@ ReferenceCase read_reference(const std::string& dir) {
             std::memcpy(values.data(), file.tensor_bytes(*logits), values.size() * 4);
             into->emplace_back(values.begin(), values.end());
         }
-        if (const auto unquantized = find("logits_unquantized." + std::to_string(i)); unquantized != tensors.end()) {
-            std::vector<float> values(unquantized->elements);
-            std::memcpy(values.data(), file.tensor_bytes(*unquantized), values.size() * 4);
-            out.logits_unquantized.emplace_back(values.begin(), values.end());
+        for (auto [prefix, into] : {std::pair{"logits_unquantized.", &out.logits_unquantized},
+                                    std::pair{"logits_int8.", &out.logits_int8}, std::pair{"logits_q4.", &out.logits_q4}}) {
+            const auto optional = find(prefix + std::to_string(i));
+            if (optional == tensors.end()) continue;
+            std::vector<float> values(optional->elements);
+            std::memcpy(values.data(), file.tensor_bytes(*optional), values.size() * 4);
+            into->emplace_back(values.begin(), values.end());
         }
     }
     REQUIRE(out.tokens.size() == 3);
@@ -156,6 +160,30 @@ TEST_CASE("fp8 checkpoints run on their blocks and match the reference on the we
                                                        reference.logits_unquantized[s].size());
             MESSAGE(name << " sequence " << s << ": max relative error " << error
                          << "; against the float model it was made from (fp8's own error) " << quantization);
+            CHECK(error <= 1e-4);
+            offset += reference.logits[s].size();
+        }
+    }
+}
+
+// precision int8 and q4 quantize the matrices at load (Q8_0 and Q4_0 blocks, as ggml's reference
+// quantizer makes them); the reference runs on the same blocks decoded, in float64.
+TEST_CASE("int8 and q4 made at load match the PyTorch reference on the weights they quantize to") {
+    const ReferenceCase reference = read_reference(reference_dir("llada"));
+    for (const auto& [precision, expected] : {std::pair{Precision::int8, &reference.logits_int8},
+                                              std::pair{Precision::q4, &reference.logits_q4}}) {
+        CAPTURE(static_cast<int>(precision));
+        REQUIRE(expected->size() == reference.tokens.size());
+        const auto model = load("llada", precision);
+        const ForwardOutput out = run(*model, reference.tokens, 2);
+        size_t offset = 0;
+        for (size_t s = 0; s < reference.tokens.size(); ++s) {
+            CAPTURE(s);
+            const double error = relative_error(out.logits.data() + offset, (*expected)[s].data(), (*expected)[s].size());
+            const double quantization =
+                relative_error(out.logits.data() + offset, reference.logits[s].data(), reference.logits[s].size());
+            MESSAGE("llada precision " << static_cast<int>(precision) << " sequence " << s << ": max relative error "
+                                       << error << "; against the float model (the quantization's own) " << quantization);
             CHECK(error <= 1e-4);
             offset += reference.logits[s].size();
         }
