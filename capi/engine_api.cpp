@@ -94,6 +94,7 @@ extern "C" unmask_status unmask_engine_create_from_config(const char* path, unma
         unmask_model_params load;
         unmask_model_params_init(&load);
         load.precision = static_cast<int32_t>(config.precision);
+        load.quantize_embeddings = config.quantize_embeddings ? 1 : 0;
         load.backend = config.gpu_devices.empty() ? UNMASK_BACKEND_CPU : UNMASK_BACKEND_CUDA;
         if (config.gpu_devices.size() > 1)
             fail(Status::unsupported, "resources.gpu_devices lists {} GPUs; an engine runs on one until multi-GPU "

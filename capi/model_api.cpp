@@ -44,6 +44,7 @@ LoadOptions to_load_options(const unmask_model_params& p) {
         p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
                       UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
         "params->precision"));
+    options.quantize_embeddings = require_one_of(p.quantize_embeddings, {0, 1}, "params->quantize_embeddings") == 1;
     options.checksum_mode = static_cast<ChecksumMode>(require_one_of(
         p.checksum_mode, {UNMASK_CHECKSUM_IF_PRESENT, UNMASK_CHECKSUM_REQUIRE, UNMASK_CHECKSUM_SKIP},
         "params->checksum_mode"));

@@ -32,6 +32,7 @@ PlanRequest to_plan_request(const unmask_plan_params& p) {
         p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
                       UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
         "params->precision"));
+    r.quantize_embeddings = require_one_of(p.quantize_embeddings, {0, 1}, "params->quantize_embeddings") == 1;
     r.backend = static_cast<BackendKind>(
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
     r.sequence.kv_cache = require_one_of(p.kv_cache, {0, 1}, "params->kv_cache") == 1;

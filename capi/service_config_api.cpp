@@ -76,6 +76,7 @@ extern "C" unmask_status unmask_service_config_read(const char* path, unmask_ser
         out.log_rotation_size_mb = static_cast<int32_t>(c.log_rotation_size_mb);
         if (size > service_config_v1_size) fill_deprecated_server_fields(path, out);
         out.gpu_device = c.gpu_devices.empty() ? 0 : static_cast<int32_t>(c.gpu_devices[0]);
+        out.quantize_embeddings = c.quantize_embeddings ? 1 : 0;
         std::memcpy(config, &out, size);
     });
 }

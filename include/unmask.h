@@ -172,6 +172,11 @@ typedef struct unmask_model_params {
     /* Since ABI 1.4: which GPU (CUDA device index, 0..1023) a UNMASK_BACKEND_CUDA model's
      * weights are copied to and its work runs on; not used by the CPU backend. */
     int32_t device;                             /* default 0 */
+    int32_t reserved;                           /* since ABI 1.11: 0; keeps the field below at offset
+                                                   88, past an older caller's struct_size */
+    /* Since ABI 1.11: 1 to quantize the embedding and the LM head too at INT8, Q4 and FP8 (where
+     * their rows are whole blocks); default 0: they keep the file's type (docs/loading.md). */
+    int32_t quantize_embeddings;
 } unmask_model_params;
 
 /* Fills *params with the defaults above (through the macro below). The function writes the ABI 1.3
@@ -316,7 +321,9 @@ typedef struct unmask_plan_params {
     int64_t max_sequence_length;  /* prompt + generation; 0 (default): the model's maximum */
     int32_t kv_cache_precision;   /* since ABI 1.5: UNMASK_PRECISION_FP32 (default) or _BF16 (needs
                                      kv_cache = 1), as unmask_generate_params.cache_precision */
-    /* (4 bytes of padding: a field appended later starts at offset 80.) */
+    int32_t reserved;             /* since ABI 1.11: 0; keeps the field below at offset 80, past an
+                                     older caller's struct_size */
+    int32_t quantize_embeddings;  /* since ABI 1.11: as unmask_model_params.quantize_embeddings */
 } unmask_plan_params;
 
 /* Fills *params with the defaults above (see unmask_model_params_init). */
@@ -658,6 +665,8 @@ typedef struct unmask_service_config {
     /* Since ABI 1.4. */
     int32_t gpu_device;                /* resources.gpu_devices[0], the GPU an engine runs on, when
                                           gpu_device_count > 0; 0 otherwise (which is not GPU 0) */
+    /* Since ABI 1.11. */
+    int32_t quantize_embeddings;       /* model.quantize_embeddings: 1 or 0 (default) */
 } unmask_service_config;
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */

@@ -26,7 +26,8 @@ const unmask_cli::CommandSpec command{
     0,
     0,
     {{"model", "DIR", "the model (default: the bundled model)", 'm'},
-     {"precision", "P", "the weights in memory: auto (the file's), fp32, bf16, fp16, int8 or q4 (default auto)"},
+     {"precision", "P", "the weights in memory: auto (the file's), fp32, bf16, fp16, int8, q4 or fp8 (default auto)"},
+     {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
      {"data", "FILE", "held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)"},
      {"limit", "N", "the first N requests only"},
      {"gen-length", "N", "positions generated per request (default 48)"},
@@ -44,6 +45,7 @@ struct Options {
     std::string data = UNMASK_QUALITY_DATA;
     std::string json_path;
     std::string precision = "auto";
+    bool quantize_embeddings = false;
     int64_t limit = 0, gen_length = 48, batch = 16, threads = 0;
     std::vector<std::string> settings;
 };
@@ -54,6 +56,7 @@ Options parse(const unmask_cli::ParsedArgs& args) {
     options.data = args.value("data").value_or(options.data);
     options.json_path = args.value("json").value_or("");
     options.precision = args.value("precision").value_or(options.precision);
+    options.quantize_embeddings = args.has("quantize-embeddings");
     options.settings = args.all("setting");
     options.limit = args.integer("limit", 0, 0);
     options.gen_length = args.integer("gen-length", options.gen_length, 1);
@@ -99,14 +102,16 @@ int main(int argc, char** argv) try {
         std::fprintf(stderr, "unmask-quality: unknown --precision '%s'\n", options.precision.c_str());
         return 2;
     }
+    model_params.quantize_embeddings = options.quantize_embeddings ? 1 : 0;
     unmask_model* loaded = nullptr;
     if (unmask_model_load(options.model.c_str(), &model_params, &loaded) != UNMASK_OK)
         throw std::runtime_error(std::string("loading the model: ") + unmask_last_error());
     const std::unique_ptr<unmask_model, void (*)(unmask_model*)> model(loaded, unmask_model_free);
     const std::vector<unmask_quality::Example> examples = unmask_quality::read_examples(options.data, options.limit);
 
-    std::printf("model %s (precision %s), %zu held-out requests, gen_length %lld\n\n", options.model.c_str(),
-                options.precision.c_str(), examples.size(), static_cast<long long>(options.gen_length));
+    std::printf("model %s (precision %s%s), %zu held-out requests, gen_length %lld\n\n", options.model.c_str(),
+                options.precision.c_str(), options.quantize_embeddings ? ", embeddings quantized" : "", examples.size(),
+                static_cast<long long>(options.gen_length));
     std::printf("| setting | cache | exact | tool calls | addition | refusals | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     nlohmann::json rows = nlohmann::json::array();

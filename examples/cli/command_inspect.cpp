@@ -111,6 +111,7 @@ int run_inspect(const ParsedArgs& args) {
     params.checksum_mode = args.has("verify") ? UNMASK_CHECKSUM_REQUIRE : UNMASK_CHECKSUM_SKIP;
     params.metadata_only = 1;
     if (auto precision = args.value("precision")) params.precision = parse_precision(*precision);
+    if (args.has("quantize-embeddings")) params.quantize_embeddings = 1;
     unmask_service_config config{};
     std::string path = args.positional.empty() ? std::string() : args.positional.front();
     if (path.empty() && read_config_option(args, config)) path = config.weights_path;
@@ -136,6 +137,7 @@ const Command inspect_command{
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
       {"config", "FILE", "a service configuration: inspect its model"},
       {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16, fp16, int8, q4 or fp8"},
+      {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
       {"progress", "", "report --verify's progress on stderr (a line per tenth) even when it is not a terminal"}}},
     run_inspect};
 

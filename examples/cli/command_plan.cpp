@@ -90,6 +90,7 @@ int run_plan(const ParsedArgs& args) {
     if (read_config_option(args, config)) {  // flags below override the file
         if (!model_path) model_path = config.weights_path;
         params.precision = config.precision;
+        params.quantize_embeddings = config.quantize_embeddings;
         params.memory_fraction = config.memory_fraction;
         params.max_concurrent = config.max_concurrent_requests;
         params.max_sequence_length = config.max_sequence_length;
@@ -100,6 +101,7 @@ int run_plan(const ParsedArgs& args) {
     }
     if (!model_path) model_path = default_model_path();
     if (auto v = args.value("precision")) params.precision = parse_precision(*v);
+    if (args.has("quantize-embeddings")) params.quantize_embeddings = 1;
     backend = args.value("backend").value_or(backend);
     params.backend = parse_backend(backend);
     apply_memory_options(args, params);
@@ -141,6 +143,7 @@ const Command plan_command{
      with_memory_options({{"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
                           {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
                           {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8, q4 or fp8 (matrices quantized at load)"},
+                          {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},
                           {"concurrency", "N", "sequences running at once (default 1)"},
                           {"devices", "N", "devices sharing the model: experts divided, the rest replicated (default 1)"},

@@ -12,6 +12,7 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         {"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
         {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8, q4 or fp8 (matrices quantized at load)"},
+        {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
         {"backend", "B", "cpu (default) or cuda"},
         {"device", "N", "the GPU for --backend cuda (default 0)"},
         {"threads", "N", "CPU threads (default: all)"},
@@ -52,6 +53,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     if (auto v = args.value("model")) path = *v;
     if (path.empty()) path = default_model_path();
     if (auto v = args.value("precision")) model_params.precision = parse_precision(*v);
+    if (args.has("quantize-embeddings")) model_params.quantize_embeddings = 1;
     if (auto v = args.value("backend")) model_params.backend = parse_backend(*v);
     apply_memory_options(args, model_params);
     auto int32 = [&](const char* name, int32_t& field, int64_t min) {

@@ -14,6 +14,7 @@ namespace unmask_examples {
 inline void apply_service_config(const unmask_service_config& c, unmask_model_params& model,
                                  unmask_engine_params& engine) {
     model.precision = c.precision;
+    model.quantize_embeddings = c.quantize_embeddings;
     model.memory_fraction = c.memory_fraction;
     model.log_level = c.log_level;
     if (c.gpu_device_count > 1)  // as unmask_engine_create_from_config refuses it

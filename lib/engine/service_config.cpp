@@ -178,13 +178,15 @@ ServiceConfig config_from(const json& root, const std::filesystem::path& directo
     service.number("request_timeout_seconds", config.request_timeout_seconds, 0, 1e9, false);
 
     const Section model(root, "model");
-    model.allow_only({"weights_path", "precision", "max_sequence_length", "min_diffusion_steps", "max_diffusion_steps"});
+    model.allow_only({"weights_path", "precision", "quantize_embeddings", "max_sequence_length", "min_diffusion_steps",
+                      "max_diffusion_steps"});
     const auto weights = model.string("weights_path");
     if (!weights || weights->empty()) fail(Status::invalid_argument, "'model.weights_path' is required");
     config.weights_path = anchored(*weights);
     model.choice<Precision>("precision", config.precision,
                             {{"auto", Precision::automatic}, {"fp32", Precision::fp32}, {"bf16", Precision::bf16},
                              {"fp16", Precision::fp16}, {"int8", Precision::int8}, {"q4", Precision::q4}, {"fp8", Precision::fp8}});
+    model.boolean("quantize_embeddings", config.quantize_embeddings);
     model.integer("max_sequence_length", config.max_sequence_length, 1, int64_t(1) << 30);
     model.integer("min_diffusion_steps", config.min_diffusion_steps, 0, int64_t(1) << 20);
     model.integer("max_diffusion_steps", config.max_diffusion_steps, 0, int64_t(1) << 20);

@@ -2,7 +2,8 @@
 // YAML:
 //
 //   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds
-//   model:     weights_path, precision, max_sequence_length, min_diffusion_steps, max_diffusion_steps
+//   model:     weights_path, precision, quantize_embeddings, max_sequence_length, min_diffusion_steps,
+//              max_diffusion_steps
 //   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
 //   server:    unmask-server's own (examples/server reads it through read_config_section); the
 //              library checks only that it is a mapping
@@ -30,6 +31,7 @@ struct ServiceConfig {
     double request_timeout_seconds = 0;  // 0: none
     std::filesystem::path weights_path;  // relative paths are relative to the file's directory
     Precision precision = Precision::automatic;
+    bool quantize_embeddings = false;
     int64_t max_sequence_length = 0;  // 0: the model's
     int64_t min_diffusion_steps = 0, max_diffusion_steps = 0;
     std::vector<int64_t> gpu_devices;  // empty: the CPU

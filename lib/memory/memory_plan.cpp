@@ -165,8 +165,9 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
                                  request.precision == Precision::fp16;
     if (request.precision == Precision::automatic || (has_weights && !float_precision)) {
         // The weights as loading would hold them: the headers bound at the precision, no tensor read.
-        const auto model = load_model(model_path, {.precision = request.precision, .checksum_mode = ChecksumMode::skip,
-                                                   .metadata_only = true});
+        const auto model = load_model(model_path, {.precision = request.precision,
+                                                   .quantize_embeddings = request.quantize_embeddings,
+                                                   .checksum_mode = ChecksumMode::skip, .metadata_only = true});
         for (const Weight& w : model->weights()) {
             bytes[size_t(w.component)] += dtype_bytes(w.dtype, w.elements);
             parameters += w.elements;
@@ -180,7 +181,8 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
         uint64_t elements = 1;
         for (int64_t extent : tensor.shape) elements *= static_cast<uint64_t>(extent);
         bytes[size_t(component_of(tensor.role))] +=
-            dtype_bytes(loaded_dtype(request.precision, DType::bf16, tensor.role, tensor.shape), elements);
+            dtype_bytes(loaded_dtype(request.precision, DType::bf16, tensor.role, tensor.shape, request.quantize_embeddings),
+                        elements);
         parameters += elements;
     }
     return plan_memory(spec, bytes, parameters, request);

@@ -62,6 +62,7 @@ inline constexpr int64_t max_forward_rows = INT32_MAX;
 
 struct PlanRequest {
     Precision precision = Precision::automatic;  // automatic: each tensor's file dtype
+    bool quantize_embeddings = false;            // as LoadOptions::quantize_embeddings
     BackendKind backend = BackendKind::cpu;
     int threads = 1;  // the CPU backend's workspace is per thread
     int64_t devices = 1;

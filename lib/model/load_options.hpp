@@ -15,6 +15,8 @@ enum class ChecksumMode : int32_t { if_present = 0, require = 1, skip = 2 };
 
 struct LoadOptions {
     Precision precision = Precision::automatic;
+    // At int8, q4 and fp8, quantize the embedding and the LM head too (see loaded_dtype).
+    bool quantize_embeddings = false;
     ChecksumMode checksum_mode = ChecksumMode::if_present;
     BackendKind backend = BackendKind::cpu;
     bool metadata_only = false;  // read headers and bind shapes; touch no tensor data

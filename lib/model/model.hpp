@@ -73,10 +73,12 @@ bool quantizable(Role role) noexcept;
 // The dtype a weight of `role` and `shape` stored as `file_dtype` has in memory at `precision`:
 // the file's at automatic; the float type asked for (decoding quantized blocks); at int8, q4 and
 // fp8, Q8_0, Q4_0 or F8_E4M3_B128 blocks for the matrices of float files whose rows are whole
-// blocks, except the embeddings and the LM head, and the file's type for everything else. An fp8
-// checkpoint's F8_E4M3 weight (file_dtype f8_e4m3) is F8_E4M3_B128 at automatic, int8, q4 and fp8
-// where it is a quantizable matrix of whole groups of 128, and fp32 otherwise.
-DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape) noexcept;
+// blocks, except the embedding and the LM head unless `quantize_embeddings`, and the file's type
+// for everything else. An fp8 checkpoint's F8_E4M3 weight (file_dtype f8_e4m3) is F8_E4M3_B128 at
+// automatic, int8, q4 and fp8 where it is a quantizable matrix of whole groups of 128, and fp32
+// otherwise.
+DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape,
+                   bool quantize_embeddings = false) noexcept;
 
 // config.json (or a GGUF file's metadata) -> ModelSpec, without reading any tensor.
 ModelSpec read_model_config(const std::filesystem::path& path);

@@ -145,7 +145,8 @@ bool quantizable(Role role) noexcept {
     }
 }
 
-DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape) noexcept {
+DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape,
+                   bool quantize_embeddings) noexcept {
     const auto whole_blocks = [&](DType blocks) {
         return shape.size() == 2 && shape[1] % int64_t(dtype_block_elements(blocks)) == 0;
     };
@@ -162,7 +163,8 @@ DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::
             const DType blocks = precision == Precision::int8 ? DType::q8_0
                                  : precision == Precision::q4 ? DType::q4_0
                                                               : DType::f8_e4m3_b128;
-            const bool kept = role == Role::embedding || role == Role::lm_head || !quantizable(role);
+            const bool embedding = role == Role::embedding || role == Role::lm_head;
+            const bool kept = (embedding && !quantize_embeddings) || !quantizable(role);
             if (file_dtype == DType::f8_e4m3) return fp8_file_kept;
             return is_quantized_dtype(file_dtype) || kept || !whole_blocks(blocks) ? file_dtype : blocks;
         }
@@ -445,7 +447,9 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         uint64_t weight_bytes = 0;
         for (const ExpectedTensor& want : expected) {
             const StoredTensor& stored = files.tensors.at(want.name);
-            weight_bytes += dtype_bytes(loaded_dtype(options.precision, *stored.dtype, want.role, want.shape), stored.elements);
+            weight_bytes += dtype_bytes(
+                loaded_dtype(options.precision, *stored.dtype, want.role, want.shape, options.quantize_embeddings),
+                stored.elements);
         }
         model->memory_ = options.memory->reserve(weight_bytes, fmt::format("the weights of '{}'", path.string()));
     }
@@ -456,7 +460,7 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
     std::set<DType> loaded_dtypes;
     for (const ExpectedTensor& want : expected) {
         const StoredTensor& stored = files.tensors.at(want.name);
-        const DType dtype = loaded_dtype(options.precision, *stored.dtype, want.role, want.shape);
+        const DType dtype = loaded_dtype(options.precision, *stored.dtype, want.role, want.shape, options.quantize_embeddings);
         const uint64_t bytes = dtype_bytes(dtype, stored.elements);
         const uint8_t* data = nullptr;
         if (!options.metadata_only) {

@@ -464,6 +464,7 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
         CHECK(c.request_timeout_seconds == 30.0);
         CHECK(c.weights_path == "/models/llada-8b-instruct");
         CHECK(c.precision == Precision::bf16);
+        CHECK_FALSE(c.quantize_embeddings);
         CHECK(c.max_sequence_length == 4096);
         CHECK(c.min_diffusion_steps == 8);
         CHECK(c.max_diffusion_steps == 32);
@@ -488,6 +489,7 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
     CHECK(config.log_prompts == 1);
     CHECK(std::string(config.api_key_file) == std::string(UNMASK_SOURCE_DIR) + "/tests/data/keys.txt");
     CHECK(config.gpu_device_count == 2);
+    CHECK(config.quantize_embeddings == 0);
     CHECK(config.gpu_device == 0);  // the first of [0, 1]: the GPU an engine runs on
     // A caller built against ABI 1.2 passes the older size and gets only the fields it knows.
     unmask_service_config older{};
@@ -538,6 +540,7 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "service:\n  max_queued_requests: 0x40\n", "'service.max_queued_requests' must be an integer"},
         {base + "service:\n  request_timeout_seconds: -1\n", "'service.request_timeout_seconds' must be within"},
         {base + "  precision: fp4\n", "'model.precision' must be one of"},
+        {base + "  quantize_embeddings: 1\n", "'model.quantize_embeddings' must be true or false"},
         {base + "  min_diffusion_steps: 40\n  max_diffusion_steps: 8\n", "exceeds 'model.max_diffusion_steps'"},
         {base + "resources:\n  memory_fraction: 1.5\n", "'resources.memory_fraction' must be within (0, 1]"},
         {base + "resources:\n  memory_fraction: 0\n", "'resources.memory_fraction' must be within (0, 1]"},
@@ -566,6 +569,7 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
     CHECK_THROWS_WITH_AS(parse_service_config(R"({"model": {"weights_path": "m"}, "service": {"listen_port": "80"}})",
                                               false, "."),
                          doctest::Contains("'service.listen_port' must be an integer"), Error);
+    CHECK(parse_service_config(base + "  precision: q4\n  quantize_embeddings: true\n", true, ".").quantize_embeddings);
     // YAML integers are decimal (no octal), empty sections are defaults, 0 means none.
     const ServiceConfig c = parse_service_config(
         base + "service:\n  max_queued_requests: 0100\n  listen_port: 0\nresources:\n", true, ".");

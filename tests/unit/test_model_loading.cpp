@@ -227,6 +227,32 @@ TEST_CASE("int8 and q4 quantize a float model's matrices at load, and the plan c
         request.device_memory_bytes = uint64_t(1) << 30;
         CHECK(plan_memory(fixture_path("good/llada"), request).weights == model->description().weight_bytes);
     }
+    // quantize_embeddings: the embedding and the LM head are quantized too (rows of 32: whole blocks),
+    // as loaded and as planned; through the C API, 0 (default) or 1.
+    const auto all = load("good/llada", Precision::int8, {.quantize_embeddings = true});
+    CHECK(all->weight("model.transformer.wte.weight").dtype == DType::q8_0);
+    CHECK(all->weight("model.transformer.ff_out.weight").dtype == DType::q8_0);
+    CHECK(all->weight("model.transformer.blocks.0.ff_out.weight").dtype == DType::f32);  // 48 columns
+    PlanRequest everything;
+    everything.precision = Precision::int8;
+    everything.quantize_embeddings = true;
+    CHECK(plan_memory(fixture_path("good/llada"), everything).weights == all->description().weight_bytes);
+    unmask_model_params params;
+    unmask_model_params_init(&params);
+    CHECK(params.quantize_embeddings == 0);
+    params.precision = UNMASK_PRECISION_INT8;
+    params.quantize_embeddings = 2;
+    unmask_model* handle = nullptr;
+    CHECK(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("quantize_embeddings") != std::string::npos);
+    params.quantize_embeddings = 1;
+    REQUIRE(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_OK);
+    unmask_model_description d{};
+    d.struct_size = sizeof d;
+    REQUIRE(unmask_model_info(handle, &d) == UNMASK_OK);
+    CHECK(d.weight_bytes == all->description().weight_bytes);
+    unmask_model_free(handle);
+
     // Tensors a file already holds in blocks stay as they are; its float ones are quantized.
     const auto gguf = load("gguf/llada-q8_0.gguf", Precision::q4);
     CHECK(gguf->weight("model.transformer.blocks.0.q_proj.weight").dtype == DType::q8_0);

@@ -17,7 +17,7 @@ BUNDLED = os.environ.get("UNMASK_BUNDLED_MODEL") or os.path.join(
 class Layout(unittest.TestCase):
     def test_structs_match_the_frozen_c_layouts(self):
         # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
-        sizes = {_ffi.ModelParams: 88, _ffi.PlanParams: 80, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 240,
+        sizes = {_ffi.ModelParams: 96, _ffi.PlanParams: 88, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 240,
                  _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112,
                  _ffi.ParameterInfo: 64}
         for struct, size in sizes.items():
@@ -27,7 +27,8 @@ class Layout(unittest.TestCase):
         self.assertEqual(_ffi.ModelDescription.diffusion_block_size.offset, 104)
         # Offsets tests/unit/test_struct_layout.cpp freezes (fields of equal size could swap unseen).
         offsets = {(_ffi.ModelParams, "memory_budget_bytes"): 56, (_ffi.ModelParams, "memory_margin"): 72,
-                   (_ffi.ModelParams, "device"): 80,
+                   (_ffi.ModelParams, "device"): 80, (_ffi.ModelParams, "quantize_embeddings"): 88,
+                   (_ffi.PlanParams, "quantize_embeddings"): 80,
                    (_ffi.PlanParams, "memory_budget_bytes"): 32, (_ffi.PlanParams, "memory_margin"): 48,
                    (_ffi.MemoryPlan, "weights_by_component"): 72, (_ffi.MemoryPlan, "max_length_at_concurrency"): 192,
                    (_ffi.EngineParams, "min_steps"): 40, (_ffi.EngineParams, "log_level"): 72,

@@ -48,7 +48,7 @@ class ModelParams(ctypes.Structure):
                 ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32),
                 ("metadata_only", c_int32), ("progress_callback", PROGRESS_CALLBACK), ("progress_user_data", c_void_p),
                 ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
-                ("device", c_int32)]
+                ("device", c_int32), ("reserved", c_int32), ("quantize_embeddings", c_int32)]
 
 
 class ModelDescription(ctypes.Structure):
@@ -64,7 +64,8 @@ class PlanParams(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("precision", c_int32), ("backend", c_int32), ("devices", c_int32),
                 ("threads", c_int32), ("kv_cache", c_int32), ("cfg", c_int32), ("max_concurrent", c_int32),
                 ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
-                ("device_memory_bytes", c_uint64), ("max_sequence_length", c_int64), ("kv_cache_precision", c_int32)]
+                ("device_memory_bytes", c_uint64), ("max_sequence_length", c_int64), ("kv_cache_precision", c_int32),
+                ("reserved", c_int32), ("quantize_embeddings", c_int32)]
 
 
 class MemoryPlan(ctypes.Structure):

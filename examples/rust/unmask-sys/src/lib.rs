@@ -103,6 +103,8 @@ pub struct unmask_model_params {
     pub memory_fraction: c_double,
     pub memory_margin: c_double,
     pub device: i32,
+    pub reserved: i32,
+    pub quantize_embeddings: i32,
 }
 
 #[repr(C)]
@@ -145,6 +147,8 @@ pub struct unmask_plan_params {
     pub device_memory_bytes: u64,
     pub max_sequence_length: i64,
     pub kv_cache_precision: i32,
+    pub reserved: i32,
+    pub quantize_embeddings: i32,
 }
 
 #[repr(C)]
@@ -411,8 +415,8 @@ mod tests {
     #[test]
     fn struct_sizes_match_the_c_header() {
         // The sizes tests/unit/test_struct_layout.cpp checks for include/unmask.h.
-        assert_eq!(size_of::<unmask_model_params>(), 88);
-        assert_eq!(size_of::<unmask_plan_params>(), 80);
+        assert_eq!(size_of::<unmask_model_params>(), 96);
+        assert_eq!(size_of::<unmask_plan_params>(), 88);
         assert_eq!(size_of::<unmask_memory_plan>(), 200);
         assert_eq!(size_of::<unmask_generate_params>(), 240);
         assert_eq!(size_of::<unmask_engine_params>(), 80);
@@ -431,6 +435,7 @@ mod tests {
         assert_eq!(offset!(unmask_model_params, memory_budget_bytes), 56);
         assert_eq!(offset!(unmask_model_params, memory_margin), 72);
         assert_eq!(offset!(unmask_model_params, device), 80);
+        assert_eq!(offset!(unmask_model_params, quantize_embeddings), 88);
         assert_eq!(offset!(unmask_model_description, mask_token_id), 76);
         assert_eq!(offset!(unmask_model_description, eos_token_id), 100);
         assert_eq!(offset!(unmask_model_description, diffusion_block_size), 104);
@@ -444,6 +449,7 @@ mod tests {
         assert_eq!(offset!(unmask_generate_params, edit_threshold), 224);
         assert_eq!(offset!(unmask_generate_params, max_post_edit_steps), 232);
         assert_eq!(offset!(unmask_plan_params, kv_cache_precision), 72);
+        assert_eq!(offset!(unmask_plan_params, quantize_embeddings), 80);
         assert_eq!(offset!(unmask_engine_stats, memory_capacity), 192);
         assert_eq!(offset!(unmask_memory_plan, weights_by_component), 72);
         assert_eq!(offset!(unmask_memory_plan, max_length_at_concurrency), 192);
