@@ -2,12 +2,12 @@
 # Whole-process time and peak memory of `unmask generate` on one random LLaDA-shaped GGUF model
 # (bench/make_gguf_model.py: d 512, 8 layers, mlp 1536, vocab 4096, ~31M parameters) stored as
 # F32, BF16, Q8_0 and Q4_0, and the BF16 file quantized at load (TYPE@PRECISION: BF16@int8,
-# BF16@q4), runs alternating between them, medians reported.
+# BF16@q4, BF16@fp8), runs alternating between them, medians reported.
 # usage: bench/gguf_quantized.sh BUILD_DIR [RUNS] [TYPES...]
 set -euo pipefail
 build=$1
 runs=${2:-5}
-types=(F32 BF16 Q8_0 Q4_0 BF16@int8 BF16@q4)
+types=(F32 BF16 Q8_0 Q4_0 BF16@int8 BF16@q4 BF16@fp8)
 if [ $# -gt 2 ]; then types=("${@:3}"); fi
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
