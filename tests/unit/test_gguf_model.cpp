@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -292,6 +293,86 @@ TEST_CASE("GGUF files quantized by ggml itself decode to ggml's values and run a
         }
         CHECK(compared == 7);
     }
+}
+
+// tests/fixtures/llamacpp: good/llada-256 converted by llama.cpp's own converter and quantized to
+// Q4_K_M by its own llama-quantize (make_llamacpp_fixtures.sh records how), with the SHA-256 of
+// gguf-py's dequantization of each quantized tensor: names, metadata, tokenizer keys, q/k row
+// order and the Q4_K_M mixture as llama.cpp's tools write them.
+TEST_CASE("a GGUF made by llama.cpp's converter and llama-quantize is the directory it came from") {
+    const std::string directory = std::string(UNMASK_SOURCE_DIR) + "/tests/fixtures/llamacpp/";
+    const std::string path = directory + "llada-256-q4_k_m.gguf";
+    std::ifstream in(directory + "values.json");
+    const nlohmann::json digests = nlohmann::json::parse(in).at("q4_k_m");
+    const GgufFile file(path);
+    std::set<std::string> types;
+    for (const GgufTensor& t : file.header().tensors) {
+        if (t.type.block_elements == 1) continue;
+        CAPTURE(t.name);
+        types.insert(std::string(t.type.name));
+        std::optional<DType> dtype;
+        for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+            if (dtype_name(d) == t.type.name) dtype = d;
+        REQUIRE(dtype);
+        std::vector<float> values(size_t(t.elements));
+        kernels::cpu::dequantize_row(element_type(*dtype), file.tensor_bytes(t), int64_t(t.elements), values.data());
+        Sha256 digest;
+        digest.update(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4);
+        CHECK(digest.hex_digest() == digests.at(std::string(t.name)).at("sha256").get<std::string>());
+    }
+    CHECK(types == std::set<std::string>{"Q4_K", "Q6_K"});  // Q4_K_M: Q6_K for the LM head and some V/down
+    CHECK(size_t(std::distance(digests.begin(), digests.end())) == 9);
+
+    // Bound as the directory's weights, within Q4_K's error; a row out of place (the q/k order the
+    // converter interleaves) would be off by the weights' whole size.
+    const auto source = load_model(fixture_path("good/llada-256"), {});
+    const auto decoded = load_model(path, {.precision = Precision::fp32});
+    const ModelSpec& a = source->spec();
+    const ModelSpec& b = decoded->spec();
+    CHECK(b.architecture == Architecture::llada);
+    CHECK(b.hidden_size == a.hidden_size);
+    CHECK(b.attention_heads == a.attention_heads);
+    CHECK(b.kv_heads == a.kv_heads);
+    CHECK(b.vocab_size == a.vocab_size);
+    CHECK(b.mask_token_id == a.mask_token_id);
+    CHECK(b.eos_token_id == a.eos_token_id);
+    CHECK(b.max_sequence_length == a.max_sequence_length);
+    CHECK_FALSE(b.logits_shift);
+    REQUIRE(decoded->weights().size() == source->weights().size());
+    double largest = 0;
+    for (const Weight& w : source->weights()) {
+        CAPTURE(w.name);
+        const Weight& g = decoded->weight(w.name);
+        REQUIRE(g.shape == w.shape);
+        REQUIRE((g.dtype == DType::f32 && w.dtype == DType::f32));
+        const auto* x = static_cast<const float*>(w.data);
+        const auto* y = static_cast<const float*>(g.data);
+        double error = 0, norm = 0;
+        for (uint64_t i = 0; i < w.elements; ++i) {
+            error += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+            norm += double(x[i]) * x[i];
+        }
+        const bool matrix = w.shape.size() == 2;
+        CHECK(std::sqrt(error / norm) <= (matrix ? 0.1 : 0.0));  // norms stay F32
+        largest = std::max(largest, std::sqrt(error / norm));
+    }
+    MESSAGE("llama.cpp's Q4_K_M against the source weights: relative RMS error at most " << largest);
+    // The file's own tokenizer (gguf-py's keys) is the directory's tokenizer.json.
+    const auto from_json = Tokenizer::load(fixture_path("good/llada-256"));
+    const auto from_gguf = Tokenizer::load(path);
+    CHECK(from_gguf->vocab_size() == from_json->vocab_size());
+    for (const std::string text : {"12+34=46;", "(1,2)<|mdm_mask|><|endoftext|>", ""}) {
+        CAPTURE(text);
+        const auto ids = from_gguf->encode(text, true);
+        CHECK(ids == from_json->encode(text, true));
+        CHECK(from_gguf->decode(ids, false) == from_json->decode(ids, false));
+    }
+    CHECK(from_gguf->token_id("<|mdm_mask|>") == 63);
+    // Runs on its blocks as it does decoded at load.
+    const std::vector<int32_t> prompt = from_json->encode("12+34=", false);
+    const auto expected = generate(path.c_str(), prompt, UNMASK_PRECISION_FP32);
+    CHECK(expected.size() == 8);
+    CHECK(generate(path.c_str(), prompt) == expected);
 }
 
 TEST_CASE("bad GGUF models name the key or tensor") {
