@@ -41,8 +41,9 @@ void matmul_columns_portable(const float* a, int64_t lda, int64_t m, const Weigh
 const MatmulIsa* all_isas() {
     __builtin_cpu_init();
     static const MatmulIsa isas[] = {
-        {"avx512", matmul_columns_avx512, __builtin_cpu_supports("avx512f") != 0},
-        {"avx2", matmul_columns_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+        {"avx512", matmul_columns_avx512, __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c")},
+        {"avx2", matmul_columns_avx2,
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")},
         {"portable", matmul_columns_portable, true},
     };
     return isas;

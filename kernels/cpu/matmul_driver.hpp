@@ -9,6 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 #include "cpu/dequantize.hpp"
 #include "cpu/matmul.hpp"
 #include "core/float_convert.hpp"
@@ -16,6 +20,16 @@
 namespace unmask::kernels::cpu::detail {
 
 inline constexpr int64_t k_block = 256;
+
+// fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is
+// compiled for has it (the AVX2 and AVX-512 kernels), the portable one elsewhere.
+inline float widen_fp16(uint16_t h) noexcept {
+#ifdef __F16C__
+    return _cvtsh_ss(h);
+#else
+    return fp16_to_float(h);
+#endif
+}
 static_assert(k_block % block_elements(ElementType::q4_k) == 0 && k_block % block_elements(ElementType::q8_0) == 0,
               "a K block must hold whole quantized blocks");
 
@@ -32,7 +46,7 @@ inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t 
             else if (w.type == ElementType::bf16)
                 for (int64_t j = 0; j < cols; ++j) row[j] = bf16_to_float(half[j]);
             else
-                for (int64_t j = 0; j < cols; ++j) row[j] = fp16_to_float(half[j]);
+                for (int64_t j = 0; j < cols; ++j) row[j] = widen_fp16(half[j]);
             std::fill(panel + k * NR + cols, panel + (k + 1) * NR, 0.0f);
         }
         return;
@@ -62,7 +76,7 @@ inline void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t 
             }
             case ElementType::f16: {
                 const uint16_t* src = static_cast<const uint16_t*>(w.data) + row;
-                for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = fp16_to_float(src[k]);
+                for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = widen_fp16(src[k]);
                 break;
             }
             default: break;  // the quantized types, decoded above

@@ -115,6 +115,30 @@ TEST_CASE("matmul matches a float64 reference and every instruction set gives th
                 }
 }
 
+// Each instruction set widens fp16 weights its own way (F16C in the AVX2 and AVX-512 kernels):
+// every finite fp16 value, subnormals included, must come out as fp16_to_float gives it. An
+// identity activation makes c[i, j] the weight w[j, i] itself.
+TEST_CASE("every instruction set widens every finite fp16 weight exactly") {
+    constexpr int64_t n = 256, k = 256;
+    std::vector<uint16_t> bits(size_t(n * k));
+    for (size_t h = 0; h < bits.size(); ++h) bits[h] = (h & 0x7C00) == 0x7C00 ? 0 : uint16_t(h);  // inf and NaN: 0
+    const WeightMatrix w{bits.data(), ElementType::f16, n, k, k, false};
+    std::vector<float> identity(size_t(k * k), 0.0f), scratch(matmul_scratch_floats());
+    for (int64_t i = 0; i < k; ++i) identity[size_t(i * k + i)] = 1.0f;
+    size_t isa_count = 0;
+    const MatmulIsa* isas = matmul_isas(isa_count);
+    for (size_t i = 0; i < isa_count; ++i) {
+        if (!isas[i].supported) continue;
+        CAPTURE(isas[i].name);
+        std::vector<float> c(size_t(k * n));
+        isas[i].fn(identity.data(), k, k, w, 0, n, c.data(), n, scratch.data());
+        int64_t wrong = 0;
+        for (int64_t row = 0; row < k; ++row)
+            for (int64_t j = 0; j < n; ++j) wrong += c[size_t(row * n + j)] != fp16_to_float(bits[size_t(j * k + row)]);
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("k-major weights give the same bits as the transposed row-major weights") {
     std::mt19937 rng(5);
     const int64_t m = 9, n = 40, k = 300;
