@@ -84,13 +84,8 @@ std::vector<int32_t> generate(const char* path, const std::vector<int32_t>& prom
     return tokens;
 }
 
-}  // namespace
-
-TEST_CASE("a GGUF LLaDA binds every weight as the directory it was converted from, with q and k rows restored") {
-    const auto directory = load_model(fixture_path("good/llada"), {});
-    const auto gguf = load_model(fixture_path("gguf/llada-f32.gguf"), {});
-    const ModelSpec& a = directory->spec();
-    const ModelSpec& b = gguf->spec();
+// A GGUF LLaDA's config (read from its metadata) against the directory it was converted from.
+void check_same_llada(const ModelSpec& b, const ModelSpec& a) {
     CHECK(b.architecture == Architecture::llada);
     CHECK(b.hidden_size == a.hidden_size);
     CHECK(b.layers == a.layers);
@@ -107,6 +102,14 @@ TEST_CASE("a GGUF LLaDA binds every weight as the directory it was converted fro
     CHECK(b.eos_token_id == a.eos_token_id);
     CHECK(b.tie_word_embeddings == a.tie_word_embeddings);
     CHECK_FALSE(b.logits_shift);
+}
+
+}  // namespace
+
+TEST_CASE("a GGUF LLaDA binds every weight as the directory it was converted from, with q and k rows restored") {
+    const auto directory = load_model(fixture_path("good/llada"), {});
+    const auto gguf = load_model(fixture_path("gguf/llada-f32.gguf"), {});
+    check_same_llada(gguf->spec(), directory->spec());
 
     REQUIRE(gguf->weights().size() == directory->weights().size());
     for (const Weight& w : directory->weights()) {
@@ -123,7 +126,7 @@ TEST_CASE("a GGUF LLaDA binds every weight as the directory it was converted fro
     REQUIRE(stored != nullptr);
     const Weight& q = gguf->weight("model.transformer.blocks.0.q_proj.weight");
     CHECK(std::memcmp(gguf->gguf()->tensor_bytes(*stored), q.data, q.elements * 4) != 0);
-    CHECK(read_model_config(fixture_path("gguf/llada-f32.gguf")).hidden_size == a.hidden_size);
+    CHECK(read_model_config(fixture_path("gguf/llada-f32.gguf")).hidden_size == directory->spec().hidden_size);
 }
 
 TEST_CASE("a GGUF Dream with its own tokenizer tokenizes and generates as its directory") {
@@ -327,17 +330,7 @@ TEST_CASE("a GGUF made by llama.cpp's converter and llama-quantize is the direct
     // converter interleaves) would be off by the weights' whole size.
     const auto source = load_model(fixture_path("good/llada-256"), {});
     const auto decoded = load_model(path, {.precision = Precision::fp32});
-    const ModelSpec& a = source->spec();
-    const ModelSpec& b = decoded->spec();
-    CHECK(b.architecture == Architecture::llada);
-    CHECK(b.hidden_size == a.hidden_size);
-    CHECK(b.attention_heads == a.attention_heads);
-    CHECK(b.kv_heads == a.kv_heads);
-    CHECK(b.vocab_size == a.vocab_size);
-    CHECK(b.mask_token_id == a.mask_token_id);
-    CHECK(b.eos_token_id == a.eos_token_id);
-    CHECK(b.max_sequence_length == a.max_sequence_length);
-    CHECK_FALSE(b.logits_shift);
+    check_same_llada(decoded->spec(), source->spec());
     REQUIRE(decoded->weights().size() == source->weights().size());
     double largest = 0;
     for (const Weight& w : source->weights()) {
