@@ -5,6 +5,7 @@
 #include "handles.hpp"
 #include "memory_params.hpp"
 #include "model/model.hpp"
+#include "weight_params.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -40,11 +41,9 @@ unmask_model_params default_model_params() {
 
 LoadOptions to_load_options(const unmask_model_params& p) {
     LoadOptions options;
-    options.precision = static_cast<Precision>(require_one_of(
-        p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
-                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
-        "params->precision"));
-    options.quantize_embeddings = require_one_of(p.quantize_embeddings, {0, 1}, "params->quantize_embeddings") == 1;
+    const WeightPrecision weights = read_weight_precision(p.precision, p.reserved, p.quantize_embeddings);
+    options.precision = weights.precision;
+    options.quantize_embeddings = weights.quantize_embeddings;
     options.checksum_mode = static_cast<ChecksumMode>(require_one_of(
         p.checksum_mode, {UNMASK_CHECKSUM_IF_PRESENT, UNMASK_CHECKSUM_REQUIRE, UNMASK_CHECKSUM_SKIP},
         "params->checksum_mode"));

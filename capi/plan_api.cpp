@@ -7,6 +7,7 @@
 #include "generate_params.hpp"
 #include "memory/memory_plan.hpp"
 #include "memory_params.hpp"
+#include "weight_params.hpp"
 
 using namespace unmask;
 using namespace unmask::capi;
@@ -28,11 +29,9 @@ unmask_plan_params default_plan_params() {
 
 PlanRequest to_plan_request(const unmask_plan_params& p) {
     PlanRequest r;
-    r.precision = static_cast<Precision>(require_one_of(
-        p.precision, {UNMASK_PRECISION_AUTO, UNMASK_PRECISION_FP32, UNMASK_PRECISION_BF16, UNMASK_PRECISION_FP16,
-                      UNMASK_PRECISION_INT8, UNMASK_PRECISION_Q4, UNMASK_PRECISION_FP8},
-        "params->precision"));
-    r.quantize_embeddings = require_one_of(p.quantize_embeddings, {0, 1}, "params->quantize_embeddings") == 1;
+    const WeightPrecision weights = read_weight_precision(p.precision, p.reserved, p.quantize_embeddings);
+    r.precision = weights.precision;
+    r.quantize_embeddings = weights.quantize_embeddings;
     r.backend = static_cast<BackendKind>(
         require_one_of(p.backend, {UNMASK_BACKEND_CPU, UNMASK_BACKEND_CUDA}, "params->backend"));
     r.sequence.kv_cache = require_one_of(p.kv_cache, {0, 1}, "params->kv_cache") == 1;

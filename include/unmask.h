@@ -175,7 +175,8 @@ typedef struct unmask_model_params {
     int32_t reserved;                           /* since ABI 1.11: 0; keeps the field below at offset
                                                    88, past an older caller's struct_size */
     /* Since ABI 1.11: 1 to quantize the embedding and the LM head too at INT8, Q4 and FP8 (where
-     * their rows are whole blocks); default 0: they keep the file's type (docs/loading.md). */
+     * their rows are whole blocks; INVALID_ARGUMENT with another precision); default 0: they keep
+     * the file's type (docs/loading.md). */
     int32_t quantize_embeddings;
 } unmask_model_params;
 

@@ -27,7 +27,7 @@ const unmask_cli::CommandSpec command{
     0,
     {{"model", "DIR", "the model (default: the bundled model)", 'm'},
      {"precision", "P", "the weights in memory: auto (the file's), fp32, bf16, fp16, int8, q4 or fp8 (default auto)"},
-     {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
+     unmask_cli::quantize_embeddings_option,
      {"data", "FILE", "held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)"},
      {"limit", "N", "the first N requests only"},
      {"gen-length", "N", "positions generated per request (default 48)"},

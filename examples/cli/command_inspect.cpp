@@ -137,7 +137,7 @@ const Command inspect_command{
      {{"verify", "", "verify the SHA256SUMS checksum manifest (it must exist)"},
       {"config", "FILE", "a service configuration: inspect its model"},
       {"precision", "P", "report bytes as loaded at auto (file dtypes), fp32, bf16, fp16, int8, q4 or fp8"},
-      {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
+      quantize_embeddings_option,
       {"progress", "", "report --verify's progress on stderr (a line per tenth) even when it is not a terminal"}}},
     run_inspect};
 

@@ -143,7 +143,7 @@ const Command plan_command{
      with_memory_options({{"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
                           {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
                           {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8, q4 or fp8 (matrices quantized at load)"},
-                          {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
+                          quantize_embeddings_option,
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},
                           {"concurrency", "N", "sequences running at once (default 1)"},
                           {"devices", "N", "devices sharing the model: experts divided, the rest replicated (default 1)"},

@@ -12,7 +12,7 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         {"model", "PATH", "the Hugging Face model directory or GGUF file (default: $UNMASK_MODEL or the bundled model)", 'm'},
         {"config", "FILE", "a service configuration (JSON or YAML); flags override its values"},
         {"precision", "P", "auto (file dtypes), fp32, bf16, fp16, or int8, q4 or fp8 (matrices quantized at load)"},
-        {"quantize-embeddings", "", "with int8, q4 or fp8: quantize the embedding and the LM head too"},
+        quantize_embeddings_option,
         {"backend", "B", "cpu (default) or cuda"},
         {"device", "N", "the GPU for --backend cuda (default 0)"},
         {"threads", "N", "CPU threads (default: all)"},

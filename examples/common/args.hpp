@@ -23,6 +23,10 @@ struct OptionSpec {
     char short_name = 0;     // e.g. 'm' for -m; 0: none
 };
 
+// An option several programs take (unmask's subcommands, unmask-quality), spelt once.
+inline const OptionSpec quantize_embeddings_option{"quantize-embeddings", "",
+                                                   "with int8, q4 or fp8: quantize the embedding and the LM head too"};
+
 struct CommandSpec {
     std::string name;  // the subcommand ("generate"); empty for a program without them
     std::string summary;

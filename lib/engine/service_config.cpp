@@ -187,6 +187,8 @@ ServiceConfig config_from(const json& root, const std::filesystem::path& directo
                             {{"auto", Precision::automatic}, {"fp32", Precision::fp32}, {"bf16", Precision::bf16},
                              {"fp16", Precision::fp16}, {"int8", Precision::int8}, {"q4", Precision::q4}, {"fp8", Precision::fp8}});
     model.boolean("quantize_embeddings", config.quantize_embeddings);
+    if (config.quantize_embeddings && !quantizes_at_load(config.precision))
+        fail(Status::invalid_argument, "'model.quantize_embeddings' needs 'model.precision' int8, q4 or fp8");
     model.integer("max_sequence_length", config.max_sequence_length, 1, int64_t(1) << 30);
     model.integer("min_diffusion_steps", config.min_diffusion_steps, 0, int64_t(1) << 20);
     model.integer("max_diffusion_steps", config.max_diffusion_steps, 0, int64_t(1) << 20);

@@ -11,6 +11,12 @@
 namespace unmask {
 
 enum class Precision : int32_t { automatic = 0, fp32 = 1, bf16 = 2, fp16 = 3, int8 = 4, q4 = 5, fp8 = 6 };
+// The precisions that quantize matrices while loading (and, with quantize_embeddings, the
+// embedding and LM head).
+constexpr bool quantizes_at_load(Precision p) noexcept {
+    return p == Precision::int8 || p == Precision::q4 || p == Precision::fp8;
+}
+
 enum class ChecksumMode : int32_t { if_present = 0, require = 1, skip = 2 };
 
 struct LoadOptions {

@@ -541,6 +541,7 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "service:\n  request_timeout_seconds: -1\n", "'service.request_timeout_seconds' must be within"},
         {base + "  precision: fp4\n", "'model.precision' must be one of"},
         {base + "  quantize_embeddings: 1\n", "'model.quantize_embeddings' must be true or false"},
+        {base + "  quantize_embeddings: true\n", "'model.quantize_embeddings' needs 'model.precision' int8, q4 or fp8"},
         {base + "  min_diffusion_steps: 40\n  max_diffusion_steps: 8\n", "exceeds 'model.max_diffusion_steps'"},
         {base + "resources:\n  memory_fraction: 1.5\n", "'resources.memory_fraction' must be within (0, 1]"},
         {base + "resources:\n  memory_fraction: 0\n", "'resources.memory_fraction' must be within (0, 1]"},

@@ -248,6 +248,24 @@ TEST_CASE("a GGUF LLaDA-MoE binds each expert's slice of its layer's stack and g
     CHECK(generate(quantized_path.c_str(), prompt) == generate(quantized_path.c_str(), prompt, UNMASK_PRECISION_FP32));
 }
 
+namespace {
+
+// The SHA-256 of unmask's fp32 decoding of a quantized tensor of a GGUF file (its values as
+// little-endian floats, as the fixtures' values.json records ggml's and gguf-py's).
+std::string decoded_digest(const GgufFile& file, const GgufTensor& t) {
+    std::optional<DType> dtype;
+    for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+        if (dtype_name(d) == t.type.name) dtype = d;
+    REQUIRE(dtype);
+    std::vector<float> values(size_t(t.elements));
+    kernels::cpu::dequantize_row(element_type(*dtype), file.tensor_bytes(t), int64_t(t.elements), values.data());
+    Sha256 digest;
+    digest.update(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4);
+    return digest.hex_digest();
+}
+
+}  // namespace
+
 // tests/fixtures/ggml: gguf/llada-256-f32.gguf quantized by ggml's own quantizer and written by
 // ggml's own GGUF writer (make_ggml_fixtures.sh records how), with the SHA-256 of ggml's own
 // dequantization of each quantized tensor.
@@ -265,15 +283,7 @@ TEST_CASE("GGUF files quantized by ggml itself decode to ggml's values and run a
             if (t.type.block_elements == 1) continue;
             CAPTURE(t.name);
             ++quantized;
-            std::optional<DType> dtype;
-            for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
-                if (dtype_name(d) == t.type.name) dtype = d;
-            REQUIRE(dtype);
-            std::vector<float> values(size_t(t.elements));
-            kernels::cpu::dequantize_row(element_type(*dtype), file.tensor_bytes(t), int64_t(t.elements), values.data());
-            Sha256 digest;
-            digest.update(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4);
-            CHECK(digest.hex_digest() == digests.at(type).at(std::string(t.name)).get<std::string>());
+            CHECK(decoded_digest(file, t) == digests.at(type).at(std::string(t.name)).get<std::string>());
         }
         CHECK(quantized == 9);  // every matrix, the embedding and the LM head
         const std::vector<int32_t> prompt = {3, 14, 15, 9, 26};
@@ -313,15 +323,7 @@ TEST_CASE("a GGUF made by llama.cpp's converter and llama-quantize is the direct
         if (t.type.block_elements == 1) continue;
         CAPTURE(t.name);
         types.insert(std::string(t.type.name));
-        std::optional<DType> dtype;
-        for (DType d : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
-            if (dtype_name(d) == t.type.name) dtype = d;
-        REQUIRE(dtype);
-        std::vector<float> values(size_t(t.elements));
-        kernels::cpu::dequantize_row(element_type(*dtype), file.tensor_bytes(t), int64_t(t.elements), values.data());
-        Sha256 digest;
-        digest.update(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4);
-        CHECK(digest.hex_digest() == digests.at(std::string(t.name)).at("sha256").get<std::string>());
+        CHECK(decoded_digest(file, t) == digests.at(std::string(t.name)).at("sha256").get<std::string>());
     }
     CHECK(types == std::set<std::string>{"Q4_K", "Q6_K"});  // Q4_K_M: Q6_K for the LM head and some V/down
     CHECK(size_t(std::distance(digests.begin(), digests.end())) == 9);

@@ -246,6 +246,21 @@ TEST_CASE("int8 and q4 quantize a float model's matrices at load, and the plan c
     CHECK(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("quantize_embeddings") != std::string::npos);
     params.quantize_embeddings = 1;
+    params.reserved = 7;
+    CHECK(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("params->reserved must be 0") != std::string::npos);
+    params.reserved = 0;
+    params.precision = UNMASK_PRECISION_BF16;  // nothing is quantized at load: the flag would do nothing
+    CHECK(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("needs params->precision INT8, Q4 or FP8") != std::string::npos);
+    unmask_plan_params plan;
+    unmask_plan_params_init(&plan);
+    plan.quantize_embeddings = 1;
+    unmask_memory_plan planned{};
+    planned.struct_size = sizeof planned;
+    CHECK(unmask_plan(fixture_path("good/llada").c_str(), &plan, &planned) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("got auto") != std::string::npos);
+    params.precision = UNMASK_PRECISION_INT8;
     REQUIRE(unmask_model_load(fixture_path("good/llada").c_str(), &params, &handle) == UNMASK_OK);
     unmask_model_description d{};
     d.struct_size = sizeof d;
