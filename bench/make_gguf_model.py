@@ -43,13 +43,50 @@ def q4_0(x):
     return out.tobytes()
 
 
+def bf16_bits(x):
+    """fp32 values rounded to bf16 (to nearest even), as their 16-bit patterns."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def add_shape_arguments(parser):
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--mlp", type=int, default=1536)
+    parser.add_argument("--vocab", type=int, default=4096)
+    parser.add_argument("--seed", type=int, default=7)
+
+
+def random_llada(a):
+    """(role, layer, shape, fp32 values) of every tensor, drawn from a.seed in one fixed order, so the
+    GGUF files and the Hugging Face directory (make_hf_model.py) of a seed hold the same weights:
+    norms 1 + 0.1 N(0, 1), matrices [rows, cols] N(0, 1 / cols)."""
+    rng = np.random.default_rng(a.seed)
+    h, mlp, vocab = a.hidden, a.mlp, a.vocab
+    shapes = [("embedding", None, [vocab, h])]
+    for i in range(a.layers):
+        shapes += [(role, i, shape) for role, shape in [
+            ("attn_norm", [h]), ("ffn_norm", [h]), ("q", [h, h]), ("k", [h, h]), ("v", [h, h]), ("o", [h, h]),
+            ("gate", [mlp, h]), ("up", [mlp, h]), ("down", [h, mlp])]]
+    shapes += [("final_norm", None, [h]), ("head", None, [vocab, h])]
+    for role, layer, shape in shapes:
+        if len(shape) == 1:
+            yield role, layer, shape, (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            yield role, layer, shape, (rng.standard_normal(shape) * (1 / np.sqrt(shape[1]))).astype(np.float32)
+
+
+GGUF_NAMES = {"embedding": "token_embd.weight", "final_norm": "output_norm.weight", "head": "output.weight",
+              "attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "q": "attn_q", "k": "attn_k", "v": "attn_v",
+              "o": "attn_output", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down"}
+
+
 def encode(x, kind):
     if kind == "F32":
         return g.F32, x.astype(np.float32).tobytes()
     if kind == "BF16":
-        bits = x.astype(np.float32).view(np.uint32)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # to nearest even
-        return g.BF16, rounded.tobytes()
+        return g.BF16, bf16_bits(x).tobytes()
     if kind == "Q8_0":
         return g.Q8_0, q8_0(x)
     return Q4_0, q4_0(x)
@@ -59,32 +96,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("type", choices=["F32", "BF16", "Q8_0", "Q4_0"])
-    p.add_argument("--hidden", type=int, default=512)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--mlp", type=int, default=1536)
-    p.add_argument("--vocab", type=int, default=4096)
-    p.add_argument("--seed", type=int, default=7)
+    add_shape_arguments(p)
     a = p.parse_args()
-    rng = np.random.default_rng(a.seed)
     h, mlp, vocab = a.hidden, a.mlp, a.vocab
-    shapes = [("token_embd.weight", [vocab, h])]
-    for i in range(a.layers):
-        shapes += [("blk.%d.attn_norm.weight" % i, [h]), ("blk.%d.ffn_norm.weight" % i, [h]),
-                   ("blk.%d.attn_q.weight" % i, [h, h]), ("blk.%d.attn_k.weight" % i, [h, h]),
-                   ("blk.%d.attn_v.weight" % i, [h, h]), ("blk.%d.attn_output.weight" % i, [h, h]),
-                   ("blk.%d.ffn_gate.weight" % i, [mlp, h]), ("blk.%d.ffn_up.weight" % i, [mlp, h]),
-                   ("blk.%d.ffn_down.weight" % i, [h, mlp])]
-    shapes += [("output_norm.weight", [h]), ("output.weight", [vocab, h])]
     tensors = []
-    for name, shape in shapes:
-        if len(shape) == 1:
-            values = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
-            tensors.append((name, shape[::-1], g.F32, values.tobytes()))
-        else:
-            values = (rng.standard_normal(shape) * (1 / np.sqrt(shape[1]))).astype(np.float32)
-            kind, data = encode(values, a.type)
-            tensors.append((name, shape[::-1], kind, data))
+    for role, layer, shape, values in random_llada(a):
+        name = GGUF_NAMES[role] if layer is None else "blk.%d.%s.weight" % (layer, GGUF_NAMES[role])
+        kind, data = (g.F32, values.tobytes()) if len(shape) == 1 else encode(values, a.type)
+        tensors.append((name, shape[::-1], kind, data))
     metadata = [
         ("general.architecture", g.STRING, "llada"), ("llada.context_length", g.UINT32, 4096),
         ("llada.embedding_length", g.UINT32, h), ("llada.block_count", g.UINT32, a.layers),

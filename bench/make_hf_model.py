@@ -13,15 +13,11 @@ import json
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
 from make_model_fixtures import byte_level_alphabet  # noqa: E402
 
-
-def bf16(values):
-    bits = values.astype(np.float32).view(np.uint32)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # to nearest even
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_gguf_model import add_shape_arguments, bf16_bits, random_llada  # noqa: E402
 
 
 def write_safetensors(path, tensors):
@@ -65,31 +61,19 @@ def tokenizer(vocab):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
-    p.add_argument("--hidden", type=int, default=512)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--mlp", type=int, default=1536)
-    p.add_argument("--vocab", type=int, default=4096)
-    p.add_argument("--seed", type=int, default=7)
+    add_shape_arguments(p)
     a = p.parse_args()
-    rng = np.random.default_rng(a.seed)
     h, mlp, vocab = a.hidden, a.mlp, a.vocab
-    t = "model.transformer."
-    shapes = [(t + "wte.weight", [vocab, h])]
-    for i in range(a.layers):
-        b = t + "blocks.%d." % i
-        shapes += [(b + "attn_norm.weight", [h]), (b + "ff_norm.weight", [h]), (b + "q_proj.weight", [h, h]),
-                   (b + "k_proj.weight", [h, h]), (b + "v_proj.weight", [h, h]), (b + "attn_out.weight", [h, h]),
-                   (b + "ff_proj.weight", [mlp, h]), (b + "up_proj.weight", [mlp, h]), (b + "ff_out.weight", [h, mlp])]
-    shapes += [(t + "ln_f.weight", [h]), (t + "ff_out.weight", [vocab, h])]
+    names = {"embedding": "wte", "final_norm": "ln_f", "head": "ff_out", "attn_norm": "attn_norm",
+             "ffn_norm": "ff_norm", "q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "attn_out",
+             "gate": "ff_proj", "up": "up_proj", "down": "ff_out"}
     tensors = []
-    for name, shape in shapes:  # make_gguf_model.py's draws, in its order
+    for role, layer, shape, values in random_llada(a):
+        name = "model.transformer." + ("" if layer is None else "blocks.%d." % layer) + names[role] + ".weight"
         if len(shape) == 1:
-            values = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
             tensors.append((name, "F32", shape, values.tobytes()))
         else:
-            values = (rng.standard_normal(shape) * (1 / np.sqrt(shape[1]))).astype(np.float32)
-            tensors.append((name, "BF16", shape, bf16(values).tobytes()))
+            tensors.append((name, "BF16", shape, bf16_bits(values).tobytes()))
     config = {
         "architectures": ["LLaDAModelLM"], "model_type": "llada", "d_model": h, "n_layers": a.layers,
         "n_heads": a.heads, "n_kv_heads": a.heads, "mlp_hidden_size": mlp, "vocab_size": vocab,
