@@ -10,6 +10,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -93,13 +95,16 @@ void BM_bf16_dot_peak_avx512(benchmark::State& state) {
 
 }  // namespace
 
-double measured_fma_peak(int threads) {
+double measured_peak(int threads, bool bf16_dot) {
     static std::mutex mutex;
-    static std::map<int, double> cache;
+    static std::map<std::pair<int, bool>, double> cache;
     std::lock_guard lock(mutex);
-    if (auto it = cache.find(threads); it != cache.end()) return it->second;
-    const bool avx512 = std::strcmp(unmask::kernels::cpu::matmul_isa(), "avx512") == 0;
-    const int lanes = avx512 ? 16 : 8;
+    if (auto it = cache.find({threads, bf16_dot}); it != cache.end()) return it->second;
+    const std::string isa = unmask::kernels::cpu::matmul_isa();
+    enum class Loop { avx2, avx512, avx512_bf16 } loop = Loop::avx2;
+    if (isa.rfind("avx512", 0) == 0) loop = Loop::avx512;
+    if (isa == "avx512bf16" && bf16_dot) loop = Loop::avx512_bf16;
+    const int lanes = loop == Loop::avx2 ? 8 : loop == Loop::avx512 ? 16 : 32;
     constexpr int64_t calls = 1000;  // ~0.25 s per thread
     const double flops_per_thread = 2.0 * lanes * accumulators * double(iterations_per_call) * double(calls);
     // Each thread times itself and the rates add up, so a late-starting thread does not count
@@ -112,8 +117,9 @@ double measured_fma_peak(int threads) {
             const auto start = std::chrono::steady_clock::now();
             for (int64_t i = 0; i < calls; ++i) {
                 benchmark::DoNotOptimize(x);
-                benchmark::DoNotOptimize(avx512 ? fma_loop_avx512(iterations_per_call, x, y)
-                                                : fma_loop_avx2(iterations_per_call, x, y));
+                benchmark::DoNotOptimize(loop == Loop::avx512_bf16 ? bf16_dot_loop_avx512(iterations_per_call, x, y)
+                                         : loop == Loop::avx512 ? fma_loop_avx512(iterations_per_call, x, y)
+                                                                : fma_loop_avx2(iterations_per_call, x, y));
             }
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             rates[static_cast<size_t>(t)] = flops_per_thread / seconds;
@@ -121,7 +127,7 @@ double measured_fma_peak(int threads) {
     for (auto& w : workers) w.join();
     double total = 0;
     for (double r : rates) total += r;
-    return cache[threads] = total;
+    return cache[{threads, bf16_dot}] = total;
 }
 
 BENCHMARK(BM_fma_peak_avx2)->Threads(1)->Threads(2)->UseRealTime();

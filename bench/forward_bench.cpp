@@ -61,7 +61,7 @@ void BM_forward(benchmark::State& state) {
     const double iterations = static_cast<double>(state.iterations());
     state.counters["tokens/s"] = double(tokens) * iterations / seconds;
     state.counters["model_GFLOP/s"] = forward_flops(model->spec(), tokens) * iterations / seconds / 1e9;
-    state.counters["peak_fraction"] = forward_flops(model->spec(), tokens) * iterations / seconds / measured_fma_peak(threads);
+    state.counters["peak_fraction"] = forward_flops(model->spec(), tokens) * iterations / seconds / measured_peak(threads, state.range(2) != 0);
     state.SetLabel(kernels::cpu::matmul_isa());
 }
 

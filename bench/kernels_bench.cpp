@@ -51,12 +51,12 @@ std::vector<float> random_activations(int64_t n) {
 
 // Runs `body` for the benchmark's iterations and reports FLOP/s and its fraction of the peak.
 template <typename Body>
-void measure(benchmark::State& state, double flops_per_iteration, int threads, const Body& body) {
+void measure(benchmark::State& state, double flops_per_iteration, int threads, bool bf16_dot, const Body& body) {
     const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) body();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double rate = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
-    const double peak = measured_fma_peak(threads);
+    const double peak = measured_peak(threads, bf16_dot);
     state.counters["GFLOP/s"] = rate / 1e9;
     state.counters["peak_GFLOP/s"] = peak / 1e9;
     state.counters["peak_fraction"] = rate / peak;
@@ -71,7 +71,7 @@ void BM_matmul(benchmark::State& state) {
     const auto x = random_activations(m * k);
     std::vector<float> out(static_cast<size_t>(m * n));
     auto backend = make_cpu_backend(threads);
-    measure(state, 2.0 * double(m) * double(n) * double(k), threads, [&] {
+    measure(state, 2.0 * double(m) * double(n) * double(k), threads, state.range(4) != 0, [&] {
         backend->matmul(x.data(), m, w.weight, nullptr, out.data());
         benchmark::DoNotOptimize(out.data());
     });
@@ -97,7 +97,7 @@ void BM_attention(benchmark::State& state) {
     const SequenceRows rows{0, t};
     const AttentionParams params{heads, heads, hd, 0};
     const double flops = 4.0 * double(t) * double(t) * double(hd) * double(heads);  // q kᵀ and p v
-    measure(state, flops, threads, [&] {
+    measure(state, flops, threads, false, [&] {
         backend->attention(q.data(), k.data(), v.data(), std::span(&rows, 1), params, out.data());
         benchmark::DoNotOptimize(out.data());
     });

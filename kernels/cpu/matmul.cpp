@@ -9,6 +9,8 @@
 
 namespace unmask::kernels::cpu {
 
+void matmul_columns_avx512bf16(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
+                               float*);
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 
@@ -41,8 +43,10 @@ void matmul_columns_portable(const float* a, int64_t lda, int64_t m, const Weigh
 const MatmulIsa* all_isas() {
     __builtin_cpu_init();
     static const MatmulIsa isas[] = {
-        // Both are compiled with F16C too, which every AVX2 and AVX-512 CPU has (clang's builtin
-        // cannot ask for it).
+        // All but the portable one are compiled with F16C too, which every AVX2 and AVX-512 CPU
+        // has (clang's builtin cannot ask for it).
+        {"avx512bf16", matmul_columns_avx512bf16,
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")},
         {"avx512", matmul_columns_avx512, __builtin_cpu_supports("avx512f") != 0},
         {"avx2", matmul_columns_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
         {"portable", matmul_columns_portable, true},
@@ -50,15 +54,17 @@ const MatmulIsa* all_isas() {
     return isas;
 }
 
-// The fastest supported implementation; UNMASK_CPU_ISA=avx2|portable asks for a lower one (to
-// compare paths in benchmarks).
+constexpr size_t isa_count = 4;
+
+// The fastest supported implementation; UNMASK_CPU_ISA=avx512|avx2|portable asks for a lower one
+// (to compare paths in benchmarks; avx512 keeps bf16 weights' products in fp32).
 const MatmulIsa& dispatch() {
     static const MatmulIsa& chosen = [] () -> const MatmulIsa& {
         const char* forced = std::getenv("UNMASK_CPU_ISA");
         const MatmulIsa* isas = all_isas();
-        for (int i = 0; i < 3; ++i)
+        for (size_t i = 0; i < isa_count; ++i)
             if (isas[i].supported && (forced == nullptr || std::string_view(forced) == isas[i].name)) return isas[i];
-        return isas[2];
+        return isas[isa_count - 1];
     }();
     return chosen;
 }
@@ -66,11 +72,16 @@ const MatmulIsa& dispatch() {
 }  // namespace
 
 const MatmulIsa* matmul_isas(size_t& count) {
-    count = 3;
+    count = isa_count;
     return all_isas();
 }
 
-size_t matmul_scratch_floats() { return static_cast<size_t>(detail::k_block * 32); }
+// The larger of the fp32 kernels' panel (a K block of 32 columns) and the AVX512-BF16 path's
+// panels (a K block of a column chunk, as bf16 pairs) with its rounded rows of A.
+size_t matmul_scratch_floats() {
+    return static_cast<size_t>(std::max(detail::k_block * 32, (detail::bf16_column_chunk + detail::bf16_row_group) *
+                                                                   detail::bf16_max_pairs));
+}
 
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                     float* c, int64_t ldc, float* scratch) {

@@ -1,8 +1,8 @@
 // C = A · Wᵀ for activations A (fp32, row-major [m, k]) and weights W (fp32, bf16, fp16 or a quantized type,
 // row-major [n, k], as stored in model files). The K dimension is summed in one fixed order
 // whatever m, the column range or the thread that runs it, so results do not depend on batch
-// composition or thread count. Implementations: AVX-512, AVX2+FMA and portable C++, chosen at
-// run time.
+// composition or thread count. Implementations: AVX512-BF16 (bf16_products only), AVX-512,
+// AVX2+FMA and portable C++, chosen at run time; all but the first give the same bits.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,10 @@ struct WeightMatrix {
     int64_t cols = 0;    // k: input features
     int64_t stride = 0;  // elements between consecutive rows (between consecutive k when k_major)
     bool k_major = false;  // stored [k, n] (as attention's values are) instead of [n, k]
+    // bf16 weights only: the product may round the activations to bf16 too where the CPU has
+    // AVX512-BF16's dot product (twice the multiply-adds per instruction). The backend sets it
+    // for the model's matrices; attention's K/V products keep fp32 activations.
+    bool bf16_products = false;
 };
 
 // Floats of scratch one call of matmul_columns needs for its packed weight panel.
@@ -31,7 +35,7 @@ size_t matmul_scratch_floats();
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                     float* c, int64_t ldc, float* scratch);
 
-// The instruction set in use: "avx512", "avx2" or "portable".
+// The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable".
 const char* matmul_isa();
 
 // Column blocks the caller should split work into (a multiple of every kernel's panel width).

@@ -216,8 +216,9 @@ kernels::ElementType element_type(DType dtype);
 // every buffer it allocates.
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
 // The same with a ledger of its own and no limit (tests, benchmarks). Work beyond the workspace
-// needs reserve_workspace first (a Forward does it).
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+// needs reserve_workspace first (a Forward does it). bf16_products false keeps fp32 activations in
+// bf16 weights' products (kernels/cpu/matmul.hpp), as on a CPU without AVX512-BF16.
+std::unique_ptr<Backend> make_cpu_backend(int threads, bool bf16_products = true);
 // The bytes reserve_workspace charges on a CPU backend of `threads` threads.
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits);
 // The bytes a CUDA backend holds for `limits` (its cuBLASLt workspace and staging buffers).

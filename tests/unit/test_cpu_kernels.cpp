@@ -115,6 +115,64 @@ TEST_CASE("matmul matches a float64 reference and every instruction set gives th
                 }
 }
 
+// The model's bf16 matrices (WeightMatrix::bf16_products) on a CPU with AVX512-BF16: the
+// activations rounded to bf16 (to nearest even) times the weights, summed in fp32. Within fp32
+// accumulation of the float64 sum of those rounded products; one summation order whatever the
+// rows of the call, the column split (chunks of 64 columns, groups of 32 rows) or the thread:
+// each row alone gives the bits of the whole batch; and not the fp32 kernel's bits, so the
+// rounding is really done.
+TEST_CASE("bf16 products round the activations to bf16 and sum them in one order") {
+    size_t isa_count = 0;
+    const MatmulIsa* isas = matmul_isas(isa_count);
+    const MatmulIsa* bf16 = nullptr;
+    const MatmulIsa* fp32 = nullptr;
+    for (size_t i = 0; i < isa_count; ++i) {
+        if (std::string(isas[i].name) == "avx512bf16") bf16 = &isas[i];
+        if (std::string(isas[i].name) == "avx512") fp32 = &isas[i];
+    }
+    REQUIRE(bf16 != nullptr);
+    REQUIRE(fp32 != nullptr);
+    if (!bf16->supported) {
+        MESSAGE("this CPU has no AVX512-BF16: bf16 products are not exercised here");
+        return;
+    }
+    std::mt19937 rng(5);
+    std::vector<float> scratch(matmul_scratch_floats());
+    int64_t differing = 0;
+    for (int64_t m : {1, 7, 8, 70})
+        for (int64_t n : {1, 33, 130, 300})
+            for (int64_t k : {1, 2, 31, 300, 513}) {
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                Matrix w = random_weights(n, k, ElementType::bf16, rng);
+                w.view.bf16_products = true;
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                std::vector<float> a(size_t(m * k));
+                for (auto& v : a) v = normal(rng);
+                std::vector<float> c(size_t(m * n), -1.0f), unrounded(size_t(m * n), -1.0f);
+                bf16->fn(a.data(), k, m, w.view, 0, n / 2, c.data(), n, scratch.data());
+                bf16->fn(a.data(), k, m, w.view, n / 2, n, c.data(), n, scratch.data());
+                fp32->fn(a.data(), k, m, w.view, 0, n, unrounded.data(), n, scratch.data());
+                for (int64_t r = 0; r < m; ++r) {
+                    std::vector<float> alone(size_t(n), -1.0f);
+                    bf16->fn(a.data() + r * k, k, 1, w.view, 0, n, alone.data(), n, scratch.data());
+                    REQUIRE(std::memcmp(alone.data(), c.data() + r * n, size_t(n) * sizeof(float)) == 0);
+                    for (int64_t j = 0; j < n; ++j) {
+                        double expected = 0, magnitude = 0;
+                        for (int64_t x = 0; x < k; ++x) {
+                            const double rounded = bf16_to_float(float_to_bf16(a[size_t(r * k + x)]));
+                            expected += rounded * w.values[size_t(j * k + x)];
+                            magnitude += std::abs(rounded * w.values[size_t(j * k + x)]);
+                        }
+                        REQUIRE(std::abs(c[size_t(r * n + j)] - expected) <= 1e-5 * magnitude + 1e-30);
+                        differing += c[size_t(r * n + j)] != unrounded[size_t(r * n + j)];
+                    }
+                }
+            }
+    CHECK(differing > 0);
+}
+
 // Each instruction set widens fp16 weights its own way (F16C in the AVX2 and AVX-512 kernels):
 // every finite fp16 value, subnormals included, must come out as fp16_to_float gives it. An
 // identity activation makes c[i, j] the weight w[j, i] itself.

@@ -46,8 +46,8 @@ class CpuBackend final : public Backend {
 public:
     // `memory` must outlive the backend and every buffer it allocates; a ledger of its own (no
     // deleter) is shared with the buffers, so they may outlive the backend.
-    CpuBackend(int threads, std::shared_ptr<MemoryLedger> memory)
-        : memory_(std::move(memory)), pool_(threads), scratch_(size_t(pool_.size())) {
+    CpuBackend(int threads, std::shared_ptr<MemoryLedger> memory, bool bf16_products = true)
+        : memory_(std::move(memory)), pool_(threads), scratch_(size_t(pool_.size())), bf16_products_(bf16_products) {
         try {
             reserve_workspace({});  // the matmul panels, which every call needs
         } catch (...) {
@@ -119,7 +119,10 @@ public:
     }
 
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
-        const auto m = matrix(w);
+        k::WeightMatrix m = matrix(w);
+        // A model matrix: bf16 weights may take bf16 activations (matmul.hpp), except the router's,
+        // whose logits choose experts: rounding there can flip a near tie and move a whole token.
+        m.bf16_products = bf16_products_ && w.role != Role::router;
         const int64_t blocks = (m.rows + k::matmul_column_block - 1) / k::matmul_column_block;
         pool_.parallel_for(blocks, [&](int64_t block) {
             float* panel = worker().panel.data();
@@ -297,6 +300,7 @@ private:
     std::vector<WorkerScratch> scratch_;  // one per pool thread
     WorkspaceLimits limits_;
     uint64_t workspace_bytes_ = 0;
+    bool bf16_products_;
 };
 
 }  // namespace
@@ -309,8 +313,8 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
     return std::make_unique<CpuBackend>(threads, std::shared_ptr<MemoryLedger>(&memory, [](MemoryLedger*) {}));
 }
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-    return std::make_unique<CpuBackend>(threads, std::make_shared<MemoryLedger>("cpu", UINT64_MAX));
+std::unique_ptr<Backend> make_cpu_backend(int threads, bool bf16_products) {
+    return std::make_unique<CpuBackend>(threads, std::make_shared<MemoryLedger>("cpu", UINT64_MAX), bf16_products);
 }
 
 }  // namespace unmask

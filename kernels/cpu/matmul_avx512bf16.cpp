@@ -1,0 +1,124 @@
+// AVX512-BF16 products for bf16 weights: the activations are rounded to bf16 (to nearest even)
+// and VDPBF16PS multiplies them pairwise with the weights, accumulating in fp32: 32 multiply-adds
+// per instruction against the fp32 kernel's 16, and half the bytes of weight panel. Only matrices
+// that allow the rounding take this path (WeightMatrix::bf16_products: the model's bf16
+// matrices); every other call is the AVX-512 fp32 kernel's. Compiled with -mavx512f
+// -mavx512bf16.
+//
+// Each output element is summed in one order whatever m, the column range or the thread: K
+// blocks of k_block ascending, and within a block the pairs (k, k + 1) ascending, one
+// instruction per pair. An odd K ends with a pair whose second half is zero.
+#include <immintrin.h>
+
+#include "cpu/matmul_driver.hpp"
+
+namespace unmask::kernels::cpu {
+
+void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
+
+namespace {
+
+using detail::bf16_column_chunk;
+using detail::bf16_max_pairs;
+using detail::bf16_row_group;
+using Word = uint32_t __attribute__((may_alias));  // two bf16 (k, k + 1), in scratch that is float storage
+
+constexpr int64_t MR = 8, NR = 32;
+static_assert(bf16_column_chunk % NR == 0);
+
+// panel[p * NR + j] = (w[n0 + j, k0 + 2p], w[n0 + j, k0 + 2p + 1]), zero for j >= cols.
+void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
+    const int64_t pairs = (kc + 1) / 2;
+    for (int64_t j = 0; j < NR; ++j) {
+        if (j >= cols) {
+            for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
+            continue;
+        }
+        const uint16_t* src = static_cast<const uint16_t*>(w.data) + (n0 + j) * w.stride + k0;
+        for (int64_t p = 0; p < kc / 2; ++p) panel[p * NR + j] = uint32_t(src[2 * p]) | uint32_t(src[2 * p + 1]) << 16;
+        if (kc % 2 != 0) panel[(pairs - 1) * NR + j] = src[kc - 1];
+    }
+}
+
+// out[r * bf16_max_pairs + p] = (a[r, k0 + 2p], a[r, k0 + 2p + 1]) rounded to bf16 (zero past kc).
+void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, Word* out) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* src = a + r * lda + k0;
+        for (int64_t k = 0; k < kc; k += 32) {
+            const int64_t left = kc - k;
+            const __mmask16 low = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+            const __mmask16 high = left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : __mmask16((1u << (left - 16)) - 1);
+            const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, src + k + 16),
+                                                       _mm512_maskz_loadu_ps(low, src + k));
+            _mm512_storeu_si512(out + r * bf16_max_pairs + k / 2, reinterpret_cast<const __m512i&>(pairs));
+        }
+    }
+}
+
+// c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs) · panel: 8 rows x 32 columns, 16 accumulators.
+void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols, bool accumulate) {
+    const Word* row[MR];
+    for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * bf16_max_pairs;  // spare rows repeat the last
+    const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    const __mmask16 mask1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+        if (accumulate && i < rows) {
+            acc[i][0] = _mm512_maskz_loadu_ps(mask0, c + i * ldc);
+            acc[i][1] = _mm512_maskz_loadu_ps(mask1, c + i * ldc + 16);
+        } else {
+            acc[i][0] = _mm512_setzero_ps();
+            acc[i][1] = _mm512_setzero_ps();
+        }
+    }
+    for (int64_t p = 0; p < pairs; ++p) {
+        const __m512i w0 = _mm512_loadu_si512(panel + p * NR), w1 = _mm512_loadu_si512(panel + p * NR + 16);
+        const __m512bh b0 = reinterpret_cast<const __m512bh&>(w0), b1 = reinterpret_cast<const __m512bh&>(w1);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512i x = _mm512_set1_epi32(static_cast<int>(row[i][p]));
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], reinterpret_cast<const __m512bh&>(x), b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], reinterpret_cast<const __m512bh&>(x), b1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+        if (i >= rows) break;
+        _mm512_mask_storeu_ps(c + i * ldc, mask0, acc[i][0]);
+        _mm512_mask_storeu_ps(c + i * ldc + 16, mask1, acc[i][1]);
+    }
+}
+
+}  // namespace
+
+// Per chunk of bf16_column_chunk columns and K block: its panels packed once, then the rows of A
+// rounded bf16_row_group at a time and run against every panel.
+void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    if (!w.bf16_products || w.type != ElementType::bf16 || w.k_major || w.cols == 0) {
+        matmul_columns_avx512(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+        return;
+    }
+    Word* panels = reinterpret_cast<Word*>(scratch);
+    Word* rounded = panels + bf16_column_chunk * bf16_max_pairs;
+    for (int64_t chunk = n_begin; chunk < n_end; chunk += bf16_column_chunk) {
+        const int64_t chunk_end = std::min(n_end, chunk + bf16_column_chunk);
+        for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block) {
+            const int64_t kc = std::min(detail::k_block, w.cols - k0), pairs = (kc + 1) / 2;
+            for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                pack_panel(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
+            for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
+                const int64_t group = std::min(bf16_row_group, m - g0);
+                round_rows(a + g0 * lda, lda, group, k0, kc, rounded);
+                for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                    for (int64_t m0 = 0; m0 < group; m0 += MR)
+                        run(rounded + m0 * bf16_max_pairs, static_cast<int>(std::min(MR, group - m0)),
+                            panels + (n0 - chunk) * bf16_max_pairs, pairs, c + (g0 + m0) * ldc + n0, ldc,
+                            static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
+            }
+        }
+    }
+}
+
+}  // namespace unmask::kernels::cpu
