@@ -76,11 +76,12 @@ const MatmulIsa* matmul_isas(size_t& count) {
     return all_isas();
 }
 
-// The larger of the fp32 kernels' panel (a K block of 32 columns) and the AVX512-BF16 path's
-// panels (a K block of a column chunk, as bf16 pairs) with its rounded rows of A.
-size_t matmul_scratch_floats() {
-    return static_cast<size_t>(std::max(detail::k_block * 32, (detail::bf16_column_chunk + detail::bf16_row_group) *
-                                                                   detail::bf16_max_pairs));
+// The fp32 kernels' panel (a K block of 32 columns); with bf16 products, the larger of that and
+// the AVX512-BF16 path's panels (a K block of a column chunk, as bf16 pairs) with its rounded rows.
+size_t matmul_scratch_floats(bool bf16_products) {
+    const int64_t fp32 = detail::k_block * 32;
+    const int64_t bf16 = (detail::bf16_column_chunk + detail::bf16_row_group) * detail::bf16_max_pairs;
+    return static_cast<size_t>(bf16_products ? std::max(fp32, bf16) : fp32);
 }
 
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,

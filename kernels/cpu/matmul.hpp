@@ -27,8 +27,9 @@ struct WeightMatrix {
     bool bf16_products = false;
 };
 
-// Floats of scratch one call of matmul_columns needs for its packed weight panel.
-size_t matmul_scratch_floats();
+// Floats of scratch one call of matmul_columns needs for its packed weight panel: more for a
+// matrix with bf16_products.
+size_t matmul_scratch_floats(bool bf16_products = false);
 
 // c[i, j] = sum_k a[i, k] * w[j, k] for i < m and n_begin <= j < n_end (single-threaded; the
 // caller splits columns across threads). `scratch` holds matmul_scratch_floats() floats.

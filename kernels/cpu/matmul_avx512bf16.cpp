@@ -12,6 +12,12 @@
 
 #include "cpu/matmul_driver.hpp"
 
+// GCC 12's unpack intrinsics pass an undefined vector as the unused merge source of their mask
+// (all ones), which its flow analysis reports as maybe uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace unmask::kernels::cpu {
 
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
@@ -26,17 +32,68 @@ using Word = uint32_t __attribute__((may_alias));  // two bf16 (k, k + 1), in sc
 constexpr int64_t MR = 8, NR = 32;
 static_assert(bf16_column_chunk % NR == 0);
 
-// panel[p * NR + j] = (w[n0 + j, k0 + 2p], w[n0 + j, k0 + 2p + 1]), zero for j >= cols.
+// r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
+// 64-bit halves, within each 128-bit lane, then moving lanes.
+inline void transpose_16x16(__m512i (&r)[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // r[4i + c], lane L: column 4L + c of rows 4i..4i + 3
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44), ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
+        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44),
+                      de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_i32x4(ab_low, de_low, 0x88);
+        t[4 + c] = _mm512_shuffle_i32x4(ab_low, de_low, 0xDD);
+        t[8 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// panel[p * NR + j] = (w[n0 + j, k0 + 2p], w[n0 + j, k0 + 2p + 1]), zero for j >= cols: the bf16
+// pair is the little-endian word at w[n0 + j, k0 + 2p]. Whole 16 x 16 blocks of words are
+// transposed in registers, the rest copied one word at a time.
 void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
-    const int64_t pairs = (kc + 1) / 2;
-    for (int64_t j = 0; j < NR; ++j) {
-        if (j >= cols) {
-            for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
-            continue;
+    const int64_t pairs = (kc + 1) / 2, whole = kc / 2, blocked = whole / 16 * 16;
+    auto source = [&](int64_t j) { return static_cast<const uint16_t*>(w.data) + (n0 + j) * w.stride + k0; };
+    for (int64_t j0 = 0; j0 < NR; j0 += 16) {
+        const bool full = j0 + 16 <= cols;
+        for (int64_t p0 = 0; full && p0 < blocked; p0 += 16) {
+            __m512i r[16];
+            for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_si512(source(j0 + j) + 2 * p0);
+            transpose_16x16(r);
+            for (int p = 0; p < 16; ++p) _mm512_storeu_si512(panel + (p0 + p) * NR + j0, r[p]);
         }
-        const uint16_t* src = static_cast<const uint16_t*>(w.data) + (n0 + j) * w.stride + k0;
-        for (int64_t p = 0; p < kc / 2; ++p) panel[p * NR + j] = uint32_t(src[2 * p]) | uint32_t(src[2 * p + 1]) << 16;
-        if (kc % 2 != 0) panel[(pairs - 1) * NR + j] = src[kc - 1];
+        for (int64_t j = j0; j < j0 + 16; ++j) {
+            if (j >= cols) {
+                for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
+                continue;
+            }
+            const uint16_t* src = source(j);
+            for (int64_t p = full ? blocked : 0; p < whole; ++p) {
+                uint32_t pair;
+                std::memcpy(&pair, src + 2 * p, sizeof pair);
+                panel[p * NR + j] = pair;
+            }
+            if (kc % 2 != 0) panel[(pairs - 1) * NR + j] = src[kc - 1];
+        }
+    }
+}
+
+// Asks for rows [n0, n1) of the weights over [k0, k0 + kc) to be brought into L2: a row's run in a
+// K block is 8 cache lines, too short for the hardware's stream prefetchers to catch.
+void prefetch_rows(const WeightMatrix& w, int64_t n0, int64_t n1, int64_t k0, int64_t kc) {
+    for (int64_t j = n0; j < n1; ++j) {
+        const char* row = reinterpret_cast<const char*>(static_cast<const uint16_t*>(w.data) + j * w.stride + k0);
+        for (int64_t byte = 0; byte < kc * 2; byte += 64) _mm_prefetch(row + byte, _MM_HINT_T1);
     }
 }
 
@@ -108,6 +165,11 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
             const int64_t kc = std::min(detail::k_block, w.cols - k0), pairs = (kc + 1) / 2;
             for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
                 pack_panel(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
+            // The weights packed next arrive while these are multiplied.
+            if (k0 + detail::k_block < w.cols)
+                prefetch_rows(w, chunk, chunk_end, k0 + detail::k_block, std::min(detail::k_block, w.cols - k0 - detail::k_block));
+            else if (chunk_end < n_end)
+                prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0, std::min(detail::k_block, w.cols));
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
                 const int64_t group = std::min(bf16_row_group, m - g0);
                 round_rows(a + g0 * lda, lda, group, k0, kc, rounded);

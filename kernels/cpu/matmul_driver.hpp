@@ -23,7 +23,7 @@ inline constexpr int64_t k_block = 256;
 // The AVX512-BF16 path (matmul_avx512bf16.cpp): a K block as bf16 pairs, the columns whose
 // panels it packs at a time, and the rows of A it rounds to bf16 at a time.
 inline constexpr int64_t bf16_max_pairs = k_block / 2;
-inline constexpr int64_t bf16_column_chunk = 64;
+inline constexpr int64_t bf16_column_chunk = matmul_column_block;  // one call of the CPU backend
 inline constexpr int64_t bf16_row_group = 32;
 
 // fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/float_convert.hpp"
 #include "cpu/dequantize.hpp"
@@ -59,10 +60,14 @@ UNMASK_VECTOR_CLONES void swiglu(float* gate, const float* up, int64_t n) {
 void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const int32_t* positions,
           const RopeParams& params) {
     const int64_t half = params.rotary_dims / 2;
+    // inv_freq_i = theta^(-2i / rotary_dims), as the reference implementations define it; once per
+    // call, not per token.
+    std::vector<double> inverse_frequency(static_cast<size_t>(half));
+    for (int64_t i = 0; i < half; ++i)
+        inverse_frequency[size_t(i)] = std::pow(params.theta, -2.0 * double(i) / double(params.rotary_dims));
     for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t i = 0; i < half; ++i) {
-            // inv_freq_i = theta^(-2i / rotary_dims), as the reference implementations define it.
-            const double angle = positions[t] * std::pow(params.theta, -2.0 * double(i) / double(params.rotary_dims));
+            const double angle = positions[t] * inverse_frequency[size_t(i)];
             const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
             for (int64_t h = 0; h < heads; ++h) {
                 float* head = x + t * stride + h * head_dim;

@@ -137,7 +137,7 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
         return;
     }
     std::mt19937 rng(5);
-    std::vector<float> scratch(matmul_scratch_floats());
+    std::vector<float> scratch(matmul_scratch_floats(true));
     int64_t differing = 0;
     for (int64_t m : {1, 7, 8, 70})
         for (int64_t n : {1, 33, 130, 300})

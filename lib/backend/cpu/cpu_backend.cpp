@@ -39,7 +39,8 @@ struct WorkerScratch {
 // Floats of one WorkerScratch for `limits`: attention scores and panel, the matmul panel, the
 // scaled and sorted logits of one row.
 uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
-    return uint64_t(attention_tile * limits.sequence_length) + 2 * k::matmul_scratch_floats() + 2 * uint64_t(limits.vocab);
+    return uint64_t(attention_tile * limits.sequence_length) + k::matmul_scratch_floats() +
+           k::matmul_scratch_floats(true) + 2 * uint64_t(limits.vocab);
 }
 
 class CpuBackend final : public Backend {
@@ -89,7 +90,7 @@ public:
         for (WorkerScratch& s : scratch_) {
             s.attention.scores.reserve(size_t(attention_tile * limits_.sequence_length));
             s.attention.panel.reserve(k::matmul_scratch_floats());
-            s.panel.resize(k::matmul_scratch_floats());
+            s.panel.resize(k::matmul_scratch_floats(true));
             s.candidates.scaled.reserve(size_t(limits_.vocab));
             s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
