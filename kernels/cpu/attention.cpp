@@ -11,16 +11,37 @@
 namespace unmask::kernels::cpu {
 namespace {
 
-// row[0, visible) = softmax(row * scale); row[visible, n) = 0.
-UNMASK_VECTOR_CLONES void scaled_softmax(float* row, int64_t visible,
-                                                                                 int64_t n, float scale) {
-    float max = row[0] * scale;
-    for (int64_t j = 0; j < visible; ++j) {
+// row[0, visible) = softmax(row * scale); row[visible, n) = 0. The maximum and the sum run in 16
+// lanes (element j in lane j % 16, then the lanes in order, then the rest of the row), which the
+// compiler vectorises on every instruction set with the same bits: a sum in row order would stay
+// scalar, and one in the vector width would differ between AVX2 and AVX-512.
+UNMASK_VECTOR_CLONES void scaled_softmax(float* row, int64_t visible, int64_t n, float scale) {
+    constexpr int64_t lanes = 16;
+    const int64_t whole = visible / lanes * lanes;
+    float lane_max[lanes], lane_total[lanes];
+    for (int64_t l = 0; l < lanes; ++l) {
+        lane_max[l] = -std::numeric_limits<float>::infinity();
+        lane_total[l] = 0.0f;
+    }
+    for (int64_t j = 0; j < whole; j += lanes)
+        for (int64_t l = 0; l < lanes; ++l) {
+            row[j + l] *= scale;
+            lane_max[l] = row[j + l] > lane_max[l] ? row[j + l] : lane_max[l];
+        }
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t l = 0; l < lanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
+    for (int64_t j = whole; j < visible; ++j) {
         row[j] *= scale;
         max = row[j] > max ? row[j] : max;
     }
+    for (int64_t j = 0; j < whole; j += lanes)
+        for (int64_t l = 0; l < lanes; ++l) {
+            row[j + l] = fast_exp(row[j + l] - max);
+            lane_total[l] += row[j + l];
+        }
     float total = 0;
-    for (int64_t j = 0; j < visible; ++j) {
+    for (int64_t l = 0; l < lanes; ++l) total += lane_total[l];
+    for (int64_t j = whole; j < visible; ++j) {
         row[j] = fast_exp(row[j] - max);
         total += row[j];
     }
