@@ -173,6 +173,8 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
                 const int64_t group = std::min(bf16_row_group, m - g0);
                 round_rows(a + g0 * lda, lda, group, k0, kc, rounded);
+                for (int64_t r = g0 + group; r < std::min(m, g0 + group + bf16_row_group); ++r)  // the next group's
+                    for (int64_t k = 0; k < kc; k += 16) _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
                 for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
                     for (int64_t m0 = 0; m0 < group; m0 += MR)
                         run(rounded + m0 * bf16_max_pairs, static_cast<int>(std::min(MR, group - m0)),
