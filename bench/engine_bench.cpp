@@ -1,6 +1,8 @@
 // The engine on the ~110M-parameter LLaDA-shaped model (random bf16 weights, 2 threads):
 // - BM_engine_concurrency: the same requests served at 1, 4, 8 and 16 concurrent, reported
 //   together from one run: generated tokens/s at each level and the ratio to concurrency 1;
+//   exact (no cache) or with the dual cache and threshold decoding (blocks of 32, threshold 0.9:
+//   the setting users run);
 // - BM_engine_latency: requests arriving at a fixed rate (open loop), latency percentiles from
 //   the engine's own stats.
 #include <benchmark/benchmark.h>
@@ -41,11 +43,16 @@ std::vector<int32_t> prompt_of(int i) {
 }
 
 // Serves `count` requests submitted together; returns the seconds until the last one finished.
-double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps) {
+double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps, bool dual) {
     unmask_generate_params params;
     unmask_generate_params_init(&params);
     params.gen_length = gen_length;
     params.steps = steps;
+    if (dual) {
+        params.cache_mode = UNMASK_CACHE_DUAL;
+        params.block_length = 32;
+        params.threshold = 0.9;
+    }
     std::vector<unmask_request*> requests;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < count; ++i) {
@@ -57,7 +64,8 @@ double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// args: gen_length, steps. 16 requests at each concurrency level.
+// args: gen_length, steps, dual (1: dual cache and threshold 0.9 over blocks of 32; 0: exact).
+// 16 requests at each concurrency level.
 void BM_engine_concurrency(benchmark::State& state) {
     unmask_model* model = unmask_bench::synthetic_llada_model();
     if (model == nullptr) {
@@ -65,6 +73,7 @@ void BM_engine_concurrency(benchmark::State& state) {
         return;
     }
     const int64_t gen_length = state.range(0), steps = state.range(1);
+    const bool dual = state.range(2) != 0;
     const int requests = 16;
     for (auto _ : state) {
         double baseline = 0;
@@ -74,7 +83,7 @@ void BM_engine_concurrency(benchmark::State& state) {
                 state.SkipWithError(unmask_last_error());
                 return;
             }
-            const double seconds = serve(engine, requests, gen_length, steps);
+            const double seconds = serve(engine, requests, gen_length, steps, dual);
             unmask_engine_free(engine);
             const double rate = double(requests) * double(gen_length) / seconds;
             if (concurrency == 1) baseline = rate;
@@ -124,7 +133,8 @@ void BM_engine_latency(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_engine_concurrency)->Args({64, 16})->Args({16, 4})->ArgNames({"gen_length", "steps"})
+BENCHMARK(BM_engine_concurrency)->Args({64, 16, 0})->Args({16, 4, 0})->Args({128, 128, 1})
+    ->ArgNames({"gen_length", "steps", "dual"})
     ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_engine_latency)->Args({4, 40})->ArgNames({"rate", "requests"})->Iterations(1)
     ->Unit(benchmark::kSecond)->UseRealTime();
