@@ -10,6 +10,7 @@
 // instruction per pair. An odd K ends with a pair whose second half is zero.
 #include <immintrin.h>
 
+#include "cpu/matmul_avx512_tile.hpp"
 #include "cpu/matmul_driver.hpp"
 
 // GCC 12's unpack intrinsics pass an undefined vector as the unused merge source of their mask
@@ -29,7 +30,7 @@ using detail::bf16_max_pairs;
 using detail::bf16_row_group;
 using Word = uint32_t __attribute__((may_alias));  // two bf16 (k, k + 1), in scratch that is float storage
 
-constexpr int64_t MR = 8, NR = 32;
+constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
 static_assert(bf16_column_chunk % NR == 0);
 
 // r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
@@ -116,35 +117,18 @@ void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t k
 void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols, bool accumulate) {
     const Word* row[MR];
     for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * bf16_max_pairs;  // spare rows repeat the last
-    const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-    const __mmask16 mask1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
-    __m512 acc[MR][2];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-        if (accumulate && i < rows) {
-            acc[i][0] = _mm512_maskz_loadu_ps(mask0, c + i * ldc);
-            acc[i][1] = _mm512_maskz_loadu_ps(mask1, c + i * ldc + 16);
-        } else {
-            acc[i][0] = _mm512_setzero_ps();
-            acc[i][1] = _mm512_setzero_ps();
-        }
-    }
+    detail::Avx512Tile tile(c, ldc, rows, cols, accumulate);
     for (int64_t p = 0; p < pairs; ++p) {
         const __m512i w0 = _mm512_loadu_si512(panel + p * NR), w1 = _mm512_loadu_si512(panel + p * NR + 16);
         const __m512bh b0 = reinterpret_cast<const __m512bh&>(w0), b1 = reinterpret_cast<const __m512bh&>(w1);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
             const __m512i x = _mm512_set1_epi32(static_cast<int>(row[i][p]));
-            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], reinterpret_cast<const __m512bh&>(x), b0);
-            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], reinterpret_cast<const __m512bh&>(x), b1);
+            tile.acc[i][0] = _mm512_dpbf16_ps(tile.acc[i][0], reinterpret_cast<const __m512bh&>(x), b0);
+            tile.acc[i][1] = _mm512_dpbf16_ps(tile.acc[i][1], reinterpret_cast<const __m512bh&>(x), b1);
         }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-        if (i >= rows) break;
-        _mm512_mask_storeu_ps(c + i * ldc, mask0, acc[i][0]);
-        _mm512_mask_storeu_ps(c + i * ldc + 16, mask1, acc[i][1]);
-    }
+    tile.store(c, ldc, rows);
 }
 
 }  // namespace
