@@ -89,12 +89,34 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
     }
 }
 
+// pack_panel for a block-quantized type: each row's blocks over [k0, k0 + kc) (whole blocks: a K
+// block holds whole blocks, and so does a quantized row) decoded to fp32 as the fp32 kernels
+// decode them, then rounded to bf16 (to nearest even, as loading at BF16 rounds them).
+void pack_decoded_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
+    const int64_t pairs = (kc + 1) / 2;
+    alignas(64) float decoded[detail::k_block];
+    alignas(64) uint32_t words[bf16_max_pairs];
+    for (int64_t j = 0; j < NR; ++j) {
+        if (j >= cols) {
+            for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
+            continue;
+        }
+        dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0), kc,
+                       decoded);
+        for (int64_t k = 0; k < kc; k += 32) {
+            const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_load_ps(decoded + k + 16), _mm512_load_ps(decoded + k));
+            _mm512_store_si512(words + k / 2, reinterpret_cast<const __m512i&>(pair));
+        }
+        for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = words[p];
+    }
+}
+
 // Asks for rows [n0, n1) of the weights over [k0, k0 + kc) to be brought into L2: a row's run in a
 // K block is 8 cache lines, too short for the hardware's stream prefetchers to catch.
 void prefetch_rows(const WeightMatrix& w, int64_t n0, int64_t n1, int64_t k0, int64_t kc) {
     for (int64_t j = n0; j < n1; ++j) {
-        const char* row = reinterpret_cast<const char*>(static_cast<const uint16_t*>(w.data) + j * w.stride + k0);
-        for (int64_t byte = 0; byte < kc * 2; byte += 64) _mm_prefetch(row + byte, _MM_HINT_T1);
+        const char* row = static_cast<const char*>(w.data) + row_bytes(w.type, j * w.stride + k0);
+        for (int64_t byte = 0; byte < row_bytes(w.type, kc); byte += 64) _mm_prefetch(row + byte, _MM_HINT_T1);
     }
 }
 
@@ -137,7 +159,8 @@ void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, in
 // rounded bf16_row_group at a time and run against every panel.
 void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
                                int64_t n_end, float* c, int64_t ldc, float* scratch) {
-    if (!w.bf16_products || w.type != ElementType::bf16 || w.k_major || w.cols == 0) {
+    const bool quantized = is_quantized(w.type);
+    if (!w.bf16_products || (w.type != ElementType::bf16 && !quantized) || w.k_major || w.cols == 0) {
         matmul_columns_avx512(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
         return;
     }
@@ -148,7 +171,8 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
         for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block) {
             const int64_t kc = std::min(detail::k_block, w.cols - k0), pairs = (kc + 1) / 2;
             for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
-                pack_panel(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
+                (quantized ? pack_decoded_panel : pack_panel)(w, n0, std::min(NR, chunk_end - n0), k0, kc,
+                                                              panels + (n0 - chunk) * bf16_max_pairs);
             // The weights packed next arrive while these are multiplied.
             if (k0 + detail::k_block < w.cols)
                 prefetch_rows(w, chunk, chunk_end, k0 + detail::k_block, std::min(detail::k_block, w.cols - k0 - detail::k_block));

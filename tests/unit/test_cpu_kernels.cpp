@@ -216,7 +216,7 @@ TEST_CASE("quantized weights give the bits of their decoded fp32 values on every
     std::mt19937 rng(23);
     size_t isa_count = 0;
     const MatmulIsa* isas = matmul_isas(isa_count);
-    std::vector<float> scratch(matmul_scratch_floats());
+    std::vector<float> scratch(matmul_scratch_floats(true));
     std::uniform_real_distribution<float> scale(0.001f, 0.05f);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (ElementType type : {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k, ElementType::q6_k}) {
@@ -238,6 +238,13 @@ TEST_CASE("quantized weights give the bits of their decoded fp32 values on every
         for (int64_t r = 0; r < n; ++r) dequantize_row(type, q.data() + row_bytes(type, r * k), k, decoded.data() + r * k);
         const WeightMatrix quantized{q.data(), type, n, k, k};
         const WeightMatrix widened{decoded.data(), ElementType::f32, n, k, k};
+        // With bf16 products the blocks are decoded into bf16 panels: the bits of the decoded
+        // values rounded to bf16 (as loading at BF16 rounds them) and multiplied as bf16 weights.
+        std::vector<uint16_t> rounded(decoded.size());
+        for (size_t i = 0; i < decoded.size(); ++i) rounded[i] = float_to_bf16(decoded[i]);
+        WeightMatrix quantized_products = quantized;
+        quantized_products.bf16_products = true;
+        const WeightMatrix rounded_products{rounded.data(), ElementType::bf16, n, k, k, false, true};
         for (int64_t m : {1, 8}) {
             CAPTURE(m);
             std::vector<float> a(size_t(m * k));
@@ -250,6 +257,12 @@ TEST_CASE("quantized weights give the bits of their decoded fp32 values on every
                 isas[i].fn(a.data(), k, m, quantized, n / 2, n, from_blocks.data(), n, scratch.data());
                 isas[i].fn(a.data(), k, m, widened, 0, n, from_floats.data(), n, scratch.data());
                 CHECK(from_blocks == from_floats);
+                if (std::string(isas[i].name) != "avx512bf16") continue;
+                std::vector<float> blocks_bf16(size_t(m * n), -1.0f), rounded_bf16(size_t(m * n), -2.0f);
+                isas[i].fn(a.data(), k, m, quantized_products, 0, n, blocks_bf16.data(), n, scratch.data());
+                isas[i].fn(a.data(), k, m, rounded_products, 0, n, rounded_bf16.data(), n, scratch.data());
+                CHECK(blocks_bf16 == rounded_bf16);
+                CHECK(blocks_bf16 != from_floats);  // the bf16 path ran
             }
         }
         // The embedding lookup decodes the rows it gathers.
