@@ -21,9 +21,10 @@ struct WeightMatrix {
     int64_t cols = 0;    // k: input features
     int64_t stride = 0;  // elements between consecutive rows (between consecutive k when k_major)
     bool k_major = false;  // stored [k, n] (as attention's values are) instead of [n, k]
-    // bf16 weights only: the product may round the activations to bf16 too where the CPU has
-    // AVX512-BF16's dot product (twice the multiply-adds per instruction). The backend sets it
-    // for the model's matrices; attention's K/V products keep fp32 activations.
+    // bf16 and block-quantized weights: the product may round the activations to bf16 (and the
+    // decoded blocks) where the CPU has AVX512-BF16's dot product (twice the multiply-adds per
+    // instruction). The backend sets it for the model's matrices but the router; attention's K/V
+    // products keep fp32 activations.
     bool bf16_products = false;
 };
 

@@ -1,9 +1,9 @@
-// AVX512-BF16 products for bf16 weights: the activations are rounded to bf16 (to nearest even)
-// and VDPBF16PS multiplies them pairwise with the weights, accumulating in fp32: 32 multiply-adds
-// per instruction against the fp32 kernel's 16, and half the bytes of weight panel. Only matrices
-// that allow the rounding take this path (WeightMatrix::bf16_products: the model's bf16
-// matrices); every other call is the AVX-512 fp32 kernel's. Compiled with -mavx512f
-// -mavx512bf16.
+// AVX512-BF16 products for bf16 and block-quantized weights: the activations are rounded to bf16
+// (to nearest even) and VDPBF16PS multiplies them pairwise with the weights, accumulating in fp32:
+// 32 multiply-adds per instruction against the fp32 kernel's 16, and half the bytes of weight
+// panel. Quantized blocks are decoded into the bf16 panel (the bits of loading them at BF16).
+// Only matrices that allow the rounding take this path (WeightMatrix::bf16_products: the model's
+// matrices); every other call is the AVX-512 fp32 kernel's. Compiled with -mavx512f -mavx512bf16.
 //
 // Each output element is summed in one order whatever m, the column range or the thread: K
 // blocks of k_block ascending, and within a block the pairs (k, k + 1) ascending, one
