@@ -10,19 +10,26 @@
 
 namespace unmask::kernels::cpu::detail {
 
+// The lanes of two 16-float vectors that hold the first `n` of 32 consecutive floats.
+struct ColumnMasks {
+    __mmask16 low, high;
+
+    explicit ColumnMasks(int64_t n)
+        : low(n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1)),
+          high(n >= 32 ? __mmask16(0xFFFF) : n <= 16 ? __mmask16(0) : __mmask16((1u << (n - 16)) - 1)) {}
+};
+
 struct Avx512Tile {
     static constexpr int MR = 8, NR = 32;
     __m512 acc[MR][2];
-    __mmask16 mask0, mask1;
+    ColumnMasks mask;
 
-    Avx512Tile(const float* c, int64_t ldc, int rows, int cols, bool accumulate) {
-        mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-        mask1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+    Avx512Tile(const float* c, int64_t ldc, int rows, int cols, bool accumulate) : mask(cols) {
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
             if (accumulate && i < rows) {
-                acc[i][0] = _mm512_maskz_loadu_ps(mask0, c + i * ldc);
-                acc[i][1] = _mm512_maskz_loadu_ps(mask1, c + i * ldc + 16);
+                acc[i][0] = _mm512_maskz_loadu_ps(mask.low, c + i * ldc);
+                acc[i][1] = _mm512_maskz_loadu_ps(mask.high, c + i * ldc + 16);
             } else {
                 acc[i][0] = _mm512_setzero_ps();
                 acc[i][1] = _mm512_setzero_ps();
@@ -34,8 +41,8 @@ struct Avx512Tile {
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
             if (i >= rows) break;
-            _mm512_mask_storeu_ps(c + i * ldc, mask0, acc[i][0]);
-            _mm512_mask_storeu_ps(c + i * ldc + 16, mask1, acc[i][1]);
+            _mm512_mask_storeu_ps(c + i * ldc, mask.low, acc[i][0]);
+            _mm512_mask_storeu_ps(c + i * ldc + 16, mask.high, acc[i][1]);
         }
     }
 };

@@ -21,7 +21,8 @@
 
 namespace unmask::kernels::cpu {
 
-void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
+void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
+                           float*);
 
 namespace {
 
@@ -48,15 +49,21 @@ inline void transpose_16x16(__m512i (&r)[16]) {
         r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
     }
     for (int c = 0; c < 4; ++c) {
-        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44), ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
-        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44),
-                      de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
+        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
+        const __m512i ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
+        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
+        const __m512i de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
         t[c] = _mm512_shuffle_i32x4(ab_low, de_low, 0x88);
         t[4 + c] = _mm512_shuffle_i32x4(ab_low, de_low, 0xDD);
         t[8 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0x88);
         t[12 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0xDD);
     }
     for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Column j of a panel past the matrix's columns: zero pairs, so the microkernel needs no mask.
+void zero_column(Word* panel, int64_t pairs, int64_t j) {
+    for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
 }
 
 // panel[p * NR + j] = (w[n0 + j, k0 + 2p], w[n0 + j, k0 + 2p + 1]), zero for j >= cols: the bf16
@@ -75,7 +82,7 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
         }
         for (int64_t j = j0; j < j0 + 16; ++j) {
             if (j >= cols) {
-                for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
+                zero_column(panel, pairs, j);
                 continue;
             }
             const uint16_t* src = source(j);
@@ -98,7 +105,7 @@ void pack_decoded_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t
     alignas(64) uint32_t words[bf16_max_pairs];
     for (int64_t j = 0; j < NR; ++j) {
         if (j >= cols) {
-            for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
+            zero_column(panel, pairs, j);
             continue;
         }
         dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0), kc,
@@ -125,18 +132,17 @@ void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t k
     for (int64_t r = 0; r < rows; ++r) {
         const float* src = a + r * lda + k0;
         for (int64_t k = 0; k < kc; k += 32) {
-            const int64_t left = kc - k;
-            const __mmask16 low = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-            const __mmask16 high = left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : __mmask16((1u << (left - 16)) - 1);
-            const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, src + k + 16),
-                                                       _mm512_maskz_loadu_ps(low, src + k));
+            const detail::ColumnMasks left(kc - k);
+            const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(left.high, src + k + 16),
+                                                       _mm512_maskz_loadu_ps(left.low, src + k));
             _mm512_storeu_si512(out + r * bf16_max_pairs + k / 2, reinterpret_cast<const __m512i&>(pairs));
         }
     }
 }
 
 // c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs) · panel: 8 rows x 32 columns, 16 accumulators.
-void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols, bool accumulate) {
+void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols,
+         bool accumulate) {
     const Word* row[MR];
     for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * bf16_max_pairs;  // spare rows repeat the last
     detail::Avx512Tile tile(c, ldc, rows, cols, accumulate);
@@ -174,15 +180,18 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
                 (quantized ? pack_decoded_panel : pack_panel)(w, n0, std::min(NR, chunk_end - n0), k0, kc,
                                                               panels + (n0 - chunk) * bf16_max_pairs);
             // The weights packed next arrive while these are multiplied.
-            if (k0 + detail::k_block < w.cols)
-                prefetch_rows(w, chunk, chunk_end, k0 + detail::k_block, std::min(detail::k_block, w.cols - k0 - detail::k_block));
+            const int64_t next_k0 = k0 + detail::k_block;
+            if (next_k0 < w.cols)
+                prefetch_rows(w, chunk, chunk_end, next_k0, std::min(detail::k_block, w.cols - next_k0));
             else if (chunk_end < n_end)
-                prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0, std::min(detail::k_block, w.cols));
+                prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0,
+                              std::min(detail::k_block, w.cols));
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
                 const int64_t group = std::min(bf16_row_group, m - g0);
                 round_rows(a + g0 * lda, lda, group, k0, kc, rounded);
                 for (int64_t r = g0 + group; r < std::min(m, g0 + group + bf16_row_group); ++r)  // the next group's
-                    for (int64_t k = 0; k < kc; k += 16) _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
+                    for (int64_t k = 0; k < kc; k += 16)
+                        _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
                 for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
                     for (int64_t m0 = 0; m0 < group; m0 += MR)
                         run(rounded + m0 * bf16_max_pairs, static_cast<int>(std::min(MR, group - m0)),
