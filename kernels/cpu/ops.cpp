@@ -79,20 +79,27 @@ UNMASK_VECTOR_CLONES void swiglu(float* gate, const float* up, int64_t n) {
     }
 }
 
-void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const int32_t* positions,
-          const RopeParams& params) {
+void rope_table(const int32_t* positions, int64_t tokens, const RopeParams& params, float* table) {
     const int64_t half = params.rotary_dims / 2;
-    // inv_freq_i = theta^(-2i / rotary_dims), as the reference implementations define it; once per
-    // call, not per token.
-    std::vector<double> inverse_frequency(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i)
-        inverse_frequency[size_t(i)] = std::pow(params.theta, -2.0 * double(i) / double(params.rotary_dims));
+    for (int64_t i = 0; i < half; ++i) {
+        // inv_freq_i = theta^(-2i / rotary_dims), as the reference implementations define it.
+        const double inverse_frequency = std::pow(params.theta, -2.0 * double(i) / double(params.rotary_dims));
+        for (int64_t t = 0; t < tokens; ++t) {
+            const double angle = positions[t] * inverse_frequency;
+            table[t * params.rotary_dims + 2 * i] = static_cast<float>(std::cos(angle));
+            table[t * params.rotary_dims + 2 * i + 1] = static_cast<float>(std::sin(angle));
+        }
+    }
+}
+
+void rope_rotate(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* table,
+                 const RopeParams& params) {
+    const int64_t half = params.rotary_dims / 2;
     for (int64_t t = 0; t < tokens; ++t) {
-        for (int64_t i = 0; i < half; ++i) {
-            const double angle = positions[t] * inverse_frequency[size_t(i)];
-            const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
-            for (int64_t h = 0; h < heads; ++h) {
-                float* head = x + t * stride + h * head_dim;
+        for (int64_t h = 0; h < heads; ++h) {
+            float* head = x + t * stride + h * head_dim;
+            for (int64_t i = 0; i < half; ++i) {
+                const float c = table[t * params.rotary_dims + 2 * i], s = table[t * params.rotary_dims + 2 * i + 1];
                 const int64_t a = params.interleaved ? 2 * i : i;
                 const int64_t b = params.interleaved ? 2 * i + 1 : i + half;
                 const float x1 = head[a], x2 = head[b];
@@ -101,6 +108,13 @@ void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t str
             }
         }
     }
+}
+
+void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const int32_t* positions,
+          const RopeParams& params) {
+    std::vector<float> table(size_t(tokens * params.rotary_dims));
+    rope_table(positions, tokens, params, table.data());
+    rope_rotate(x, tokens, heads, head_dim, stride, table.data(), params);
 }
 
 }  // namespace unmask::kernels::cpu

@@ -34,7 +34,15 @@ struct RopeParams {
     bool interleaved = false;    // pairs (2i, 2i+1) instead of (i, i + rotary_dims/2)
 };
 
-// Rotates each head of x[t, heads * head_dim] at positions[t].
+// RoPE's rotations at `tokens` positions: table[t * rotary_dims + 2i] = cos and [.. + 2i + 1] =
+// sin of positions[t] * theta^(-2i / rotary_dims), the angle in double as the references have it.
+void rope_table(const int32_t* positions, int64_t tokens, const RopeParams& params, float* table);
+
+// Rotates each head of x[t, heads * head_dim] by row t of a rope_table.
+void rope_rotate(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const float* table,
+                 const RopeParams& params);
+
+// rope_table then rope_rotate, for one call: x[t] rotated at positions[t].
 void rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, const int32_t* positions,
           const RopeParams& params);
 

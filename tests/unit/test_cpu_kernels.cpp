@@ -1,7 +1,7 @@
 // The CPU kernels: matmul against a float64 reference on awkward shapes with every instruction
 // set giving the same bits; Philox against its published answers; sampling against known
 // distributions (chi-square); fast_exp accuracy; the thread pool's coverage; the online softmax
-// statistics the CUDA candidates kernel keeps.
+// statistics the CUDA candidates kernel keeps; the CPU backend's reused RoPE table.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/float_convert.hpp"
 #include "core/philox.hpp"
 #include "core/thread_pool.hpp"
@@ -541,5 +542,45 @@ TEST_CASE("attention over bf16 keys and values gives the bits of attention over 
         for (int64_t h = 0; h < heads; ++h)
             attention_tile(q.data(), k_bf16.data(), v_bf16.data(), shape, h, 0, tokens, narrow.data(), scratch);
         CHECK(narrow == wide);
+    }
+}
+
+TEST_CASE("the CPU backend's reused RoPE table gives the bits of a fresh rotation, whatever came before") {
+    // The backend keeps the rotations of the last positions it was called with (every layer asks
+    // for the same ones); a call with other positions, another theta or width, fewer rows, or more
+    // rows than its workspace holds must rotate exactly as a table made for that call alone.
+    std::mt19937 rng(31);
+    const int64_t heads = 3, head_dim = 8, reserved = 16;
+    const auto backend = make_cpu_backend(2);
+    WorkspaceLimits limits;
+    limits.tokens = reserved;
+    limits.head_dim = head_dim;
+    backend->reserve_workspace(limits);
+    std::vector<int32_t> counting(reserved), shifted(reserved), beyond(reserved + 9);
+    for (int64_t t = 0; t < int64_t(beyond.size()); ++t) {
+        if (t < reserved) counting[size_t(t)] = int32_t(t), shifted[size_t(t)] = int32_t(t + 5);
+        beyond[size_t(t)] = int32_t(3 * t);
+    }
+    const RopeSpec plain{10000.0, head_dim, false}, other{500000.0, head_dim, true}, partial{10000.0, head_dim / 2, false};
+    const struct {
+        const std::vector<int32_t>* positions;
+        int64_t rows;
+        RopeSpec spec;
+    } calls[] = {{&counting, reserved, plain}, {&counting, reserved, plain}, {&shifted, reserved, plain},
+                 {&counting, reserved, plain}, {&counting, reserved, other}, {&counting, reserved, partial},
+                 {&counting, reserved / 2, partial}, {&beyond, int64_t(beyond.size()), plain},
+                 {&counting, reserved, plain}};
+    std::vector<float> previous;
+    for (const auto& call : calls) {
+        CAPTURE(call.rows);
+        CAPTURE(call.spec.theta);
+        CAPTURE(call.spec.rotary_dims);
+        const std::vector<float> x = random_floats(size_t(call.rows * heads * head_dim), rng);
+        std::vector<float> got = x, expected = x;
+        backend->rope(got.data(), call.rows, heads, head_dim, call.positions->data(), call.spec);
+        rope(expected.data(), call.rows, heads, head_dim, heads * head_dim, call.positions->data(),
+             RopeParams{call.spec.theta, call.spec.rotary_dims, call.spec.interleaved});
+        CHECK(got == expected);
+        CHECK(got != x);  // it rotated
     }
 }

@@ -81,8 +81,11 @@ public:
 
     // Grows to the largest limits asked for so far; never shrinks while the backend lives.
     void reserve_workspace(const WorkspaceLimits& limits) override {
-        const WorkspaceLimits wanted_limits{std::max(limits_.sequence_length, limits.sequence_length),
-                                            std::max(limits_.vocab, limits.vocab)};
+        WorkspaceLimits wanted_limits;
+        wanted_limits.sequence_length = std::max(limits_.sequence_length, limits.sequence_length);
+        wanted_limits.vocab = std::max(limits_.vocab, limits.vocab);
+        wanted_limits.tokens = std::max(limits_.tokens, limits.tokens);
+        wanted_limits.head_dim = std::max(limits_.head_dim, limits.head_dim);
         const uint64_t wanted = cpu_workspace_bytes(pool_.size(), wanted_limits);
         if (wanted > workspace_bytes_) memory_->charge(wanted - workspace_bytes_, "the CPU backend's workspace");
         workspace_bytes_ = std::max(workspace_bytes_, wanted);
@@ -94,6 +97,8 @@ public:
             s.candidates.scaled.reserve(size_t(limits_.vocab));
             s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
+        rope_positions_.reserve(size_t(limits_.tokens));
+        rope_table_.reserve(size_t(limits_.tokens * limits_.head_dim));
     }
     void copy_to_device(DeviceBuffer& destination, const void* source, size_t bytes) override {
         check_copy_bytes(bytes, destination);
@@ -139,12 +144,34 @@ public:
         }
     }
 
+    // Every layer rotates q and k at the same positions: the table of rotations is made on the
+    // first call for a set of positions and reused while calls repeat them. Beyond the reserved
+    // workspace, each call makes its own.
     void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int32_t* positions,
               const RopeSpec& rope) override {
         const k::RopeParams params{rope.theta, rope.rotary_dims, rope.interleaved};
+        const int64_t stride = heads * head_dim;
+        if (size_t(rows * params.rotary_dims) > rope_table_.capacity()) {
+            for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                k::rope(x + begin * stride, end - begin, heads, head_dim, stride, positions + begin, params);
+            });
+            return;
+        }
+        const bool same = rope_theta_ == params.theta && rope_dims_ == params.rotary_dims &&
+                          rope_positions_.size() == size_t(rows) &&
+                          std::equal(positions, positions + rows, rope_positions_.begin());
+        if (!same) {
+            rope_positions_.assign(positions, positions + rows);
+            rope_table_.resize(size_t(rows * params.rotary_dims));
+            rope_theta_ = params.theta;
+            rope_dims_ = params.rotary_dims;
+            for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                k::rope_table(positions + begin, end - begin, params, rope_table_.data() + begin * params.rotary_dims);
+            });
+        }
         for_row_chunks(rows, [&](int64_t begin, int64_t end) {
-            k::rope(x + begin * heads * head_dim, end - begin, heads, head_dim, heads * head_dim, positions + begin,
-                    params);
+            k::rope_rotate(x + begin * stride, end - begin, heads, head_dim, stride,
+                           rope_table_.data() + begin * params.rotary_dims, params);
         });
     }
 
@@ -301,13 +328,20 @@ private:
     std::vector<WorkerScratch> scratch_;  // one per pool thread
     WorkspaceLimits limits_;
     uint64_t workspace_bytes_ = 0;
+    // The rotations of the positions rope was last called with (rope()).
+    std::vector<int32_t> rope_positions_;
+    std::vector<float> rope_table_;
+    double rope_theta_ = 0.0;
+    int64_t rope_dims_ = 0;
     bool bf16_products_;
 };
 
 }  // namespace
 
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
-    return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float);
+    const uint64_t rope_table = uint64_t(limits.tokens) * uint64_t(limits.head_dim) * sizeof(float) +
+                                uint64_t(limits.tokens) * sizeof(int32_t);
+    return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float) + rope_table;
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
