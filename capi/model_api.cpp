@@ -139,6 +139,7 @@ extern "C" unmask_status unmask_model_info(const unmask_model* model, unmask_mod
         out.checksums_verified = d.checksums == ChecksumResult::verified ? 1 : 0;
         out.eos_token_id = static_cast<int32_t>(spec.eos_token_id);
         out.diffusion_block_size = spec.diffusion_block_size;
+        out.fingerprint = d.fingerprint.c_str();
         std::memcpy(info, &out, size);
     });
 }

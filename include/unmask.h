@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 11
+#define UNMASK_ABI_VERSION_MINOR 12
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -228,6 +228,12 @@ typedef struct unmask_model_description {
     /* Since ABI 1.2. */
     int64_t diffusion_block_size; /* > 0: a block diffusion model (block-causal attention); generation
                                      decodes in blocks of this size. 0: bidirectional */
+    /* Since ABI 1.12: what tells this version of the model's files from another (owned by the
+     * model): "sha256sums:" and the SHA-256 of the checksum manifest's entries for the files
+     * loaded, which loading verified; without a manifest, "headers:" and the SHA-256 of config.json
+     * and each weight file's name, size and header (tensor names, types, shapes, offsets; the
+     * weights themselves are not read for it). */
+    const char *fingerprint;
 } unmask_model_description;
 
 /* Describes a loaded model. The caller sets info->struct_size; only fields inside it are written,

@@ -51,7 +51,8 @@ nlohmann::json describe(unmask_model* model) {
                           {"eos_token_id", info.eos_token_id},
                           {"max_sequence_length", info.max_sequence_length},
                           {"diffusion_block_size", info.diffusion_block_size},
-                          {"checksums", info.checksums_verified ? "verified" : "not_checked"}};
+                          {"checksums", info.checksums_verified ? "verified" : "not_checked"},
+                          {"fingerprint", info.fingerprint}};
     std::map<std::string, uint64_t> by_component;
     nlohmann::json tensors = nlohmann::json::array();
     for (int64_t i = 0; i < info.tensor_count; ++i) {
@@ -94,6 +95,7 @@ void print_text(const nlohmann::json& d) {
         row("block diffusion", "blocks of " + std::to_string(d["diffusion_block_size"].get<int64_t>()) +
                                    " (block-causal attention)");
     row("checksums", d["checksums"] == "verified" ? "verified against SHA256SUMS" : "not checked (use --verify)");
+    row("fingerprint", d["fingerprint"].get<std::string>());
     std::printf("\nbytes by component:\n");
     for (const auto& [component, bytes] : d["bytes_by_component"].items())
         std::printf("  %-18s %s\n", component.c_str(), with_thousands(bytes.get<uint64_t>()).c_str());

@@ -114,9 +114,11 @@ std::string usage_chunk_body(Endpoint endpoint, const CompletionOutcome& o) {
 
 std::string server_sent_event(const std::string& body) { return "data: " + body + "\n\n"; }
 
-std::string models_body(const std::string& model, int64_t created) {
+std::string models_body(const std::string& model, int64_t created, const ModelIdentity& identity) {
+    const json unmask = {{"path", identity.path}, {"fingerprint", identity.fingerprint}, {"precision", identity.precision}};
     return dump({{"object", "list"},
-                 {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "unmask"}}})}});
+                 {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "unmask"},
+                                        {"unmask", unmask}}})}});
 }
 
 }  // namespace unmask_server

@@ -36,6 +36,14 @@ std::string usage_chunk_body(Endpoint endpoint, const CompletionOutcome& outcome
 // "data: BODY\n\n"
 std::string server_sent_event(const std::string& body);
 
-std::string models_body(const std::string& model, int64_t created);
+// Which files a replica serves, so that an operator tells versions apart during a rollout: the
+// model's path, its fingerprint (unmask_model_description.fingerprint) and precision. Empty
+// before the model is loaded.
+struct ModelIdentity {
+    std::string path, fingerprint, precision;
+};
+
+// The one model, with its identity under "unmask" (clients of OpenAI's API ignore the field).
+std::string models_body(const std::string& model, int64_t created, const ModelIdentity& identity);
 
 }  // namespace unmask_server

@@ -270,7 +270,10 @@ void Server::route() {
     http_->route("GET", "/v1/models", [this](const http::Request& request, http::Response& response, const http::Exchange&) {
         try {
             admit(request);
-            response.set_content(models_body(options_.model_name, created_), "application/json");
+            const State state = state_.load();
+            const bool loaded = state == State::ready || state == State::draining;
+            response.set_content(models_body(options_.model_name, created_, loaded ? identity_ : ModelIdentity{}),
+                                 "application/json");
         } catch (const ApiError& error) {
             reply_error(response, error);
         }
@@ -351,6 +354,18 @@ std::string Server::metrics() {
     add("malformed_requests_total", "counter", "Requests the front refused as malformed (400, 413, 415, 431).", front.malformed);
     add("workers_busy_total", "counter", "Requests answered 503 for want of a worker.", front.workers_busy);
     const State state = state_.load();
+    if (state == State::ready || state == State::draining) {
+        const auto label = [](const std::string& value) {  // Prometheus' text format: \\, \" and \n escaped
+            std::string out;
+            for (const char c : value) out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
+            return out;
+        };
+        text += "# HELP unmask_server:model_info The model this replica serves: 1, with its identity as labels.\n"
+                "# TYPE unmask_server:model_info gauge\n"
+                "unmask_server:model_info{model=\"" + label(options_.model_name) + "\",path=\"" + label(identity_.path) +
+                "\",fingerprint=\"" + label(identity_.fingerprint) + "\",precision=\"" + label(identity_.precision) +
+                "\"} 1\n";
+    }
     text += "# HELP unmask_server:ready 1 when the server takes requests.\n# TYPE unmask_server:ready gauge\n"
             "unmask_server:ready " + std::string(state == State::ready ? "1" : "0") + "\n";
     return text;
@@ -557,6 +572,10 @@ bool Server::load() {
     }
     info_.struct_size = sizeof info_;
     unmask_model_info(model_, &info_);
+    const char* precision = unmask_enum_name(UNMASK_ENUM_PRECISION, info_.precision);
+    identity_ = {options_.model_path, info_.fingerprint,
+                 info_.precision == UNMASK_PRECISION_AUTO || precision == nullptr ? "mixed" : precision};
+    log(UNMASK_LOG_INFO, "model " + identity_.path + ": " + identity_.fingerprint + ", " + identity_.precision);
     unmask_model_tokenizer(model_, &tokenizer_);
     unmask_engine_params engine_params = options_.engine_params;
     engine_params.log_callback = &unmask_examples::LogFile::sink;

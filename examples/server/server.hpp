@@ -17,6 +17,7 @@
 #include "http_server.hpp"
 #include "log_file.hpp"
 #include "openai_request.hpp"
+#include "openai_response.hpp"
 #include "unmask.h"
 
 namespace unmask_server {
@@ -84,6 +85,7 @@ private:
     unmask_engine* engine_ = nullptr;
     const unmask_tokenizer* tokenizer_ = nullptr;
     unmask_model_description info_{};
+    ModelIdentity identity_;  // written by load() before the state turns ready
     int64_t created_ = 0;
     RateLimiter rate_limiter_;
     RateLimiter auth_failures_;  // per client address: a token per failed authentication

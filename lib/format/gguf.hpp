@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,9 @@ public:
 
     const std::filesystem::path& path() const noexcept { return path_; }
     const GgufHeader& header() const noexcept { return header_; }
+    uint64_t size() const noexcept { return file_.size(); }
+    // Everything before the data section: the metadata and every tensor's name, type, shape and offset.
+    std::span<const uint8_t> header_bytes() const noexcept { return {file_.data(), header_.data_offset}; }
     const uint8_t* tensor_bytes(const GgufTensor& tensor) const noexcept {
         return file_.data() + header_.data_offset + tensor.begin;
     }

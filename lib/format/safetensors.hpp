@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,8 @@ public:
     const std::filesystem::path& path() const noexcept { return path_; }
     const SafetensorsHeader& header() const noexcept { return header_; }
     uint64_t size() const noexcept { return file_.size(); }
+    // The length prefix and the JSON header: every tensor's name, dtype, shape and offsets.
+    std::span<const uint8_t> header_bytes() const noexcept { return {file_.data(), header_.data_offset}; }
     const uint8_t* tensor_bytes(const TensorInfo& tensor) const noexcept {
         return file_.data() + header_.data_offset + tensor.begin;
     }

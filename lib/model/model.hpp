@@ -31,6 +31,7 @@ struct ModelDescription {
     uint64_t weight_bytes = 0;       // at the loaded precision
     std::array<uint64_t, component_count> bytes_by_component{};
     ChecksumResult checksums = ChecksumResult::not_checked;
+    std::string fingerprint;  // model/model_identity.hpp
 };
 
 class Model {

@@ -19,6 +19,7 @@
 #include "backend/backend.hpp"
 #include "model/gguf_model.hpp"
 #include "model/model.hpp"
+#include "model/model_identity.hpp"
 
 namespace unmask {
 namespace {
@@ -441,6 +442,19 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         verify_checksums(files.directory, files.manifest, options.progress, 0, progress_total);
         model->description_.checksums = ChecksumResult::verified;
         options.logger.info("verified {} file(s) against {}", files.manifest.size(), checksum_manifest_name);
+    }
+    {
+        std::vector<IdentifyingFile> identifying;
+        std::optional<MappedFile> config;
+        if (gguf) {
+            identifying.push_back({path.filename().string(), model->gguf_->size(), model->gguf_->header_bytes()});
+        } else {
+            config.emplace(path / "config.json");
+            identifying.push_back({"config.json", config->size(), {config->data(), config->size()}});
+            for (const auto& file : model->catalog_.files())
+                identifying.push_back({file->path().filename().string(), file->size(), file->header_bytes()});
+        }
+        model->description_.fingerprint = model_fingerprint(files.manifest, identifying);
     }
 
     if (options.memory != nullptr && !options.metadata_only) {

@@ -90,6 +90,7 @@ assert all(t["dtype"] == "F32" and t["file_dtype"] == "BF16" for t in d["tensors
 PY
 expect_run "inspect --verify" 0 inspect --verify --json "$fixtures/good/llada-checksummed"
 grep -q '"checksums":"verified"' "$work/out" || fail "inspect --verify reports verified checksums"
+grep -Eq '"fingerprint":"sha256sums:[0-9a-f]{64}"' "$work/out" || fail "inspect --verify reports the manifest's fingerprint"
 expect_run "inspect --verify without manifest" 1 inspect --verify "$fixtures/good/llada"
 expect_one_error_line "inspect --verify without manifest" "MODEL_FORMAT: .*no SHA256SUMS"
 expect_run "inspect --verify mismatch" 1 inspect --verify "$fixtures/bad/checksum-mismatch"

@@ -70,6 +70,14 @@ class Endpoints(unittest.TestCase):
         models = self.server.request("GET", "/v1/models").json()
         self.assertEqual(models["object"], "list")
         self.assertEqual([m["id"] for m in models["data"]], ["toolcall-llada-3m"])
+        # Which files this replica serves, for an operator watching a rollout.
+        identity = models["data"][0]["unmask"]
+        self.assertTrue(identity["path"].endswith("toolcall-llada-3m"), identity)
+        self.assertRegex(identity["fingerprint"], r"^sha256sums:[0-9a-f]{64}$")
+        self.assertEqual(identity["precision"], "bf16")
+        metrics = self.server.request("GET", "/metrics").body.decode()
+        self.assertIn('unmask_server:model_info{model="toolcall-llada-3m",path="%s",fingerprint="%s",precision="bf16"} 1'
+                      % (identity["path"], identity["fingerprint"]), metrics)
 
     def test_chat_completion_answers_held_out_requests(self):
         rows = heldout(8)

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -338,6 +339,55 @@ TEST_CASE("checksums are verified when the manifest is present and required on r
         CHECK(e.status() == Status::model_format);
         CHECK(std::string(e.what()).find("has no SHA256SUMS") != std::string::npos);
     }
+}
+
+TEST_CASE("a model's fingerprint tells its files' versions apart: the verified manifest, or config and headers") {
+    const auto fingerprint = [](const std::filesystem::path& path, ChecksumMode mode = ChecksumMode::if_present) {
+        LoadOptions options;
+        options.checksum_mode = mode;
+        return load_model(path, options)->description().fingerprint;
+    };
+    const std::string checked = fingerprint(fixture_path("good/llada-checksummed"));
+    CHECK(checked.starts_with("sha256sums:"));
+    CHECK(checked.size() == std::string("sha256sums:").size() + 64);
+    const std::string unchecked = fingerprint(fixture_path("good/llada-checksummed"), ChecksumMode::skip);
+    CHECK(unchecked.starts_with("headers:"));
+
+    // The same files give the same fingerprint; other files another.
+    const std::string llada = fingerprint(fixture_path("good/llada"));
+    CHECK(llada.starts_with("headers:"));
+    CHECK(fingerprint(fixture_path("good/llada")) == llada);
+    CHECK(fingerprint(fixture_path("good/llada-moe")) != llada);
+    const std::string gguf = fingerprint(fixture_path("gguf/llada-f32.gguf"));
+    CHECK(gguf.starts_with("headers:"));
+    CHECK(gguf != llada);
+
+    // Without a manifest: a changed config.json or header changes it; weight values alone do not
+    // (they are not read for it, as documented).
+    const auto copy = std::filesystem::temp_directory_path() / "unmask-fingerprint-llada";
+    std::filesystem::remove_all(copy);
+    std::filesystem::copy(fixture_path("good/llada"), copy);
+    CHECK(fingerprint(copy) == llada);
+    {
+        std::fstream weights(copy / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        weights.seekp(-2, std::ios::end);
+        weights.write("\x7f\x7f", 2);
+    }
+    CHECK(fingerprint(copy) == llada);
+    { std::ofstream(copy / "config.json", std::ios::app) << "\n"; }
+    CHECK(fingerprint(copy) != llada);
+    std::filesystem::remove_all(copy);
+
+    // The C API hands out the same text.
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    unmask_model* model = nullptr;
+    REQUIRE(unmask_model_load(fixture_path("good/llada-checksummed").c_str(), &params, &model) == UNMASK_OK);
+    unmask_model_description info{};
+    info.struct_size = sizeof info;
+    REQUIRE(unmask_model_info(model, &info) == UNMASK_OK);
+    CHECK(std::string(info.fingerprint) == checked);
+    unmask_model_free(model);
 }
 
 TEST_CASE("progress is reported up to the total and the callback can cancel") {

@@ -46,7 +46,8 @@ static_assert(offsetof(unmask_model_description, tensor_count) == 88);
 static_assert(offsetof(unmask_model_description, checksums_verified) == 96);
 static_assert(offsetof(unmask_model_description, eos_token_id) == 100);
 static_assert(offsetof(unmask_model_description, diffusion_block_size) == 104);
-static_assert(sizeof(unmask_model_description) == 112);
+static_assert(offsetof(unmask_model_description, fingerprint) == 112);  // ABI 1.12
+static_assert(sizeof(unmask_model_description) == 120);
 
 static_assert(offsetof(unmask_tensor_description, struct_size) == 0);
 static_assert(offsetof(unmask_tensor_description, dtype) == 4);
@@ -226,6 +227,6 @@ TEST_CASE("public struct layouts are frozen (checked at compile time)") {
     CHECK(sizeof(unmask_engine_params) == 80);
     CHECK(sizeof(unmask_request_info) == 80);
     CHECK(sizeof(unmask_engine_stats) == 240);
-    CHECK(sizeof(unmask_model_description) == 112);
+    CHECK(sizeof(unmask_model_description) == 120);
     CHECK(sizeof(unmask_tensor_description) == 104);
 }

@@ -18,13 +18,14 @@ class Layout(unittest.TestCase):
     def test_structs_match_the_frozen_c_layouts(self):
         # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
         sizes = {_ffi.ModelParams: 96, _ffi.PlanParams: 88, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 240,
-                 _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 112,
+                 _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 120,
                  _ffi.ParameterInfo: 64}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
         self.assertEqual(_ffi.GenerateParams.cache_mode.offset, 196)
         self.assertEqual(_ffi.GenerateParams.stream_steps.offset, 192)
         self.assertEqual(_ffi.ModelDescription.diffusion_block_size.offset, 104)
+        self.assertEqual(_ffi.ModelDescription.fingerprint.offset, 112)
         # Offsets tests/unit/test_struct_layout.cpp freezes (fields of equal size could swap unseen).
         offsets = {(_ffi.ModelParams, "memory_budget_bytes"): 56, (_ffi.ModelParams, "memory_margin"): 72,
                    (_ffi.ModelParams, "device"): 80, (_ffi.ModelParams, "quantize_embeddings"): 88,
@@ -87,6 +88,7 @@ class Bindings(unittest.TestCase):
         info = self.model.info()
         self.assertEqual(info["architecture"], "llada")
         self.assertEqual(info["parameters_total"], 3107584)
+        self.assertRegex(info["fingerprint"], r"^sha256sums:[0-9a-f]{64}$")  # the bundled model has SHA256SUMS
         tokenizer = self.model.tokenizer
         text = "Convert 3967 EUR to GBP. " * 100  # 2500 bytes: longer than the first buffer guesses
         self.assertEqual(tokenizer.decode(tokenizer.encode(text)), text)

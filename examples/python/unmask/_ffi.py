@@ -57,7 +57,8 @@ class ModelDescription(ctypes.Structure):
                 ("vocab_size", c_int64), ("layers", c_int32), ("hidden_size", c_int32), ("attention_heads", c_int32),
                 ("kv_heads", c_int32), ("head_dim", c_int32), ("experts", c_int32), ("experts_per_token", c_int32),
                 ("mask_token_id", c_int32), ("max_sequence_length", c_int64), ("tensor_count", c_int64),
-                ("checksums_verified", c_int32), ("eos_token_id", c_int32), ("diffusion_block_size", c_int64)]
+                ("checksums_verified", c_int32), ("eos_token_id", c_int32), ("diffusion_block_size", c_int64),
+                ("fingerprint", c_char_p)]
 
 
 class PlanParams(ctypes.Structure):

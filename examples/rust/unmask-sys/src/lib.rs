@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 11;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 12;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -129,6 +129,7 @@ pub struct unmask_model_description {
     pub checksums_verified: i32,
     pub eos_token_id: i32,
     pub diffusion_block_size: i64,
+    pub fingerprint: *const c_char,
 }
 
 #[repr(C)]
@@ -422,7 +423,7 @@ mod tests {
         assert_eq!(size_of::<unmask_engine_params>(), 80);
         assert_eq!(size_of::<unmask_request_info>(), 80);
         assert_eq!(size_of::<unmask_engine_stats>(), 240);
-        assert_eq!(size_of::<unmask_model_description>(), 112);
+        assert_eq!(size_of::<unmask_model_description>(), 120);
         assert_eq!(size_of::<unmask_generation>(), 48);
         assert_eq!(size_of::<unmask_stream_event>(), 56);
         assert_eq!(size_of::<unmask_parameter_info>(), 64);
@@ -439,6 +440,7 @@ mod tests {
         assert_eq!(offset!(unmask_model_description, mask_token_id), 76);
         assert_eq!(offset!(unmask_model_description, eos_token_id), 100);
         assert_eq!(offset!(unmask_model_description, diffusion_block_size), 104);
+        assert_eq!(offset!(unmask_model_description, fingerprint), 112);
         assert_eq!(offset!(unmask_generate_params, seed), 112);
         assert_eq!(offset!(unmask_generate_params, step_callback), 152);
         assert_eq!(offset!(unmask_generate_params, stream_steps), 192);
