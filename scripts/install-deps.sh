@@ -18,6 +18,7 @@ test_packages=(
   libopenblas0-pthread       # a fast BLAS for python3-torch (the references, training/)
   clang libclang-rt-14-dev   # libFuzzer targets
   openssl                    # unmask-server's TLS test makes a self-signed certificate
+  prometheus                 # promtool: unmask-server's metrics and deploy/'s alert rules, linted
 )
 
 case "${1:-test}" in

@@ -333,17 +333,17 @@ std::string Server::metrics() {
         }
     }
     std::lock_guard lock(counters_mutex_);
-    text += "# HELP unmask_server:http_responses_total HTTP responses by status code.\n"
-            "# TYPE unmask_server:http_responses_total counter\n";
+    text += "# HELP unmask_server_http_responses_total HTTP responses by status code.\n"
+            "# TYPE unmask_server_http_responses_total counter\n";
     for (const auto& [status, count] : responses_by_status_)
-        text += "unmask_server:http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
-    text += "# HELP unmask_server:client_disconnects_total Responses not delivered: the client went away first.\n"
-            "# TYPE unmask_server:client_disconnects_total counter\n"
-            "unmask_server:client_disconnects_total " + std::to_string(client_disconnects_) + "\n";
+        text += "unmask_server_http_responses_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(count) + "\n";
+    text += "# HELP unmask_server_client_disconnects_total Responses not delivered: the client went away first.\n"
+            "# TYPE unmask_server_client_disconnects_total counter\n"
+            "unmask_server_client_disconnects_total " + std::to_string(client_disconnects_) + "\n";
     const http::FrontStats front = http_->stats();
     const auto add = [&](const char* name, const char* type, const char* help, uint64_t value) {
-        text += std::string("# HELP unmask_server:") + name + " " + help + "\n# TYPE unmask_server:" + name + " " + type +
-                "\nunmask_server:" + name + " " + std::to_string(value) + "\n";
+        text += std::string("# HELP unmask_server_") + name + " " + help + "\n# TYPE unmask_server_" + name + " " + type +
+                "\nunmask_server_" + name + " " + std::to_string(value) + "\n";
     };
     add("connections_open", "gauge", "HTTP connections open now.", front.connections_open);
     add("connections_accepted_total", "counter", "HTTP connections accepted.", front.connections_accepted);
@@ -360,14 +360,14 @@ std::string Server::metrics() {
             for (const char c : value) out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
             return out;
         };
-        text += "# HELP unmask_server:model_info The model this replica serves: 1, with its identity as labels.\n"
-                "# TYPE unmask_server:model_info gauge\n"
-                "unmask_server:model_info{model=\"" + label(options_.model_name) + "\",path=\"" + label(identity_.path) +
+        text += "# HELP unmask_server_model_info The model this replica serves: 1, with its identity as labels.\n"
+                "# TYPE unmask_server_model_info gauge\n"
+                "unmask_server_model_info{model=\"" + label(options_.model_name) + "\",path=\"" + label(identity_.path) +
                 "\",fingerprint=\"" + label(identity_.fingerprint) + "\",precision=\"" + label(identity_.precision) +
                 "\"} 1\n";
     }
-    text += "# HELP unmask_server:ready 1 when the server takes requests.\n# TYPE unmask_server:ready gauge\n"
-            "unmask_server:ready " + std::string(state == State::ready ? "1" : "0") + "\n";
+    text += "# HELP unmask_server_ready 1 when the server takes requests.\n# TYPE unmask_server_ready gauge\n"
+            "unmask_server_ready " + std::string(state == State::ready ? "1" : "0") + "\n";
     return text;
 }
 

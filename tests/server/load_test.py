@@ -77,9 +77,9 @@ def main():
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - started
-    finished = {reason: server.metric('unmask:request_success_total{finished_reason="%s"}' % reason)
+    finished = {reason: server.metric('unmask_request_success_total{finished_reason="%s"}' % reason)
                 for reason in ("length", "eos", "cancelled", "timeout", "error")}
-    rejected = server.metric("unmask:request_rejected_total")
+    rejected = server.metric("unmask_request_rejected_total")
     exit_status = server.stop()
 
     ok = [seconds for _, status, seconds, _ in results if status == 200]

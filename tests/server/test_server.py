@@ -76,7 +76,7 @@ class Endpoints(unittest.TestCase):
         self.assertRegex(identity["fingerprint"], r"^sha256sums:[0-9a-f]{64}$")
         self.assertEqual(identity["precision"], "bf16")
         metrics = self.server.request("GET", "/metrics").body.decode()
-        self.assertIn('unmask_server:model_info{model="toolcall-llada-3m",path="%s",fingerprint="%s",precision="bf16"} 1'
+        self.assertIn('unmask_server_model_info{model="toolcall-llada-3m",path="%s",fingerprint="%s",precision="bf16"} 1'
                       % (identity["path"], identity["fingerprint"]), metrics)
 
     def test_chat_completion_answers_held_out_requests(self):
@@ -241,7 +241,7 @@ class Endpoints(unittest.TestCase):
     def test_client_disconnect_cancels_its_request(self):
         for stream in (False, True):
             with self.subTest(stream=stream):
-                before = self.server.metric('unmask:request_success_total{finished_reason="cancelled"}')
+                before = self.server.metric('unmask_request_success_total{finished_reason="cancelled"}')
                 body = json.dumps({**LONG, "max_tokens": 400, "steps": 400, "stream": stream}).encode()
                 s = socket.create_connection(("127.0.0.1", self.server.port))
                 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -249,18 +249,22 @@ class Endpoints(unittest.TestCase):
                 time.sleep(0.3)
                 s.close()
                 started = time.time()
-                while self.server.metric('unmask:request_success_total{finished_reason="cancelled"}') == before:
+                while self.server.metric('unmask_request_success_total{finished_reason="cancelled"}') == before:
                     self.assertLess(time.time() - started, 10, "the request is cancelled when its client goes")
                     time.sleep(0.05)
-        self.assertGreaterEqual(self.server.metric("unmask_server:client_disconnects_total"), 2)
+        self.assertGreaterEqual(self.server.metric("unmask_server_client_disconnects_total"), 2)
         eventually(lambda: self.server.log().count("outcome=disconnected") >= 2, "access lines of the disconnects")
 
     def test_metrics_and_access_log(self):
         self.server.post("/v1/completions", {"prompt": "<|user|>Set a timer for 9 minutes.<|assistant|>", "max_tokens": 16})
         text = self.server.request("GET", "/metrics").body.decode()
-        for name in ("unmask:num_requests_running", "unmask:request_success_total", "unmask:e2e_request_latency_seconds",
-                     "unmask_server:http_responses_total{code=\"200\"}", "unmask_server:ready 1"):
+        for name in ("unmask_num_requests_running", "unmask_request_success_total", "unmask_e2e_request_latency_seconds",
+                     "unmask_server_http_responses_total{code=\"200\"}", "unmask_server_ready 1"):
             self.assertIn(name, text)
+        # Names, types, help and label syntax as Prometheus' own linter wants them (Debian's
+        # prometheus package; scripts/install-deps.sh installs it).
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True)
+        self.assertEqual(lint.returncode, 0, lint.stdout.decode() + lint.stderr.decode())
         eventually(lambda: "9 minutes" in self.server.log(), "the access line")
         log = self.server.log()
         line = [l for l in log.splitlines() if "access" in l and "9 minutes" in l]
@@ -405,10 +409,10 @@ class Gateway(unittest.TestCase):
                 results[name] = server.post("/v1/completions", body)
             running = threading.Thread(target=client, args=("running",))
             running.start()
-            eventually(lambda: server.metric("unmask:num_requests_running") == 1, "a running request")
+            eventually(lambda: server.metric("unmask_num_requests_running") == 1, "a running request")
             queued = threading.Thread(target=client, args=("queued",))
             queued.start()
-            eventually(lambda: server.metric("unmask:num_requests_waiting") == 1, "a queued request")
+            eventually(lambda: server.metric("unmask_num_requests_waiting") == 1, "a queued request")
             server.process.send_signal(signal.SIGTERM)
             eventually(lambda: server.request("GET", "/readyz").status == 503, "readiness turning 503", 5)
             self.assertEqual(server.request("GET", "/readyz").json()["status"], "draining")
@@ -442,7 +446,7 @@ class Gateway(unittest.TestCase):
                 pass  # the server is gone before it answers
         client = threading.Thread(target=client_request)
         client.start()
-        eventually(lambda: server.metric("unmask:num_requests_running") == 1, "a running request")
+        eventually(lambda: server.metric("unmask_num_requests_running") == 1, "a running request")
         server.process.send_signal(signal.SIGTERM)
         eventually(lambda: "draining, then exiting" in server.log(), "the drain")
         started = time.time()

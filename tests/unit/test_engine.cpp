@@ -417,11 +417,11 @@ TEST_CASE("stats and Prometheus metrics describe the outcomes") {
     REQUIRE(unmask_engine_metrics(engine.engine, nullptr, 0, &size) == UNMASK_OK);
     std::string text(size_t(size), '\0');
     REQUIRE(unmask_engine_metrics(engine.engine, text.data(), size, &size) == UNMASK_OK);
-    CHECK(text.find("unmask:num_requests_running 0\n") != std::string::npos);
-    CHECK(text.find("unmask:request_success_total{finished_reason=\"" +
+    CHECK(text.find("unmask_num_requests_running 0\n") != std::string::npos);
+    CHECK(text.find("unmask_request_success_total{finished_reason=\"" +
                     std::string(o.info.finish_reason == UNMASK_FINISH_EOS ? "eos" : "length") + "\"} 1\n") != std::string::npos);
-    CHECK(text.find("unmask:e2e_request_latency_seconds_count 1\n") != std::string::npos);
-    CHECK(text.find("# TYPE unmask:time_to_first_block_seconds histogram") != std::string::npos);
+    CHECK(text.find("unmask_e2e_request_latency_seconds_count 1\n") != std::string::npos);
+    CHECK(text.find("# TYPE unmask_time_to_first_block_seconds histogram") != std::string::npos);
 }
 
 TEST_CASE("admission waits for memory, and a request that could never fit is refused at once") {

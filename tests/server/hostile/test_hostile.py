@@ -132,7 +132,7 @@ class Hostile(unittest.TestCase):
     def test_slowloris_neither_starves_the_server_nor_stays(self):
         # More slow connections than the worker pool (2 + 4 + 16 = 22) has threads, reopened as the
         # server closes them, for 5 s: the server answers at once throughout.
-        timeouts = metric(self.server, "unmask_server:connection_timeouts_total")
+        timeouts = metric(self.server, "unmask_server_connection_timeouts_total")
         slow = Trickler(self.server.port, 40)
         try:
             for second in range(5):
@@ -147,7 +147,7 @@ class Hostile(unittest.TestCase):
             self.assertEqual(slow.closed_by_server(), 40)
         finally:
             slow.close()
-        self.assertGreaterEqual(metric(self.server, "unmask_server:connection_timeouts_total"), timeouts + 40)
+        self.assertGreaterEqual(metric(self.server, "unmask_server_connection_timeouts_total"), timeouts + 40)
 
     def test_idle_connections_are_closed_and_bounded_per_address(self):
         idle = [socket.create_connection(("127.0.0.1", self.server.port), timeout=5) for _ in range(48)]
@@ -168,7 +168,7 @@ class Hostile(unittest.TestCase):
         finally:
             for s in idle:
                 s.close()
-        self.assertGreater(metric(self.server, "unmask_server:connections_refused_total"), 0)
+        self.assertGreater(metric(self.server, "unmask_server_connections_refused_total"), 0)
 
     def test_pipelined_requests_are_answered_in_order(self):
         data = (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + post(b"/v1/completions", COMPLETION) +
@@ -209,7 +209,7 @@ class Hostile(unittest.TestCase):
         self.assertEqual(sse_events(events)[-1], "[DONE]")
 
     def test_half_closed_client_is_served_or_counted_as_gone(self):
-        ok, gone = 'unmask_server:http_responses_total{code="200"}', "unmask_server:client_disconnects_total"
+        ok, gone = 'unmask_server_http_responses_total{code="200"}', "unmask_server_client_disconnects_total"
         bodies = {"short": COMPLETION,
                   "long": json.dumps({"prompt": "x", "max_tokens": 128, "steps": 128}).encode(),
                   "stream": json.dumps({"prompt": "x", "max_tokens": 64, "block_length": 8, "stream": True}).encode()}
@@ -282,7 +282,7 @@ class Hostile(unittest.TestCase):
         self.assertTrue(got.startswith(b"HTTP/1.1 "))
 
     def test_streams_that_end_are_counted_by_how_they_ended(self):
-        label = 'unmask:request_success_total{finished_reason="%s"}'
+        label = 'unmask_request_success_total{finished_reason="%s"}'
         before = {r: metric(self.server, label % r) for r in ("eos", "length", "cancelled")}
         # A stop string ends this stream early (the engine is told to stop, not cancelled).
         body = {"prompt": "<|user|>What's the weather in Quito?<|assistant|>", "max_tokens": 48, "block_length": 12,
