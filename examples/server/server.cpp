@@ -69,10 +69,16 @@ const char* unanswered(const unmask_request_info& info) {
 }
 
 // The error a client gets for a request that ended without an answer.
+// A 503 says the request was never started, so a load balancer may send it to another replica
+// (deploy/haproxy retries 503s and refused connections only); a request cut off after it began
+// (the drain's deadline) is a 500, which nobody retries on the client's behalf.
 ApiError failure(const unmask_request_info& info) {
     switch (info.finish_reason) {
         case UNMASK_FINISH_TIMEOUT: return ApiError(504, "the request passed its deadline", "", "timeout");
-        case UNMASK_FINISH_CANCELLED: return unavailable("the server is shutting down", "shutting_down");
+        case UNMASK_FINISH_CANCELLED:
+            if (info.forwards > 0)
+                return ApiError(500, "the server shut down before the answer was finished", "", "interrupted_by_shutdown");
+            return unavailable("the server is shutting down", "shutting_down");
         default:
             return from_status(info.error_status, std::string("the request failed: ") + unmask_status_string(info.error_status));
     }

@@ -427,6 +427,32 @@ class Gateway(unittest.TestCase):
             server.stop()
 
 
+    def test_a_request_cut_off_by_the_drain_is_a_500_and_one_never_started_a_503(self):
+        # A load balancer retries 503s on another replica (deploy/haproxy): only a request that
+        # never started may get one. One cut off by the drain's deadline after it began is a 500.
+        server = ServerProcess(service={"max_concurrent_requests": 1}, server={"drain_timeout_seconds": 1})
+        try:
+            body = lasting(server, 6)  # well past the drain's second
+            results = {}
+            def client(name):
+                results[name] = server.post("/v1/completions", body)
+            running = threading.Thread(target=client, args=("running",))
+            running.start()
+            eventually(lambda: server.metric("unmask_num_requests_running") == 1, "a running request")
+            queued = threading.Thread(target=client, args=("queued",))
+            queued.start()
+            eventually(lambda: server.metric("unmask_num_requests_waiting") == 1, "a queued request")
+            server.process.send_signal(signal.SIGTERM)
+            running.join()
+            queued.join()
+            cut, refused = results["running"], results["queued"]
+            self.assertEqual((cut.status, cut.json()["error"]["code"]), (500, "interrupted_by_shutdown"), cut.body)
+            self.assertNotIn("Retry-After", cut.headers)
+            self.assertEqual((refused.status, refused.json()["error"]["code"]), (503, "shutting_down"), refused.body)
+            self.assertEqual(server.process.wait(30), 0)
+        finally:
+            server.stop()
+
     def test_signals_while_loading_and_twice(self):
         # A shutdown while loading is no failure; one while warming up stops the warm-up (1000
         # generations would take minutes) at its next generation.
