@@ -19,6 +19,8 @@ test_packages=(
   clang libclang-rt-14-dev   # libFuzzer targets
   openssl                    # unmask-server's TLS test makes a self-signed certificate
   prometheus                 # promtool: unmask-server's metrics and deploy/'s alert rules, linted
+  haproxy curl               # tests/deploy: a fleet of replicas behind HAProxy (deploy/local-fleet.sh)
+  systemd                    # systemd-analyze verifies deploy/systemd's unit
 )
 
 case "${1:-test}" in

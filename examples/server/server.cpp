@@ -372,6 +372,9 @@ std::string Server::metrics() {
                 "\",fingerprint=\"" + label(identity_.fingerprint) + "\",precision=\"" + label(identity_.precision) +
                 "\"} 1\n";
     }
+    // Prometheus' standard name: a change means the process restarted (deploy/prometheus/alerts.yml).
+    text += "# HELP process_start_time_seconds When the server process started, in seconds since the epoch.\n"
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " + std::to_string(created_) + "\n";
     text += "# HELP unmask_server_ready 1 when the server takes requests.\n# TYPE unmask_server_ready gauge\n"
             "unmask_server_ready " + std::string(state == State::ready ? "1" : "0") + "\n";
     return text;
