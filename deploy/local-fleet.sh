@@ -45,6 +45,8 @@ start() {
   [ -f "$state_dir/haproxy.pid" ] && fleet_alive "$state_dir/haproxy.pid" && fleet_die "a fleet already runs from $state_dir"
   mkdir -p "$state_dir"
   rm -f "$state_dir"/replica-* "$state_dir"/haproxy.*
+  # A start that fails leaves nothing running.
+  trap 'for f in "$state_dir"/replica-*.pid "$state_dir"/haproxy.pid; do fleet_alive "$f" && kill -KILL "$(cat "$f")"; done' EXIT
   model=$(cd "$model" 2>/dev/null && pwd || realpath "$model")
   server=$(realpath "$server")
   [ -n "$config" ] && config=$(realpath "$config")
@@ -76,6 +78,7 @@ CONF
     [ $SECONDS -lt $deadline ] || fleet_die "HAProxy does not route to the replicas on port $port"
     sleep 0.2
   done
+  trap - EXIT
   echo "fleet: $replicas replica(s) of $(basename "$model") behind http://127.0.0.1:$port (state in $state_dir)"
 }
 
