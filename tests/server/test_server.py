@@ -45,6 +45,19 @@ def lasting(server, seconds):
     return {**LONG, "steps": steps}
 
 
+def one_running_one_queued(server, body):
+    """Sends two requests of `body` to a server that runs one at a time and returns once the first
+    runs and the second waits: the threads (to join) and the dict their responses go to."""
+    results, threads = {}, {}
+    def client(name):
+        results[name] = server.post("/v1/completions", body)
+    for name, metric in (("running", "unmask_num_requests_running"), ("queued", "unmask_num_requests_waiting")):
+        threads[name] = threading.Thread(target=client, args=(name,))
+        threads[name].start()
+        eventually(lambda: server.metric(metric) == 1, "a %s request" % name)
+    return results, threads.values()
+
+
 def heldout(count):
     with open(HELDOUT) as f:
         rows = [json.loads(line) for line in f]
@@ -403,23 +416,14 @@ class Gateway(unittest.TestCase):
             self.assertEqual((early.status, early.json()["error"]["code"]), (503, "loading"))
             server.wait_ready()
 
-            results = {}
-            body = lasting(server, 2)
-            def client(name):
-                results[name] = server.post("/v1/completions", body)
-            running = threading.Thread(target=client, args=("running",))
-            running.start()
-            eventually(lambda: server.metric("unmask_num_requests_running") == 1, "a running request")
-            queued = threading.Thread(target=client, args=("queued",))
-            queued.start()
-            eventually(lambda: server.metric("unmask_num_requests_waiting") == 1, "a queued request")
+            results, threads = one_running_one_queued(server, lasting(server, 2))
             server.process.send_signal(signal.SIGTERM)
             eventually(lambda: server.request("GET", "/readyz").status == 503, "readiness turning 503", 5)
             self.assertEqual(server.request("GET", "/readyz").json()["status"], "draining")
             refused = server.post("/v1/completions", {"prompt": "x", "max_tokens": 4})
             self.assertEqual(refused.status, 503)
-            running.join()
-            queued.join()
+            for thread in threads:
+                thread.join()
             self.assertEqual(results["running"].status, 200, "running requests finish")
             self.assertEqual(results["queued"].status, 503, "queued requests are refused")
             self.assertEqual(server.process.wait(30), 0)
@@ -432,19 +436,10 @@ class Gateway(unittest.TestCase):
         # never started may get one. One cut off by the drain's deadline after it began is a 500.
         server = ServerProcess(service={"max_concurrent_requests": 1}, server={"drain_timeout_seconds": 1})
         try:
-            body = lasting(server, 6)  # well past the drain's second
-            results = {}
-            def client(name):
-                results[name] = server.post("/v1/completions", body)
-            running = threading.Thread(target=client, args=("running",))
-            running.start()
-            eventually(lambda: server.metric("unmask_num_requests_running") == 1, "a running request")
-            queued = threading.Thread(target=client, args=("queued",))
-            queued.start()
-            eventually(lambda: server.metric("unmask_num_requests_waiting") == 1, "a queued request")
+            results, threads = one_running_one_queued(server, lasting(server, 6))  # well past the drain's second
             server.process.send_signal(signal.SIGTERM)
-            running.join()
-            queued.join()
+            for thread in threads:
+                thread.join()
             cut, refused = results["running"], results["queued"]
             self.assertEqual((cut.status, cut.json()["error"]["code"]), (500, "interrupted_by_shutdown"), cut.body)
             self.assertNotIn("Retry-After", cut.headers)
