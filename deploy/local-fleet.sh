@@ -41,13 +41,15 @@ done
 start() {
   command -v haproxy >/dev/null || fleet_die "haproxy is not installed (apt-get install haproxy)"
   [ -x "$server" ] || fleet_die "no unmask-server at $server (build it, or pass --server)"
+  [ -e "$model" ] || fleet_die "no model at $model"
+  [ -z "$config" ] || [ -f "$config" ] || fleet_die "no configuration file at $config"
   [[ $replicas =~ ^[1-9][0-9]?$ ]] || fleet_die "--replicas must be 1 to 99, got '$replicas'"
   [ -f "$state_dir/haproxy.pid" ] && fleet_alive "$state_dir/haproxy.pid" && fleet_die "a fleet already runs from $state_dir"
   mkdir -p "$state_dir"
   rm -f "$state_dir"/replica-* "$state_dir"/haproxy.*
   # A start that fails leaves nothing running.
   trap 'for f in "$state_dir"/replica-*.pid "$state_dir"/haproxy.pid; do fleet_alive "$f" && kill -KILL "$(cat "$f")"; done' EXIT
-  model=$(cd "$model" 2>/dev/null && pwd || realpath "$model")
+  model=$(realpath "$model")
   server=$(realpath "$server")
   [ -n "$config" ] && config=$(realpath "$config")
   cat >"$state_dir/fleet.conf" <<CONF

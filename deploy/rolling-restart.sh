@@ -29,8 +29,14 @@ while [ $# -gt 0 ]; do
 done
 fleet_load_conf
 fleet_alive "$state_dir/haproxy.pid" || fleet_die "HAProxy of the fleet in $state_dir is not running"
-[ -n "$new_model" ] && new_model=$(cd "$new_model" 2>/dev/null && pwd || realpath "$new_model")
-[ -n "$new_server" ] && new_server=$(realpath "$new_server")
+if [ -n "$new_model" ]; then
+  [ -e "$new_model" ] || fleet_die "no model at $new_model"
+  new_model=$(realpath "$new_model")
+fi
+if [ -n "$new_server" ]; then
+  [ -x "$new_server" ] || fleet_die "no executable unmask-server at $new_server"
+  new_server=$(realpath "$new_server")
+fi
 
 say() { echo "rolling-restart: $*"; }
 
