@@ -29,14 +29,20 @@ CURRENCIES = {"USD": ["dollars", "US dollars", "bucks"], "EUR": ["euros", "euro"
 class Branch:
     """One side of the split: its syllables, word lists, frames and surface variations."""
 
-    def __init__(self, name, onsets, nuclei, codas, words, labels, domains, tlds, frames, openers, closers):
+    def __init__(self, name, onsets, nuclei, codas, words, labels, domains, tlds, frames, openers, closers,
+                 alphabet_share=0.0):
         self.name, self.onsets, self.nuclei, self.codas = name, onsets, nuclei, codas
+        self.alphabet_share = alphabet_share
         self.words, self.labels, self.domains, self.tlds = words, labels, domains, tlds
         self.frames, self.openers, self.closers = frames, openers, closers
 
+    def syllable(self, rng):
+        if rng.random() < self.alphabet_share:
+            return alphabet_syllable(rng)
+        return rng.choice(self.onsets) + rng.choice(self.nuclei) + rng.choice(self.codas)
+
     def syllables(self, rng, low, high):
-        return "".join(rng.choice(self.onsets) + rng.choice(self.nuclei) + rng.choice(self.codas)
-                       for _ in range(rng.randint(low, high)))
+        return "".join(self.syllable(rng) for _ in range(rng.randint(low, high)))
 
     def proper_name(self, rng):
         return self.syllables(rng, 2, 3).capitalize()
@@ -82,6 +88,17 @@ class Branch:
         if rng.random() < 0.3:
             text = text.rstrip(".?!")
         return text.format(**slots)
+
+
+CONSONANTS, VOWELS = "bcdfghjklmnpqrstvwxyz", "aeiouy"
+
+
+def alphabet_syllable(rng):
+    """A syllable from the whole alphabet: one or two consonants, one or two vowels, then none, one
+    or two consonants, each letter drawn uniformly. Every letter and letter pair then occurs in
+    training's names, so copying is learned for any spelling, not for one inventory's pieces."""
+    pick = lambda letters, low, high: "".join(rng.choice(letters) for _ in range(rng.randint(low, high)))  # noqa: E731
+    return pick(CONSONANTS, 1, 2) + pick(VOWELS, 1, 2) + pick(CONSONANTS, 0, 2)
 
 
 def number_text(rng, n):
@@ -192,31 +209,51 @@ TRAIN = Branch(
                     "Weather forecast for {city}, {date}", "How warm will {city} be on {date}?",
                     "Tell me the weather for {date} in {city}.", "{city} weather {date}",
                     "What will the weather be like on {date} in {city}?", "Forecast {date} {city}",
-                    "Is it going to be sunny in {city} on {date}?", "Check the weather in {city} for {date}."],
+                    "Is it going to be sunny in {city} on {date}?", "Check the weather in {city} for {date}.",
+                    "Do I need an umbrella in {city} on {date}?", "What temperature will it be in {city} on {date}?",
+                    "{date}: weather in {city}?", "I'm visiting {city} on {date}. Is it going to be cold?",
+                    "Show me the forecast for {city} on {date}.", "How's the weather looking for {city} on {date}?"],
         "timer": ["Set a timer for {minutes} minutes for the {label}.", "Timer: {minutes} min, {label}",
                   "Remind me about the {label} in {minutes} minutes.", "Start a {minutes} minute {label} timer.",
                   "In {minutes} minutes tell me the {label} is done.", "{label} timer {minutes} mins",
-                  "Set {minutes} minutes on the clock for the {label}.", "Ping me in {minutes} min about the {label}."],
+                  "Set {minutes} minutes on the clock for the {label}.", "Ping me in {minutes} min about the {label}.",
+                  "Give me {minutes} minutes for the {label}.", "{minutes} minute timer for {label}",
+                  "Let me know in {minutes} minutes, the {label} needs checking.", "Time the {label}: {minutes} minutes.",
+                  "Can I get a timer? {minutes} minutes, {label}.", "Buzz me after {minutes} minutes for the {label}."],
         "currency": ["Convert {amount} {source} to {target}.", "How much is {amount} {source} in {target}?",
                      "{amount} {source} to {target}", "What do I get for {amount} {source} in {target}?",
                      "Change {amount} {source} into {target}.", "{amount} {source} in {target}?",
-                     "Exchange {amount} {source} for {target}."],
+                     "Exchange {amount} {source} for {target}.", "Convert {source} {amount} to {target}",
+                     "How many {target} do I get for {amount} {source}?", "{amount} {source} = ? {target}",
+                     "I need {target}. How much for {amount} {source}?", "Work out {amount} {source} in {target}."],
         "email": ["Email {to} about the {subject}.", "Send a mail to {to} with subject {subject}.",
                   "Write to {to}: {subject}", "Email {to} regarding {subject}.",
                   "Drop {to} a note about the {subject}.", "Mail {to}, subject {subject}",
-                  "Shoot an email to {to} on {subject}."],
+                  "Shoot an email to {to} on {subject}.", "Send {to} an email about the {subject}.",
+                  "New email to {to}, it's about {subject}.", "Email {to}. Subject: {subject}",
+                  "Can you message {to} by email about {subject}?", "{subject}: email {to}",
+                  "Get in touch with {to} by mail about the {subject}."],
         "booking": ["Book a table at {restaurant} for {people} at {time}.", "Reserve {restaurant} for {people} people at {time}.",
                     "Table for {people} at {restaurant}, {time}", "Get us a table for {people} at {restaurant} at {time}.",
                     "{restaurant}, {people} guests, {time}", "Book {restaurant} at {time} for {people}.",
-                    "Reservation at {restaurant} for {people} at {time}."],
+                    "Reservation at {restaurant} for {people} at {time}.", "A table at {restaurant} at {time}, {people} of us.",
+                    "Make a booking: {restaurant}, {time}, {people} people.", "{people} people at {restaurant} at {time} please",
+                    "I want to eat at {restaurant} at {time} with {people} friends.",
+                    "Book us into {restaurant} for {time}, we are {people}."],
         "unserved": ["Play some jazz.", "Order a {thing} online.", "Call {name}.", "Turn off the lights in the {thing} room.",
                      "Who won the game last night?", "Translate {thing} into French.", "Navigate to {place}.",
-                     "Tell me a joke about {thing}.", "Buy tickets to {place}.", "What is the capital of {place}?"],
+                     "Tell me a joke about {thing}.", "Buy tickets to {place}.", "What is the capital of {place}?",
+                     "Book a flight to {place}.", "Find a hotel in {place}.", "Text {name} that I'm late.",
+                     "Add {thing} to my shopping list.", "How tall is {name}?", "Open the {thing} app.",
+                     "Lock the front door.", "What's on my calendar tomorrow?", "How do I cook {thing}?",
+                     "Call a taxi to {place}.", "Turn up the volume.", "Where does {name} live?",
+                     "Write a poem about {thing}.", "What time is it in {place}?"],
         "date": ["{month} {day}", "{day} {month}", "{iso}", "{mon} {day}", "the {ordinal} of {month}", "{slash}"],
         "time": ["{h24}", "{h12} {ampm}", "{hour}{ampm}", "{hour} {ampm}"],
     },
     openers=["", "", "", "Please ", "Can you ", "Could you ", "Hey, ", "Hi! ", "Quick one: "],
     closers=["", "", "", " please", ", thanks", " thank you", "!"],
+    alphabet_share=0.5,
 )
 
 UNSEEN = Branch(
