@@ -1,5 +1,5 @@
 // The engine's stats in the Prometheus text exposition format, named after vLLM's metrics
-// (`unmask:` in place of `vllm:`) where one exists.
+// (`unmask_` in place of `vllm:`: Prometheus reserves colons for recording rules) where one exists.
 #pragma once
 
 #include <string>

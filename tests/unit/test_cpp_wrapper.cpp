@@ -77,7 +77,7 @@ TEST_CASE("a C++ stream callback that throws cancels its own request, and the ot
     CHECK(seen >= 1);
     CHECK(counting.text().find("\"convert_currency\"") != std::string::npos);
     CHECK(engine.stats().requests_submitted == 2);
-    CHECK(engine.metrics().find("unmask:") != std::string::npos);
+    CHECK(engine.metrics().find("unmask_num_requests_running") != std::string::npos);
     // A request dropped while it may still run is cancelled and freed by its destructor.
     { auto dropped = engine.submit(tokenizer.encode_chat("hello"), params); }
     // Assigning over a running request with a callback frees that request before its callback

@@ -156,7 +156,7 @@ class Bindings(unittest.TestCase):
             stats = engine.stats()
             self.assertEqual(stats["requests_submitted"], 4)
             self.assertEqual(stats["requests_running"], 0)
-            self.assertIn("unmask:", engine.metrics())
+            self.assertIn("unmask_num_requests_running", engine.metrics())
             for r in requests + [streamed]:
                 r.close()
 
