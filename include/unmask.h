@@ -799,8 +799,8 @@ typedef struct unmask_engine_stats {
 UNMASK_API unmask_status unmask_engine_stats_get(const unmask_engine *engine, unmask_engine_stats *stats);
 
 /* The same in the Prometheus text format (metric names as vLLM's, prefixed `unmask_`; `unmask:` before
- * ABI 1.12), written
- * as unmask_detokenize writes text (no NUL; *length the whole size; capacity 0 to size it). */
+ * ABI 1.12), written as unmask_detokenize writes text (no NUL; *length the whole size; capacity 0 to
+ * size it). */
 UNMASK_API unmask_status unmask_engine_metrics(const unmask_engine *engine, char *text, int64_t capacity,
                                                int64_t *length);
 
