@@ -7,7 +7,6 @@
 // the second waits for all without a timeout.
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -108,6 +107,15 @@ private:
     std::chrono::milliseconds timeout_;
 };
 
+// out[i] = the sum of the posted inputs' [first + i], rank 0 first: the same bits on every rank.
+void rank_order_sum(const std::vector<Post>& posts, size_t first, size_t count, float* out) {
+    for (size_t i = 0; i < count; ++i) {
+        float sum = posts[0].in[first + i];
+        for (size_t r = 1; r < posts.size(); ++r) sum += posts[r].in[first + i];
+        out[i] = sum;
+    }
+}
+
 class HostCommunicator final : public Communicator {
 public:
     HostCommunicator(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
@@ -118,11 +126,7 @@ public:
     void all_reduce_sum(float* data, size_t count) override {
         scratch_.resize(count);  // before joining: nothing may fail between the meetings
         const auto& posts = start({Op::all_reduce_sum, count, 0, data});
-        for (size_t i = 0; i < count; ++i) {
-            float sum = posts[0].in[i];
-            for (size_t r = 1; r < posts.size(); ++r) sum += posts[r].in[i];
-            scratch_[i] = sum;
-        }
+        rank_order_sum(posts, 0, count, scratch_.data());
         group_->done(rank_);
         std::copy(scratch_.begin(), scratch_.end(), data);
     }
@@ -135,12 +139,7 @@ public:
 
     void reduce_scatter_sum(const float* in, size_t count, float* out) override {
         const auto& posts = start({Op::reduce_scatter_sum, count, 0, in});
-        const size_t first = size_t(rank_) * count;
-        for (size_t i = 0; i < count; ++i) {
-            float sum = posts[0].in[first + i];
-            for (size_t r = 1; r < posts.size(); ++r) sum += posts[r].in[first + i];
-            out[i] = sum;
-        }
+        rank_order_sum(posts, size_t(rank_) * count, count, out);
         group_->done(rank_);
     }
 
