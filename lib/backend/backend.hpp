@@ -159,6 +159,8 @@ public:
     virtual void swiglu(float* gate, const float* up, int64_t n) = 0;
     // x += y
     virtual void add(float* x, const float* y, int64_t n) = 0;
+    // x[0, n) = 0 (a sum accumulated in place, as a tensor-parallel MoE layer's partial output)
+    virtual void zero(float* x, int64_t n) = 0;
     // The residual add fused with the next norm: x += y, then out = rmsnorm(x) * w, for `rows`
     // contiguous rows of `dim`; the same arithmetic as add then rmsnorm.
     virtual void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,

@@ -56,6 +56,9 @@ void ProfiledBackend::swiglu(float* gate, const float* up, int64_t n) {
 void ProfiledBackend::add(float* x, const float* y, int64_t n) {
     timed("add", [&] { inner_.add(x, y, n); });
 }
+void ProfiledBackend::zero(float* x, int64_t n) {
+    timed("zero", [&] { inner_.zero(x, n); });
+}
 void ProfiledBackend::add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                                   float* out) {
     timed("add_rmsnorm", [&] { inner_.add_rmsnorm(x, y, rows, dim, w, eps, out); });

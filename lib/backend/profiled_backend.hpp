@@ -54,6 +54,7 @@ public:
                    const AttentionParams& params, float* out) override;
     void swiglu(float* gate, const float* up, int64_t n) override;
     void add(float* x, const float* y, int64_t n) override;
+    void zero(float* x, int64_t n) override;
     void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                      float* out) override;
     void route(const float* router_logits, int64_t rows, const RouterParams& params, int32_t* experts,

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/communicator.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
 #include "model/run_state.hpp"
@@ -42,56 +44,41 @@ struct ForwardOutput {
     std::vector<float> logits;  // [positions, embedding_rows] when requested
 };
 
+class ForwardRank;
+struct PackedBatch;
+
 class Forward {
 public:
     // Allocates the run state for forwards up to `limits` (and the backend's workspace) on the
     // backend, charged to its ledger: OUT_OF_BUDGET when it does not fit.
     Forward(const Model& model, Backend& backend, const ForwardLimits& limits);
+    // Tensor parallelism (model/tensor_parallel.hpp) over `devices`, one backend each, which must
+    // outlive the forward: each holds its share of the weights and its run state, and the batch
+    // runs on all of them at once (a thread per device beyond the first, collectives between
+    // them). Host devices (CPU backends) only: UNSUPPORTED for others, as for a model whose heads
+    // or widths do not divide among the devices. A device that fails mid-forward ends the
+    // forward on every device: run() throws its error, and every later run() DEVICE.
+    Forward(const Model& model, std::span<Backend* const> devices, const ForwardLimits& limits);
+    ~Forward();
 
     // Throws INVALID_ARGUMENT for token ids or positions out of range, an empty batch or sequence,
     // a feed range the sequence's cache cannot serve; TOO_LONG for a batch beyond the limits.
     ForwardOutput run(std::span<const ForwardSequence> batch, bool want_logits);
 
     const ForwardLimits& limits() const noexcept { return limits_; }
+    // The devices the forward runs on, in rank order: K/V caches for its sequences hold a shard
+    // on each (KVCache's constructor for several devices).
+    std::span<Backend* const> devices() const noexcept { return devices_; }
 
 private:
-    struct LayerWeights {
-        const Weight *attention_norm, *mlp_norm, *q, *k, *v, *o, *q_bias, *k_bias, *v_bias, *q_norm, *k_norm;
-        const Weight *gate, *up, *down;                       // dense MLP (null in MoE layers)
-        const Weight *router, *router_bias;                   // MoE
-        std::vector<const Weight*> expert_gate, expert_up, expert_down;
-        const Weight *shared_gate, *shared_up, *shared_down;  // optional shared expert
-    };
-
-    struct RunState {
-        DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
-        DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales,
-            expert_offsets, expert_input, expert_output;
-        DeviceBuffer output_rows, gathered, logits;
-    };
-
-    // One canvas in the packed batch (a sequence's, or its CFG twin's): its rows, the position of
-    // the first, the keys they attend to, where the first block starts, and its cache (if any).
-    struct Run {
-        int64_t first_row, rows, feed_begin, keys, block_origin;
-        KVCache* cache;
-    };
-
-    // The embedding of the uploaded token ids and the layer stack: x holds the last layer's output
-    // for the `tokens` rows of `runs`.
-    void hidden_states(std::span<const Run> runs, int64_t tokens);
-    void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
-    void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
+    // Checks `batch` and lays it out for the devices.
+    PackedBatch pack(std::span<const ForwardSequence> batch, bool want_logits) const;
 
     const ModelSpec& spec_;
-    Backend& backend_;
     ForwardLimits limits_;
-    RunState state_;
-    const Weight* embedding_ = nullptr;
-    const Weight* final_norm_ = nullptr;
-    const Weight* lm_head_ = nullptr;
-    std::vector<LayerWeights> layers_;
-    int64_t id_;  // distinct among the process's forwards: part of every replay key
+    std::vector<Backend*> devices_;
+    std::vector<std::unique_ptr<Communicator>> communicators_;
+    std::vector<std::unique_ptr<ForwardRank>> ranks_;
 };
 
 }  // namespace unmask

@@ -9,7 +9,7 @@ namespace unmask {
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
            chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_offsets + expert_input +
-           expert_output + output_rows + gathered + logits;
+           expert_output + output_rows + gathered + logits + shard_logits;
 }
 
 namespace {
@@ -55,7 +55,7 @@ WorkspaceLimits workspace_limits(const ModelSpec& spec, const ForwardLimits& lim
     return w;
 }
 
-RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits) {
+RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits, int devices) {
     const auto t = static_cast<uint64_t>(limits.tokens);
     const auto d = static_cast<uint64_t>(spec.hidden_size);
     const auto q_width = static_cast<uint64_t>(spec.attention_heads * spec.head_dim);
@@ -88,6 +88,7 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     s.output_rows = allocation_bytes(outputs * i);
     s.gathered = allocation_bytes(outputs * d * f);
     s.logits = allocation_bytes(outputs * static_cast<uint64_t>(spec.embedding_rows) * f);
+    if (devices > 1) s.shard_logits = allocation_bytes(outputs * static_cast<uint64_t>(spec.embedding_rows / devices) * f);
     return s;
 }
 

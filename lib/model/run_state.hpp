@@ -35,11 +35,13 @@ struct RunStateSizes {
     uint64_t router_logits = 0, chosen_experts = 0, expert_weights = 0;
     uint64_t slot_rows = 0, token_slots = 0, token_scales = 0, expert_offsets = 0, expert_input = 0, expert_output = 0;
     uint64_t output_rows = 0, gathered = 0, logits = 0;
+    uint64_t shard_logits = 0;  // tensor parallelism: this device's slice of the vocabulary
 
     uint64_t total() const noexcept;
 };
 
-RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits);
+// `spec` is the device's (model/tensor_parallel.hpp's shard_spec) when `devices` share the forward.
+RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits, int devices = 1);
 
 // The most floats one matmul of a forward up to `limits` reads: all tokens (or the LM head's
 // output chunk with its CFG twins) at the widest input (hidden state, attention output, dense or

@@ -168,8 +168,8 @@ TEST_CASE("a bf16 cache holds the first layer's keys and values of an fp32 cache
     // The first layer's keys and values (the later layers' differ: they see the rounded attention).
     const size_t elements = size_t(length * wide.row_elements());
     for (auto rows : {&KVCache::keys, &KVCache::values}) {
-        const float* expected = static_cast<const float*>((wide.*rows)(0));
-        const uint16_t* stored = static_cast<const uint16_t*>((narrow.*rows)(0));
+        const float* expected = static_cast<const float*>((wide.*rows)(0, 0));
+        const uint16_t* stored = static_cast<const uint16_t*>((narrow.*rows)(0, 0));
         size_t rounded = 0;
         for (size_t i = 0; i < elements; ++i) rounded += stored[i] == float_to_bf16(expected[i]) ? 1 : 0;
         CHECK(rounded == elements);

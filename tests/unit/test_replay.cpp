@@ -118,6 +118,7 @@ public:
     }
     void swiglu(float* gate, const float* up, int64_t n) override { call([=, this] { cpu_->swiglu(gate, up, n); }); }
     void add(float* x, const float* y, int64_t n) override { call([=, this] { cpu_->add(x, y, n); }); }
+    void zero(float* x, int64_t n) override { call([=, this] { cpu_->zero(x, n); }); }
     void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                      float* out) override {
         call([=, this, &w] { cpu_->add_rmsnorm(x, y, rows, dim, w, eps, out); });

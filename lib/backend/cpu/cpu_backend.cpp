@@ -235,6 +235,8 @@ public:
         }, 4096);
     }
 
+    void zero(float* x, int64_t n) override { std::fill(x, x + n, 0.0f); }
+
     void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                      float* out) override {
         const auto weight = vector(w);

@@ -466,6 +466,10 @@ public:
         begin();
         check(k::add(x, y, n, stream_), "add");
     }
+    void zero(float* x, int64_t n) override {
+        begin();
+        check(cudaMemsetAsync(x, 0, size_t(n) * sizeof(float), stream_), "zero");
+    }
     void add_rmsnorm(float* x, const float* y, int64_t rows, int64_t dim, const Weight& w, double eps,
                      float* out) override {
         begin();

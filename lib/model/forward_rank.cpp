@@ -1,0 +1,272 @@
+#include "model/forward_rank.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace unmask {
+
+ForwardRank::ForwardRank(const Model& model, int rank, int devices, Backend& backend, Communicator* communicator,
+                         const ForwardLimits& limits, int64_t id)
+    : spec_(shard_spec(model.spec(), devices)),
+      rank_(rank),
+      devices_(devices),
+      backend_(backend),
+      communicator_(communicator),
+      limits_(limits),
+      shard_(devices > 1 ? shard_weights(model, rank, devices) : nullptr),
+      id_(id) {
+    layers_.resize(static_cast<size_t>(spec_.layers));
+    for (auto& layer : layers_) {
+        layer = LayerWeights{};
+        layer.expert_gate.assign(static_cast<size_t>(spec_.experts), nullptr);
+        layer.expert_up.assign(static_cast<size_t>(spec_.experts), nullptr);
+        layer.expert_down.assign(static_cast<size_t>(spec_.experts), nullptr);
+    }
+    for (const Weight& w : shard_ != nullptr ? shard_->weights() : std::span<const Weight>(model.weights())) {
+        if (w.layer < 0) {
+            if (w.role == Role::embedding) embedding_ = &w;
+            if (w.role == Role::final_norm) final_norm_ = &w;
+            if (w.role == Role::lm_head) lm_head_ = &w;
+            continue;
+        }
+        LayerWeights& l = layers_.at(static_cast<size_t>(w.layer));
+        const auto e = static_cast<size_t>(std::max(0, w.expert));
+        switch (w.role) {
+            case Role::attention_norm: l.attention_norm = &w; break;
+            case Role::mlp_norm: l.mlp_norm = &w; break;
+            case Role::q_proj: l.q = &w; break;
+            case Role::k_proj: l.k = &w; break;
+            case Role::v_proj: l.v = &w; break;
+            case Role::o_proj: l.o = &w; break;
+            case Role::q_bias: l.q_bias = &w; break;
+            case Role::k_bias: l.k_bias = &w; break;
+            case Role::v_bias: l.v_bias = &w; break;
+            case Role::q_norm: l.q_norm = &w; break;
+            case Role::k_norm: l.k_norm = &w; break;
+            case Role::mlp_gate: l.gate = &w; break;
+            case Role::mlp_up: l.up = &w; break;
+            case Role::mlp_down: l.down = &w; break;
+            case Role::router: l.router = &w; break;
+            case Role::router_bias: l.router_bias = &w; break;
+            case Role::expert_gate: l.expert_gate.at(e) = &w; break;
+            case Role::expert_up: l.expert_up.at(e) = &w; break;
+            case Role::expert_down: l.expert_down.at(e) = &w; break;
+            case Role::shared_gate: l.shared_gate = &w; break;
+            case Role::shared_up: l.shared_up = &w; break;
+            case Role::shared_down: l.shared_down = &w; break;
+            default: break;
+        }
+    }
+    if (lm_head_ == nullptr) lm_head_ = embedding_;  // tied embeddings
+    if (embedding_ == nullptr || final_norm_ == nullptr) fail(Status::internal, "model binding lacks embedding or final norm");
+
+    const RunStateSizes sizes = run_state_sizes(spec_, limits, devices);
+    auto allocate = [&](uint64_t bytes) { return bytes == 0 ? DeviceBuffer() : backend_.allocate(bytes); };
+    state_ = RunState{allocate(sizes.token_ids), allocate(sizes.token_positions), allocate(sizes.x),
+                      allocate(sizes.normed), allocate(sizes.q), allocate(sizes.k), allocate(sizes.v),
+                      allocate(sizes.attended), allocate(sizes.projected), allocate(sizes.gate), allocate(sizes.up),
+                      allocate(sizes.router_logits), allocate(sizes.chosen_experts), allocate(sizes.expert_weights),
+                      allocate(sizes.slot_rows), allocate(sizes.token_slots), allocate(sizes.token_scales),
+                      allocate(sizes.expert_offsets), allocate(sizes.expert_input),
+                      allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
+                      allocate(sizes.logits), allocate(sizes.shard_logits)};
+    backend_.reserve_workspace(workspace_limits(spec_, limits));
+}
+
+void ForwardRank::sum_over_devices(float* partial, int64_t n) {
+    if (communicator_ != nullptr) communicator_->all_reduce_sum(partial, size_t(n));
+}
+
+void ForwardRank::mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out) {
+    const int64_t width = gate.shape[0];
+    float* g = state_.gate.floats();
+    const MatmulOutput gate_up[] = {{&gate, nullptr, g}, {&up, nullptr, state_.up.floats()}};
+    backend_.matmuls(x, rows, gate_up);
+    backend_.swiglu(g, state_.up.floats(), rows * width);
+    backend_.matmul(g, rows, down, nullptr, out);
+}
+
+void ForwardRank::moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual) {
+    const int64_t d = spec_.hidden_size, k = spec_.experts_per_token, experts = spec_.experts;
+    const RunState& s = state_;
+    backend_.matmul(x, rows, *layer.router, nullptr, s.router_logits.floats());
+    const RouterParams params{experts,
+                              k,
+                              spec_.router_score == RouterScore::sigmoid,
+                              spec_.norm_topk_prob,
+                              spec_.routed_scaling_factor,
+                              layer.router_bias,
+                              spec_.router_groups,
+                              spec_.router_top_groups};
+    backend_.route(s.router_logits.floats(), rows, params, s.chosen_experts.ints(), s.expert_weights.floats());
+
+    // A chunk of tokens at a time, their (token, expert) pairs grouped by expert: one gather, every
+    // expert's SwiGLU over its rows, then each token's weighted sum of its experts' outputs.
+    int32_t* offsets = s.expert_offsets.ints();  // on the device
+    for (int64_t begin = 0; begin < rows; begin += moe_chunk_tokens) {
+        const int64_t count = std::min(moe_chunk_tokens, rows - begin), slots = count * k;
+        backend_.group_by_expert(s.chosen_experts.ints() + begin * k, s.expert_weights.floats() + begin * k, count, k,
+                                 experts, s.slot_rows.ints(), s.token_slots.ints(), s.token_scales.floats(), offsets);
+        backend_.gather_rows(x + begin * d, d, s.slot_rows.ints(), slots, s.expert_input.floats());
+        const GroupedMatmulOutput gate_up[] = {{layer.expert_gate, s.gate.floats()}, {layer.expert_up, s.up.floats()}};
+        backend_.grouped_matmuls(s.expert_input.floats(), slots, offsets, gate_up);
+        backend_.swiglu(s.gate.floats(), s.up.floats(), slots * spec_.expert_intermediate_size);
+        const GroupedMatmulOutput down[] = {{layer.expert_down, s.expert_output.floats()}};
+        backend_.grouped_matmuls(s.gate.floats(), slots, offsets, down);
+        backend_.unpermute_add(residual + begin * d, count, d, k, s.token_slots.ints(), s.token_scales.floats(),
+                               s.expert_output.floats());
+    }
+    if (layer.shared_gate != nullptr) {
+        float* shared = s.expert_output.floats();
+        mlp(*layer.shared_gate, *layer.shared_up, *layer.shared_down, x, rows, shared);
+        backend_.add(residual, shared, rows * d);
+    }
+}
+
+void ForwardRank::hidden_states(std::span<const PackedBatch::Run> runs, int64_t tokens) {
+    const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
+                  hd = spec_.head_dim;
+    const RunState& s = state_;
+    const DeviceBuffer &x = s.x, &normed = s.normed, &q = s.q, &k = s.k, &v = s.v, &attended = s.attended,
+                       &projected = s.projected;
+    const RopeSpec rope{spec_.rope_theta, static_cast<int64_t>(std::lround(double(hd) * spec_.partial_rotary_factor)) / 2 * 2,
+                        spec_.rope_style == RopeStyle::interleaved};
+    // bf16 models round their matmuls' activations to bf16: their attention products may too.
+    const bool bf16_model = layers_.front().q->dtype == DType::bf16;
+    const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size, bf16_model};
+    backend_.embedding(*embedding_, s.token_ids.ints(), tokens, x.floats());
+    std::vector<SequenceRows> sequences(runs.size());
+    bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
+    for (const LayerWeights& layer : layers_) {
+        if (!normed_ready)
+            backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
+        const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
+                                    {layer.v, layer.v_bias, v.floats()}};
+        backend_.matmuls(normed.floats(), tokens, qkv);
+        if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
+            backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
+            backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);
+        }
+        backend_.rope(q.floats(), tokens, heads, hd, s.token_positions.ints(), rope);
+        backend_.rope(k.floats(), tokens, kv_heads, hd, s.token_positions.ints(), rope);
+        // Runs with a cache write their fed keys and values into it and attend to all of it.
+        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
+        for (size_t r = 0; r < runs.size(); ++r) {
+            const PackedBatch::Run& run = runs[r];
+            SequenceRows& view = sequences[r];
+            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
+            if (run.cache == nullptr) continue;
+            const KVCache& cache = *run.cache;
+            const int64_t kv = kv_heads * hd;
+            view.cached_keys = cache.keys(layer_index, rank_);
+            view.cached_values = cache.values(layer_index, rank_);
+            view.cached_type = element_type(cache.element());
+            view.key_count = run.keys;
+            backend_.store(k.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+                           cache.row(cache.keys(layer_index, rank_), run.feed_begin));
+            backend_.store(v.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+                           cache.row(cache.values(layer_index, rank_), run.feed_begin));
+        }
+        backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
+        backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
+        sum_over_devices(projected.floats(), tokens * d);
+        backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *layer.mlp_norm, spec_.rms_norm_eps,
+                             normed.floats());
+        normed_ready = false;
+        if (layer.router != nullptr) {
+            if (communicator_ == nullptr) {
+                moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
+            } else {  // this device's share of every expert, summed over the devices, then added
+                backend_.zero(projected.floats(), tokens * d);
+                moe(layer, normed.floats(), tokens, projected.floats());
+                sum_over_devices(projected.floats(), tokens * d);
+                backend_.add(x.floats(), projected.floats(), tokens * d);
+            }
+        } else {
+            mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
+            sum_over_devices(projected.floats(), tokens * d);
+            if (&layer == &layers_.back()) {
+                backend_.add(x.floats(), projected.floats(), tokens * d);  // the final norm takes the output rows only
+            } else {
+                backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *(&layer + 1)->attention_norm,
+                                     spec_.rms_norm_eps, normed.floats());
+                normed_ready = true;
+            }
+        }
+    }
+}
+
+void ForwardRank::lm_head(int64_t rows) {
+    const RunState& s = state_;
+    if (communicator_ == nullptr) {
+        backend_.matmul(s.gathered.floats(), rows, *lm_head_, nullptr, s.logits.floats());
+        return;
+    }
+    // This device's slice of every row's logits, then each row's slices side by side in rank order.
+    const int64_t slice = lm_head_->shape[0], vocab = spec_.embedding_rows;
+    backend_.matmul(s.gathered.floats(), rows, *lm_head_, nullptr, s.shard_logits.floats());
+    for (int64_t r = 0; r < rows; ++r)
+        communicator_->all_gather(s.shard_logits.floats() + r * slice, size_t(slice), s.logits.floats() + r * vocab);
+}
+
+void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput& output) {
+    const int64_t d = spec_.hidden_size, vocab = spec_.embedding_rows;
+    const auto tokens = static_cast<int64_t>(batch.ids.size());
+    backend_.copy_to_device(state_.token_ids, batch.ids.data(), batch.ids.size() * sizeof(int32_t));
+    backend_.copy_to_device(state_.token_positions, batch.positions.data(), batch.positions.size() * sizeof(int32_t));
+
+    // The hidden states depend on nothing but the batch's shape and device memory (the routing of
+    // mixture-of-experts layers too): a backend may record their work once and replay it for every
+    // forward of that shape (the denoising steps of a block with a cache), or run it as it comes
+    // where it reads something on the host (CUDA: a MoE step of many slots per fp32 expert).
+    std::vector<int64_t> shape = {id_, tokens};
+    for (const PackedBatch::Run& run : batch.runs) {
+        const auto cache = run.cache != nullptr ? reinterpret_cast<intptr_t>(run.cache->keys(0, rank_)) : 0;
+        shape.insert(shape.end(), {run.first_row, run.rows, run.feed_begin, run.keys, run.block_origin, cache,
+                                   run.cache != nullptr ? run.cache->length() : 0,
+                                   run.cache != nullptr ? static_cast<int64_t>(run.cache->element()) : -1});
+    }
+    backend_.run_replayable(shape, [&] { hidden_states(batch.runs, tokens); });
+
+    // Final norm, LM head and candidates, a chunk of output rows at a time.
+    const auto outputs = static_cast<int64_t>(batch.output_rows.size());
+    // The output buffers hold 2 x min(limits.tokens, 128) rows (outputs may repeat positions).
+    const int64_t chunk = std::min({outputs, output_chunk_rows, limits_.tokens});
+    const auto& guidance_rows = batch.guidance_rows;
+    const RunState& s = state_;
+    for (int64_t begin = 0; begin < outputs; begin += chunk) {
+        const int64_t count = std::min(chunk, outputs - begin);
+        // Rows [0, count) are the outputs; with guidance, rows [count, 2 count) their unconditional twins.
+        std::vector<int32_t> chunk_rows(batch.output_rows.begin() + begin, batch.output_rows.begin() + begin + count);
+        const bool guided = std::any_of(guidance_rows.begin() + begin, guidance_rows.begin() + begin + count,
+                                        [](int32_t r) { return r >= 0; });
+        if (guided)
+            for (int64_t i = begin; i < begin + count; ++i)
+                chunk_rows.push_back(guidance_rows[size_t(i)] >= 0 ? guidance_rows[size_t(i)]
+                                                                   : batch.output_rows[size_t(i)]);
+        const auto total = static_cast<int64_t>(chunk_rows.size());
+        DeviceBuffer& rows = state_.output_rows;
+        backend_.copy_to_device(rows, chunk_rows.data(), chunk_rows.size() * sizeof(int32_t));
+        backend_.gather_rows(s.x.floats(), d, rows.ints(), total, s.gathered.floats());
+        backend_.rmsnorm(s.gathered.floats(), total, d, d, *final_norm_, spec_.rms_norm_eps, s.gathered.floats(), d);
+        lm_head(total);
+        if (rank_ != 0) continue;  // the logits are whole on every device: the first one finishes them
+        if (guided)
+            for (int64_t i = 0; i < count; ++i)
+                if (guidance_rows[size_t(begin + i)] >= 0)
+                    backend_.combine_guidance(s.logits.floats() + i * vocab, s.logits.floats() + (count + i) * vocab,
+                                              batch.guidance_scales[size_t(begin + i)], vocab);
+        if (want_logits) {
+            backend_.copy_to_host(output.logits.data() + begin * vocab, s.logits, size_t(count * vocab) * sizeof(float));
+        } else {
+            backend_.candidates(s.logits.floats(), count, vocab, batch.output_positions.data() + begin,
+                                std::span(batch.output_params).subspan(size_t(begin), size_t(count)),
+                                output.candidates.data() + begin);
+        }
+    }
+    if (rank_ != 0) backend_.synchronize();  // its work done before the batch's memory goes
+}
+
+}  // namespace unmask

@@ -1,0 +1,93 @@
+// One device's part of the forward pass (model/forward.hpp): its share of the weights
+// (model/tensor_parallel.hpp; all of them alone), its run state, and its collectives with the
+// other devices of a tensor-parallel forward. Forward packs a batch on the host once and every
+// rank runs it on its device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/communicator.hpp"
+#include "model/forward.hpp"
+#include "model/kv_cache.hpp"
+#include "model/model.hpp"
+#include "model/run_state.hpp"
+#include "model/tensor_parallel.hpp"
+
+namespace unmask {
+
+// A batch as every device runs it: the fed token ids and their positions, each run's rows (a
+// sequence's canvas or its CFG twin) and cache, and the rows that need outputs.
+struct PackedBatch {
+    // One canvas in the packed batch: its rows, the position of the first, the keys they attend
+    // to, where the first block starts, and its cache (if any).
+    struct Run {
+        int64_t first_row, rows, feed_begin, keys, block_origin;
+        KVCache* cache;
+    };
+    std::vector<Run> runs;
+    std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
+    std::vector<double> guidance_scales;
+    std::vector<uint32_t> output_positions;
+    std::vector<const CandidateParams*> output_params;
+};
+
+class ForwardRank {
+public:
+    // Rank `rank` of `devices` (communicator null alone) on `backend`: binds its share of the
+    // weights and allocates its run state and the backend's workspace for `limits`.
+    ForwardRank(const Model& model, int rank, int devices, Backend& backend, Communicator* communicator,
+                const ForwardLimits& limits, int64_t id);
+
+    const ModelSpec& spec() const noexcept { return spec_; }  // this device's share
+    Backend& backend() noexcept { return backend_; }
+    Communicator* communicator() noexcept { return communicator_; }
+
+    // Runs `batch`; rank 0 writes the outputs into `output` (sized by the caller), the others
+    // compute their shares and join the collectives.
+    void run(const PackedBatch& batch, bool want_logits, ForwardOutput& output);
+
+private:
+    struct LayerWeights {
+        const Weight *attention_norm, *mlp_norm, *q, *k, *v, *o, *q_bias, *k_bias, *v_bias, *q_norm, *k_norm;
+        const Weight *gate, *up, *down;                       // dense MLP (null in MoE layers)
+        const Weight *router, *router_bias;                   // MoE
+        std::vector<const Weight*> expert_gate, expert_up, expert_down;
+        const Weight *shared_gate, *shared_up, *shared_down;  // optional shared expert
+    };
+
+    struct RunState {
+        DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
+        DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales,
+            expert_offsets, expert_input, expert_output;
+        DeviceBuffer output_rows, gathered, logits, shard_logits;
+    };
+
+    // The embedding of the uploaded token ids and the layer stack: x holds the last layer's output
+    // for the `tokens` rows of `runs`.
+    void hidden_states(std::span<const PackedBatch::Run> runs, int64_t tokens);
+    void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
+    void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
+    // Sums a row-parallel output over the devices (nothing alone).
+    void sum_over_devices(float* partial, int64_t n);
+    // The LM head's logits of `rows` gathered rows into state_.logits, the vocabulary whole.
+    void lm_head(int64_t rows);
+
+    const ModelSpec spec_;
+    const int rank_, devices_;
+    Backend& backend_;
+    Communicator* communicator_;
+    const ForwardLimits limits_;
+    std::unique_ptr<WeightShard> shard_;
+    RunState state_;
+    const Weight* embedding_ = nullptr;
+    const Weight* final_norm_ = nullptr;
+    const Weight* lm_head_ = nullptr;
+    std::vector<LayerWeights> layers_;
+    int64_t id_;
+};
+
+}  // namespace unmask

@@ -1,0 +1,119 @@
+#include "model/tensor_parallel.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "format/dtype.hpp"
+
+namespace unmask {
+
+ModelSpec shard_spec(const ModelSpec& spec, int devices) {
+    if (devices < 1) fail(Status::invalid_argument, "a model needs at least one device, not {}", devices);
+    if (devices == 1) return spec;
+    auto require = [&](int64_t value, const char* what) {
+        if (value % devices != 0)
+            fail(Status::unsupported, "tensor parallelism over {} devices: the model's {} {} do not divide among them",
+                 devices, value, what);
+    };
+    require(spec.attention_heads, "attention heads");
+    if (spec.kv_heads % devices != 0 && devices % spec.kv_heads != 0)
+        fail(Status::unsupported, "tensor parallelism over {} devices: the model's {} K/V heads neither divide among "
+             "them nor replicate evenly over them", devices, spec.kv_heads);
+    require(spec.intermediate_size, "MLP columns");
+    require(spec.expert_intermediate_size, "expert MLP columns");
+    require(spec.shared_expert_intermediate_size, "shared-expert MLP columns");
+    require(spec.embedding_rows, "vocabulary rows");
+    ModelSpec shard = spec;
+    shard.attention_heads /= devices;
+    shard.kv_heads = spec.kv_heads >= devices ? spec.kv_heads / devices : 1;
+    shard.intermediate_size /= devices;
+    shard.expert_intermediate_size /= devices;
+    shard.shared_expert_intermediate_size /= devices;
+    return shard;
+}
+
+int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept {
+    return int64_t(rank) * spec.kv_heads / devices;  // with fewer K/V heads than devices: each serves devices / kv_heads
+}
+
+void WeightShard::FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
+
+namespace {
+
+// Rows first..first + count of a matrix (or elements of a vector): a view of the same memory.
+Weight row_share(const Weight& w, int64_t first, int64_t count) {
+    const int64_t columns = w.shape.size() > 1 ? w.shape[1] : 1;
+    Weight share = w;
+    share.shape[0] = count;
+    share.elements = uint64_t(count * columns);
+    share.data = static_cast<const char*>(w.data) + dtype_bytes(w.dtype, uint64_t(first * columns));
+    return share;
+}
+
+}  // namespace
+
+std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices) {
+    const ModelSpec& spec = model.spec();
+    const ModelSpec shard = shard_spec(spec, devices);
+    if (rank < 0 || rank >= devices) fail(Status::invalid_argument, "rank {} of {} devices", rank, devices);
+    auto out = std::unique_ptr<WeightShard>(new WeightShard());
+    // Columns first..first + count of every row: a copy, as the rows of the share are not contiguous.
+    auto column_share = [&](const Weight& w, int64_t first, int64_t count) {
+        const int64_t rows = w.shape.at(0), columns = w.shape.at(1), block = dtype_block_elements(w.dtype);
+        if (first % block != 0 || count % block != 0)
+            fail(Status::unsupported, "tensor parallelism over {} devices: {} ({}) splits into shares of {} columns, "
+                 "not whole blocks of {}", devices, w.name, dtype_name(w.dtype), count, block);
+        const uint64_t row_bytes = dtype_bytes(w.dtype, uint64_t(columns)), share_bytes = dtype_bytes(w.dtype, uint64_t(count)),
+                       offset = dtype_bytes(w.dtype, uint64_t(first));
+        const uint64_t bytes = share_bytes * uint64_t(rows);
+        void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
+        if (buffer == nullptr) fail(Status::out_of_budget, "no host memory for {} bytes of {}'s share", bytes, w.name);
+        out->buffers_.emplace_back(buffer);
+        out->owned_bytes_ += bytes;
+        for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(static_cast<char*>(buffer) + uint64_t(r) * share_bytes,
+                        static_cast<const char*>(w.data) + uint64_t(r) * row_bytes + offset, share_bytes);
+        Weight share = w;
+        share.shape[1] = count;
+        share.elements = uint64_t(rows * count);
+        share.data = buffer;
+        return share;
+    };
+    const int64_t hd = spec.head_dim, q_width = shard.attention_heads * hd, kv_width = shard.kv_heads * hd;
+    const int64_t first_kv = first_kv_head(spec, rank, devices) * hd;
+    const Weight* embedding = nullptr;
+    bool has_lm_head = false;
+    for (const Weight& w : model.weights()) {
+        const int64_t width = w.shape.empty() ? 0 : w.shape[0] / devices;  // of gate and up: their rows
+        const int64_t down_width = w.shape.size() > 1 ? w.shape[1] / devices : 0;
+        switch (w.role) {
+            case Role::q_proj: case Role::q_bias: out->weights_.push_back(row_share(w, rank * q_width, q_width)); break;
+            case Role::k_proj: case Role::v_proj: case Role::k_bias: case Role::v_bias:
+                out->weights_.push_back(row_share(w, first_kv, kv_width));
+                break;
+            case Role::mlp_gate: case Role::mlp_up: case Role::expert_gate: case Role::expert_up:
+            case Role::shared_gate: case Role::shared_up: case Role::lm_head:
+                out->weights_.push_back(row_share(w, rank * width, width));
+                has_lm_head = has_lm_head || w.role == Role::lm_head;
+                break;
+            case Role::o_proj: out->weights_.push_back(column_share(w, rank * q_width, q_width)); break;
+            case Role::mlp_down: case Role::expert_down: case Role::shared_down:
+                out->weights_.push_back(column_share(w, rank * down_width, down_width));
+                break;
+            default:
+                if (w.role == Role::embedding) embedding = &w;
+                out->weights_.push_back(w);  // replicated
+        }
+    }
+    if (!has_lm_head && embedding != nullptr && devices > 1) {  // tied: the LM head is the embedding's rows
+        Weight head = row_share(*embedding, rank * spec.embedding_rows / devices, spec.embedding_rows / devices);
+        head.role = Role::lm_head;
+        head.component = Component::lm_head;
+        out->weights_.push_back(head);
+    }
+    return out;
+}
+
+}  // namespace unmask

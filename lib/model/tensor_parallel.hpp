@@ -1,0 +1,54 @@
+// Tensor parallelism: how a model divides among the devices of one engine (Megatron-LM's layout,
+// Shoeybi et al. 2019). Each device computes its share of the attention heads and of every SwiGLU's
+// width (the dense MLP's, the shared expert's and each routed expert's): q, k, v, gate and up
+// split by rows (column-parallel), o and down by columns (row-parallel, their partial outputs
+// summed by one all-reduce after attention and one after the MLP). K/V heads split with the query
+// heads that read them, and are replicated where there are fewer K/V heads than devices. The LM
+// head splits by vocabulary, its slices of logits gathered before the candidates step. Norms, the
+// embedding and the routers are replicated.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/types.hpp"
+#include "model/model.hpp"
+#include "model/model_spec.hpp"
+
+namespace unmask {
+
+// The spec one of `devices` computes with: its query heads, K/V heads and SwiGLU widths (the
+// vocabulary stays whole: embedding_rows is the model's). Throws Error(UNSUPPORTED) naming what
+// does not divide evenly among the devices.
+ModelSpec shard_spec(const ModelSpec& spec, int devices);
+
+// The first of the model's K/V heads that `rank`'s shard holds.
+int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept;
+
+// One device's share of a model's weights: views of the model's memory where the share is a range
+// of whole rows, copies (owned here) where it is a range of columns. Every weight of the model
+// has one here, with its role, layer and expert; the LM head is its own (a slice of the embedding
+// with tied embeddings). The model must outlive it.
+class WeightShard {
+public:
+    std::span<const Weight> weights() const noexcept { return weights_; }
+    // Bytes of the copies this shard owns.
+    uint64_t owned_bytes() const noexcept { return owned_bytes_; }
+
+private:
+    friend std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices);
+    struct FreeDeleter {
+        void operator()(void* p) const noexcept;
+    };
+    std::vector<Weight> weights_;
+    std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
+    uint64_t owned_bytes_ = 0;
+};
+
+// `rank`'s share of `model` among `devices` (shard_spec's layout). Throws UNSUPPORTED as
+// shard_spec does, and for a quantized weight whose column share does not hold whole blocks.
+std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices);
+
+}  // namespace unmask

@@ -1,0 +1,219 @@
+// Tensor parallelism over host devices (model/tensor_parallel.hpp): with 2 and 4 devices every
+// architecture gives the single device's tokens, at temperature 0 and sampled from a seed, alone
+// and batched, with and without K/V caches; a device that fails mid-forward ends it on every
+// device with its error, and the forward refuses work from then on with DEVICE instead of hanging.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/profiled_backend.hpp"
+#include "core/error.hpp"
+#include "fixtures.hpp"
+#include "model/forward.hpp"
+#include "model/model.hpp"
+#include "model/tensor_parallel.hpp"
+
+using namespace unmask;
+
+namespace {
+
+std::unique_ptr<Model> load(const std::string& name, Precision precision) {
+    LoadOptions options;
+    options.precision = precision;
+    return load_model(test_data_path("reference/" + name), options);
+}
+
+// `count` CPU backends of one thread each, and the pointers a Forward takes.
+struct HostDevices {
+    explicit HostDevices(int count) {
+        for (int r = 0; r < count; ++r) {
+            owned.push_back(make_cpu_backend(1));
+            pointers.push_back(owned.back().get());
+        }
+    }
+    std::vector<std::unique_ptr<Backend>> owned;
+    std::vector<Backend*> pointers;
+};
+
+std::vector<int32_t> canvas(const ModelSpec& spec, int64_t length, int64_t salt) {
+    std::vector<int32_t> tokens;
+    for (int64_t p = 0; p < length; ++p)
+        tokens.push_back(p % 5 == 4 ? int32_t(spec.mask_token_id) : int32_t((p * 13 + salt * 7 + 1) % spec.vocab_size));
+    return tokens;
+}
+
+// Two forwards of the same canvases: the whole canvas (into the caches, with them), then its
+// second half from the caches. Returns every candidate of both, in order.
+std::vector<Candidate> decode_twice(const Model& model, std::span<Backend* const> devices,
+                                    const std::vector<std::vector<int32_t>>& canvases, const CandidateParams& sampling,
+                                    bool cached) {
+    int64_t tokens = 0, longest = 0;
+    for (const auto& c : canvases) tokens += int64_t(c.size()), longest = std::max(longest, int64_t(c.size()));
+    Forward forward(model, devices, {tokens, longest});
+    std::vector<std::unique_ptr<KVCache>> caches;
+    std::vector<ForwardSequence> batch;
+    for (const auto& c : canvases) {
+        if (cached) caches.push_back(std::make_unique<KVCache>(devices, nullptr, model.spec(), int64_t(c.size())));
+        batch.push_back({c, {}, &sampling, {}, 0.0, cached ? caches.back().get() : nullptr, nullptr, 0, -1});
+    }
+    std::vector<Candidate> out = forward.run(batch, false).candidates;
+    if (!cached) return out;
+    for (ForwardSequence& s : batch) s.feed_begin = int64_t(s.tokens.size()) / 2;
+    // Dream predicts p from p - 1: its outputs start one past the fed range.
+    std::vector<std::vector<int32_t>> positions;
+    for (ForwardSequence& s : batch) {
+        positions.emplace_back();
+        for (int64_t p = s.feed_begin + (model.spec().logits_shift ? 1 : 0); p < int64_t(s.tokens.size()); ++p)
+            positions.back().push_back(int32_t(p));
+        s.output_positions = positions.back();
+    }
+    const std::vector<Candidate> second = forward.run(batch, false).candidates;
+    out.insert(out.end(), second.begin(), second.end());
+    return out;
+}
+
+const char* const architectures[] = {"llada", "llada-block", "llada-moe", "llada-moe-sigmoid", "dream",
+                                     "llada2-moe", "sdar", "sdar-moe", "rnd1", "llada-fp8-block"};
+
+}  // namespace
+
+TEST_CASE("tensor parallelism over 2 and 4 host devices gives the single device's tokens for every architecture") {
+    CandidateParams greedy;
+    CandidateParams sampled;
+    sampled.noise_temperature = 1.0;
+    sampled.seed = 1234;
+    for (const std::string name : architectures) {
+        const auto model = load(name, Precision::fp32);
+        const ModelSpec& spec = model->spec();
+        const std::vector<std::vector<int32_t>> alone = {canvas(spec, 16, 0)};
+        const std::vector<std::vector<int32_t>> batched = {canvas(spec, 16, 0), canvas(spec, 11, 1), canvas(spec, 24, 2)};
+        HostDevices one(1);
+        for (const int devices : {2, 4}) {
+            HostDevices many(devices);
+            for (const auto* canvases : {&alone, &batched})
+                for (const CandidateParams* sampling : {&greedy, &sampled})
+                    for (const bool cached : {false, true}) {
+                        CAPTURE(name);
+                        CAPTURE(devices);
+                        CAPTURE(canvases->size());
+                        CAPTURE(sampling == &sampled);
+                        CAPTURE(cached);
+                        const auto expected = decode_twice(*model, one.pointers, *canvases, *sampling, cached);
+                        const auto got = decode_twice(*model, many.pointers, *canvases, *sampling, cached);
+                        REQUIRE(got.size() == expected.size());
+                        size_t same = 0;
+                        double worst = 0;
+                        for (size_t i = 0; i < got.size(); ++i) {
+                            same += got[i].token == expected[i].token && got[i].top1_token == expected[i].top1_token;
+                            worst = std::max(worst, double(std::abs(got[i].probability - expected[i].probability)));
+                        }
+                        CHECK(same == got.size());
+                        CHECK(worst < 1e-4);  // row-parallel sums add in another order: rounding only
+                    }
+        }
+    }
+}
+
+TEST_CASE("tensor-parallel logits match the single device's, quantized weights included") {
+    for (const auto& [name, precision] : {std::pair{"llada", Precision::bf16}, std::pair{"llada", Precision::int8},
+                                          std::pair{"llada2-moe", Precision::bf16}}) {
+        CAPTURE(name);
+        CAPTURE(int(precision));
+        const auto model = load(name, precision);
+        const std::vector<int32_t> tokens = canvas(model->spec(), 12, 3);
+        HostDevices one(1), two(2);
+        Forward single(*model, one.pointers, {12, 12}), parallel(*model, two.pointers, {12, 12});
+        const std::vector batch = {ForwardSequence{tokens, {}, nullptr, {}, 0.0}};
+        const std::vector<float> expected = single.run(batch, true).logits, got = parallel.run(batch, true).logits;
+        REQUIRE(got.size() == expected.size());
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            worst = std::max(worst, double(std::abs(got[i] - expected[i])));
+            scale = std::max(scale, double(std::abs(expected[i])));
+        }
+        MESSAGE(std::string(name) << " precision " << int(precision) << ": largest difference " << worst << " of " << scale);
+        CHECK(worst <= 1e-3 * scale);
+    }
+}
+
+TEST_CASE("a model that does not divide among the devices is refused with the reason") {
+    const auto model = load("llada", Precision::fp32);
+    HostDevices three(3);
+    CHECK_THROWS_WITH_AS(Forward(*model, three.pointers, {8, 8}),
+                         doctest::Contains("the model's 4 attention heads do not divide among them"), Error);
+    // The fp8 blocks of 128 columns cannot split a row of 128 in two.
+    const auto fp8 = load("llada-fp8-block", Precision::automatic);
+    HostDevices two(2);
+    CHECK_THROWS_WITH_AS(Forward(*fp8, two.pointers, {8, 8}), doctest::Contains("not whole blocks of 128"), Error);
+    ModelSpec spec = model->spec();
+    spec.kv_heads = 3;
+    spec.attention_heads = 6;
+    CHECK_THROWS_WITH_AS(shard_spec(spec, 2), doctest::Contains("3 K/V heads neither divide"), Error);
+}
+
+TEST_CASE("each device holds its share: heads, K/V heads replicated past their count, widths and vocabulary") {
+    const auto model = load("rnd1", Precision::fp32);  // 4 heads, 1 K/V head, MoE with 8 experts
+    const ModelSpec& spec = model->spec();
+    const ModelSpec shard = shard_spec(spec, 4);
+    CHECK(shard.attention_heads == spec.attention_heads / 4);
+    CHECK(shard.kv_heads == 1);
+    CHECK(shard.expert_intermediate_size * 4 == spec.expert_intermediate_size);
+    CHECK(first_kv_head(spec, 3, 4) == 0);
+    const auto weights = shard_weights(*model, 1, 4);
+    uint64_t elements = 0, whole = 0;
+    for (const Weight& w : model->weights()) whole += w.elements;
+    bool lm_head = false;
+    for (const Weight& w : weights->weights()) {
+        elements += w.elements;
+        if (w.role == Role::lm_head) {
+            lm_head = true;
+            CHECK(w.shape[0] * 4 == spec.embedding_rows);  // tied: a quarter of the embedding's rows
+        }
+        if (w.role == Role::o_proj) CHECK(w.shape[1] == shard.attention_heads * spec.head_dim);
+    }
+    CHECK(lm_head);
+    CHECK(elements < whole);
+}
+
+namespace {
+
+struct OwnedCpu {
+    std::unique_ptr<Backend> cpu = make_cpu_backend(1);
+};
+
+// A host device whose `healthy`-th matmul fails.
+class FailingDevice : OwnedCpu, public ProfiledBackend {
+public:
+    explicit FailingDevice(int healthy) : ProfiledBackend(*cpu), healthy_(healthy) {}
+    void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        if (calls_++ == healthy_) throw Error(Status::device, "device 1 failed (planted)");
+        ProfiledBackend::matmul(x, rows, w, bias, out);
+    }
+
+private:
+    int calls_ = 0, healthy_;
+};
+
+}  // namespace
+
+TEST_CASE("a device failing mid-forward ends the forward on every device with its error") {
+    const auto model = load("llada", Precision::fp32);
+    auto first = make_cpu_backend(1);
+    FailingDevice failing(3);
+    const std::vector<Backend*> devices = {first.get(), &failing};
+    Forward forward(*model, devices, {8, 8});
+    const std::vector<int32_t> tokens = canvas(model->spec(), 8, 0);
+    const std::vector batch = {ForwardSequence{tokens, {}, nullptr, {}, 0.0}};
+    CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("device 1 failed (planted)"), Error);
+    try {
+        forward.run(batch, true);
+        FAIL("a forward ran after its device group failed");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::device);
+        CHECK(std::string(e.what()).find("device 1 failed (planted)") != std::string::npos);
+    }
+}
