@@ -295,9 +295,11 @@ UNMASK_API unmask_status unmask_model_tensor(const unmask_model *model, int64_t 
  * Memory planning (since ABI 1.1)
  *
  * Before loading anything, a host can ask what a deployment needs per device: the weights by
- * component (routed experts divided over the devices, the rest replicated), each sequence's state
- * (canvas and decode state, K/V cache when a cache mode is on, doubled with CFG), and the scratch
- * of the largest forward (activations, logits of one output chunk, the backend's workspace).
+ * component (with several devices, each one's tensor-parallel share: its attention heads, its
+ * part of every MLP and expert and of the LM head; the embedding, norms and routers on each),
+ * each sequence's state (canvas and decode state, K/V cache when a cache mode is on, doubled with
+ * CFG; each device holds its K/V heads), and the scratch of the largest forward (activations,
+ * logits of one output chunk, the backend's workspace). Every device runs every sequence.
  * ------------------------------------------------------------------------------------------- */
 
 /* Indexes of unmask_memory_plan.weights_by_component. */
@@ -316,7 +318,7 @@ typedef struct unmask_plan_params {
     int32_t precision;            /* UNMASK_PRECISION_*; default AUTO (reads the safetensors headers;
                                      an explicit precision needs only config.json) */
     int32_t backend;              /* UNMASK_BACKEND_*; default CPU */
-    int32_t devices;              /* default 1 */
+    int32_t devices;              /* sharing the model (tensor parallelism); default 1 */
     int32_t threads;              /* CPU threads (their workspace); 0 (default): all cores */
     int32_t kv_cache;             /* 1: a cache mode keeps K/V per sequence; default 0 */
     int32_t cfg;                  /* 1: classifier-free guidance doubles each sequence; default 0 */
@@ -347,7 +349,7 @@ typedef struct unmask_memory_plan {
     int32_t devices;
     int32_t max_concurrent;        /* as planned */
     int64_t max_sequence_length;   /* as planned */
-    int64_t sequences_per_device;
+    int64_t sequences_per_device;  /* every device runs every sequence: max_concurrent */
     /* Per device, in bytes. */
     uint64_t device_memory;        /* 0 when a byte budget alone was given */
     uint64_t budget;

@@ -11,6 +11,7 @@
 #include "format/dtype.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model.hpp"
+#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 namespace {
@@ -33,22 +34,38 @@ uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options) {
 }
 
 // The same on every backend (the element type is the sequence's choice).
-uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind) {
+uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind,
+                        int devices) {
     if (!options.kv_cache) return 0;
-    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, options.cache_precision));
+    const uint64_t one = allocation_bytes(KVCache::bytes(spec, length, options.cache_precision, devices));
     return one * (options.cfg ? 2 : 1);
 }
 
 uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
-                              BackendKind backend) {
-    return decode_state_bytes(length, options) + kv_cache_bytes(spec, length, options, backend);
+                              BackendKind backend, int devices) {
+    return decode_state_bytes(length, options) + kv_cache_bytes(spec, length, options, backend, devices);
 }
 
-uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads) {
-    const WorkspaceLimits workspace_for = workspace_limits(spec, limits);
+uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads,
+                       int devices) {
+    const ModelSpec shard = shard_spec(spec, devices);
+    const WorkspaceLimits workspace_for = workspace_limits(shard, limits);
     const uint64_t workspace = backend == BackendKind::cpu ? cpu_workspace_bytes(threads, workspace_for)
                                                            : cuda_workspace_bytes(workspace_for);
-    return run_state_sizes(spec, limits).total() + workspace;
+    return run_state_sizes(shard, limits, devices).total() + workspace;
+}
+
+WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices) {
+    if (devices < 1 || devices > 4096) fail(Status::invalid_argument, "the device count {} is outside 1..4096", devices);
+    WeightBytes bytes;
+    bytes.devices = devices;
+    for (const Weight& w : weights) {
+        const auto c = size_t(w.component);
+        bytes.total[c] += dtype_bytes(w.dtype, w.elements);
+        bytes.per_device[c] += dtype_bytes(w.dtype, share_of(spec, w.role, w.shape, 0, int(devices)).elements(w.shape));
+        bytes.parameters += w.elements;
+    }
+    return bytes;
 }
 
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
@@ -85,10 +102,12 @@ DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_b
     return b;
 }
 
-MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
-                       uint64_t parameters, const PlanRequest& request) {
+MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const PlanRequest& request) {
     if (request.devices < 1 || request.devices > 4096)
         fail(Status::invalid_argument, "the device count {} is outside 1..4096", request.devices);
+    if (weights.devices != request.devices)
+        fail(Status::invalid_argument, "weights counted for {} devices, planned for {}", weights.devices, request.devices);
+    const int devices = static_cast<int>(request.devices);
     if (request.threads < 1 || request.threads > 1024)
         fail(Status::invalid_argument, "the thread count {} is outside 1..1024", request.threads);
     const int64_t length = request.max_sequence_length == 0 ? spec.max_sequence_length : request.max_sequence_length;
@@ -103,7 +122,7 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     auto decoded = [&](int64_t sequence_length) {
         return std::min(spec.max_sequence_length, spec.decoded_positions(sequence_length));
     };
-    const int64_t sequences_per_device = (request.max_concurrent + request.devices - 1) / request.devices;
+    const int64_t sequences_per_device = request.max_concurrent;  // every device runs every sequence
     if (sequences_per_device > max_forward_rows / forward_rows(decoded(length), request.sequence))
         fail(Status::invalid_argument, "{} sequences of {} positions per device exceed one forward's {} rows",
              sequences_per_device, length, max_forward_rows);
@@ -118,25 +137,21 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
     plan.devices = request.devices;
     plan.max_sequence_length = length;
     plan.max_concurrent = request.max_concurrent;
-    plan.parameters_total = parameters;
-    const auto devices = static_cast<uint64_t>(request.devices);
+    plan.parameters_total = weights.parameters;
+    plan.weights_by_component = weights.per_device;
     for (int c = 0; c < component_count; ++c) {
-        plan.weights_total += weight_bytes[size_t(c)];
-        // Routed experts are sharded over the devices; everything else is replicated on each.
-        plan.weights_by_component[size_t(c)] = static_cast<Component>(c) == Component::experts
-                                                   ? (weight_bytes[size_t(c)] + devices - 1) / devices
-                                                   : weight_bytes[size_t(c)];
-        plan.weights += plan.weights_by_component[size_t(c)];
+        plan.weights_total += weights.total[size_t(c)];
+        plan.weights += weights.per_device[size_t(c)];
     }
 
-    // Sequences are spread over the devices; each device runs its share in one forward per step.
+    // Every device runs every sequence, in one forward per step, with its share of the heads.
     auto required = [&](int64_t concurrent, int64_t requested_length, uint64_t* dynamic, uint64_t* scratch) {
         const int64_t sequence_length = decoded(requested_length);
-        const int64_t per_device = (concurrent + request.devices - 1) / request.devices;
-        if (per_device > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
-        const ForwardLimits limits{per_device * forward_rows(sequence_length, request.sequence), sequence_length};
-        *dynamic = uint64_t(per_device) * sequence_state_bytes(spec, sequence_length, request.sequence, request.backend);
-        *scratch = scratch_bytes(spec, limits, request.backend, request.threads);
+        if (concurrent > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
+        const ForwardLimits limits{concurrent * forward_rows(sequence_length, request.sequence), sequence_length};
+        *dynamic = uint64_t(concurrent) *
+                   sequence_state_bytes(spec, sequence_length, request.sequence, request.backend, devices);
+        *scratch = scratch_bytes(spec, limits, request.backend, request.threads, devices);
         return plan.weights + *dynamic + *scratch;
     };
     auto fits = [&](int64_t concurrent, int64_t sequence_length) {
@@ -144,7 +159,7 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
         return required(concurrent, sequence_length, &dynamic, &scratch) <= plan.usable;
     };
     plan.sequences_per_device = sequences_per_device;
-    plan.sequence_state = sequence_state_bytes(spec, decoded(length), request.sequence, request.backend);
+    plan.sequence_state = sequence_state_bytes(spec, decoded(length), request.sequence, request.backend, devices);
     plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
     plan.fits = plan.required <= plan.usable;
     plan.max_concurrent_at_length =
@@ -155,8 +170,6 @@ MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, compone
 }
 
 MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanRequest& request) {
-    std::array<uint64_t, component_count> bytes{};
-    uint64_t parameters = 0;
     std::error_code ec;
     const bool has_weights = std::filesystem::is_regular_file(model_path, ec) ||
                              std::filesystem::exists(model_path / "model.safetensors", ec) ||
@@ -168,24 +181,31 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
         const auto model = load_model(model_path, {.precision = request.precision,
                                                    .quantize_embeddings = request.quantize_embeddings,
                                                    .checksum_mode = ChecksumMode::skip, .metadata_only = true});
-        for (const Weight& w : model->weights()) {
-            bytes[size_t(w.component)] += dtype_bytes(w.dtype, w.elements);
-            parameters += w.elements;
-        }
-        return plan_memory(model->spec(), bytes, parameters, request);
+        return plan_memory(model->spec(), weight_bytes(model->spec(), model->weights(), request.devices), request);
     }
     // From config.json alone (a float precision, or a published shape without its weights, whose
-    // tensors are taken to be BF16, as published checkpoints are).
+    // tensors are taken to be BF16, as published checkpoints are): the weights binding would make.
     const ModelSpec spec = read_model_config(model_path);
+    std::vector<Weight> weights;
+    auto add = [&](Role role, std::vector<int64_t> shape) {
+        Weight w;
+        w.role = role;
+        w.component = component_of(role);
+        w.shape = std::move(shape);
+        w.elements = 1;
+        for (int64_t extent : w.shape) w.elements *= static_cast<uint64_t>(extent);
+        w.dtype = loaded_dtype(request.precision, DType::bf16, role, w.shape, request.quantize_embeddings);
+        weights.push_back(std::move(w));
+    };
     for (const ExpectedTensor& tensor : expected_tensors(spec)) {
-        uint64_t elements = 1;
-        for (int64_t extent : tensor.shape) elements *= static_cast<uint64_t>(extent);
-        bytes[size_t(component_of(tensor.role))] +=
-            dtype_bytes(loaded_dtype(request.precision, DType::bf16, tensor.role, tensor.shape, request.quantize_embeddings),
-                        elements);
-        parameters += elements;
+        if (tensor.parts.empty()) add(tensor.role, tensor.shape);
+        for (const TensorPart& part : tensor.parts) {  // rows of a fused tensor
+            std::vector<int64_t> shape = tensor.shape;
+            shape[0] = part.rows;
+            add(part.role, shape);
+        }
     }
-    return plan_memory(spec, bytes, parameters, request);
+    return plan_memory(spec, weight_bytes(spec, weights, request.devices), request);
 }
 
 }  // namespace unmask

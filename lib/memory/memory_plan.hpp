@@ -1,8 +1,10 @@
 // The memory planner: from config.json or GGUF metadata (and the tensor headers where the types
 // matter) to the bytes a deployment needs per device, before anything is allocated. Three buckets:
-// static (weights by component; routed experts divided over the devices, the rest replicated),
+// static (weights by component: each device's tensor-parallel share, model/tensor_parallel.hpp),
 // dynamic per sequence (canvas and decode state, K/V cache when a cache mode is on, doubled with
-// CFG), scratch (the forward's run state for the largest forward plus the backend's workspace).
+// CFG; each device holds its K/V heads), scratch (the forward's run state for the largest forward
+// plus the backend's workspace, for the device's share of the heads and widths). Every device runs
+// every sequence.
 // The same functions size the real allocations, so the plan is what the engine reserves.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 
 #include "format/dtype.hpp"
 #include "model/architecture.hpp"
@@ -41,13 +44,27 @@ struct SequenceOptions {
 
 // Bytes of one sequence's state at `length` positions: the decode state (canvas, per-position
 // state and candidates, the CFG twin's canvas) and the K/V caches (the twin's too with CFG).
+// With `devices`, one device's: its shard of the K/V caches.
 uint64_t decode_state_bytes(int64_t length, const SequenceOptions& options);
-uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend);
+uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options, BackendKind backend,
+                        int devices = 1);
 uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
-                              BackendKind backend);
+                              BackendKind backend, int devices = 1);
 
-// Bytes of scratch for forwards up to `limits`: the run state and the backend's workspace.
-uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads);
+// Bytes of scratch for forwards up to `limits`: the run state and the backend's workspace (one
+// device's among `devices`).
+uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads,
+                       int devices = 1);
+
+// A model's weight bytes by component: the whole model, and one device's share among `devices`
+// (the shares the forward binds; a tied LM head is a view of the embedding, no bytes of its own).
+// Throws UNSUPPORTED where the model does not divide among the devices.
+struct WeightBytes {
+    int64_t devices = 1;
+    std::array<uint64_t, component_count> total{}, per_device{};
+    uint64_t parameters = 0;
+};
+WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices);
 
 // Rows a sequence of `length` positions feeds to each forward.
 int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept;
@@ -65,7 +82,7 @@ struct PlanRequest {
     bool quantize_embeddings = false;            // as LoadOptions::quantize_embeddings
     BackendKind backend = BackendKind::cpu;
     int threads = 1;  // the CPU backend's workspace is per thread
-    int64_t devices = 1;
+    int64_t devices = 1;                     // sharing the model (tensor parallelism)
     std::optional<uint64_t> budget_bytes;    // per device
     std::optional<double> memory_fraction;   // of each device's memory; with budget_bytes the smaller wins
     uint64_t device_memory_bytes = 0;        // 0: ask the device (system RAM for the CPU backend)
@@ -79,7 +96,7 @@ struct MemoryPlan {
     int64_t devices = 1;
     int64_t max_sequence_length = 0;
     int64_t max_concurrent = 0;
-    int64_t sequences_per_device = 0;
+    int64_t sequences_per_device = 0;  // every device runs every sequence: max_concurrent
     // Per device.
     uint64_t device_memory = 0, budget = 0, margin = 0, usable = 0;
     std::array<uint64_t, component_count> weights_by_component{};
@@ -89,7 +106,7 @@ struct MemoryPlan {
     uint64_t scratch = 0;
     uint64_t required = 0;        // weights + dynamic + scratch
     bool fits = false;            // required <= usable
-    // The whole model, every device together (experts counted once).
+    // The whole model, every device together (each weight counted once).
     uint64_t weights_total = 0;
     uint64_t parameters_total = 0;
     // What fits instead (0: nothing does): the most sequences of max_sequence_length, the longest
@@ -100,9 +117,9 @@ struct MemoryPlan {
 
 // Throws INVALID_ARGUMENT for a bad request (a zero or negative budget, a fraction outside
 // (0, 1], a margin outside [0, 1), lengths or counts out of range, a device's sequences beyond
-// one forward's max_forward_rows).
-MemoryPlan plan_memory(const ModelSpec& spec, const std::array<uint64_t, component_count>& weight_bytes,
-                       uint64_t parameters, const PlanRequest& request);
+// one forward's max_forward_rows, weights counted for another number of devices); UNSUPPORTED
+// where the model does not divide among the devices.
+MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const PlanRequest& request);
 
 // Reads config.json or a GGUF file's metadata; and the tensor headers, bound as loading binds them,
 // at automatic precision, and at int8 and q4 when the weights are present (no tensor data).

@@ -15,7 +15,7 @@ ForwardRank::ForwardRank(const Model& model, int rank, int devices, Backend& bac
       backend_(backend),
       communicator_(communicator),
       limits_(limits),
-      shard_(devices > 1 ? shard_weights(model, rank, devices) : nullptr),
+      shard_(devices > 1 ? shard_weights(model, rank, devices, backend) : nullptr),
       id_(id) {
     layers_.resize(static_cast<size_t>(spec_.layers));
     for (auto& layer : layers_) {

@@ -1,7 +1,5 @@
 #include "model/tensor_parallel.hpp"
 
-#include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -38,8 +36,6 @@ int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept {
     return int64_t(rank) * spec.kv_heads / devices;  // with fewer K/V heads than devices: each serves devices / kv_heads
 }
 
-void WeightShard::FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
-
 namespace {
 
 // Rows first..first + count of a matrix (or elements of a vector): a view of the same memory.
@@ -54,9 +50,35 @@ Weight row_share(const Weight& w, int64_t first, int64_t count) {
 
 }  // namespace
 
-std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices) {
-    const ModelSpec& spec = model.spec();
+uint64_t Share::elements(const std::vector<int64_t>& shape) const noexcept {
+    uint64_t n = 1;
+    for (int64_t extent : shape) n *= uint64_t(extent);
+    if (split == Split::replicated || shape.empty()) return n;
+    const int64_t whole = split == Split::rows ? shape[0] : shape.at(1);
+    return whole == 0 ? 0 : n / uint64_t(whole) * uint64_t(count);
+}
+
+Share share_of(const ModelSpec& spec, Role role, const std::vector<int64_t>& shape, int rank, int devices) {
+    if (devices == 1 || shape.empty()) return {};
     const ModelSpec shard = shard_spec(spec, devices);
+    const int64_t hd = spec.head_dim, q_width = shard.attention_heads * hd, kv_width = shard.kv_heads * hd;
+    switch (role) {
+        case Role::q_proj: case Role::q_bias: return {Split::rows, rank * q_width, q_width};
+        case Role::k_proj: case Role::v_proj: case Role::k_bias: case Role::v_bias:
+            return {Split::rows, first_kv_head(spec, rank, devices) * hd, kv_width};
+        case Role::mlp_gate: case Role::mlp_up: case Role::expert_gate: case Role::expert_up: case Role::shared_gate:
+        case Role::shared_up: case Role::lm_head:
+            return {Split::rows, rank * (shape[0] / devices), shape[0] / devices};
+        case Role::o_proj: return {Split::columns, rank * q_width, q_width};
+        case Role::mlp_down: case Role::expert_down: case Role::shared_down:
+            return {Split::columns, rank * (shape.at(1) / devices), shape.at(1) / devices};
+        default: return {};
+    }
+}
+
+std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices, Backend& device) {
+    const ModelSpec& spec = model.spec();
+    shard_spec(spec, devices);  // refuses what does not divide
     if (rank < 0 || rank >= devices) fail(Status::invalid_argument, "rank {} of {} devices", rank, devices);
     auto out = std::unique_ptr<WeightShard>(new WeightShard());
     // Columns first..first + count of every row: a copy, as the rows of the share are not contiguous.
@@ -67,48 +89,33 @@ std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int dev
                  "not whole blocks of {}", devices, w.name, dtype_name(w.dtype), count, block);
         const uint64_t row_bytes = dtype_bytes(w.dtype, uint64_t(columns)), share_bytes = dtype_bytes(w.dtype, uint64_t(count)),
                        offset = dtype_bytes(w.dtype, uint64_t(first));
-        const uint64_t bytes = share_bytes * uint64_t(rows);
-        void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
-        if (buffer == nullptr) fail(Status::out_of_budget, "no host memory for {} bytes of {}'s share", bytes, w.name);
-        out->buffers_.emplace_back(buffer);
-        out->owned_bytes_ += bytes;
+        std::vector<char> staged(share_bytes * uint64_t(rows));
         for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(static_cast<char*>(buffer) + uint64_t(r) * share_bytes,
+            std::memcpy(staged.data() + uint64_t(r) * share_bytes,
                         static_cast<const char*>(w.data) + uint64_t(r) * row_bytes + offset, share_bytes);
+        DeviceBuffer& copy = out->copies_.emplace_back(device.allocate(staged.size()));
+        device.copy_to_device(copy, staged.data(), staged.size());
         Weight share = w;
         share.shape[1] = count;
         share.elements = uint64_t(rows * count);
-        share.data = buffer;
+        share.data = copy.floats();
         return share;
     };
-    const int64_t hd = spec.head_dim, q_width = shard.attention_heads * hd, kv_width = shard.kv_heads * hd;
-    const int64_t first_kv = first_kv_head(spec, rank, devices) * hd;
     const Weight* embedding = nullptr;
     bool has_lm_head = false;
     for (const Weight& w : model.weights()) {
-        const int64_t width = w.shape.empty() ? 0 : w.shape[0] / devices;  // of gate and up: their rows
-        const int64_t down_width = w.shape.size() > 1 ? w.shape[1] / devices : 0;
-        switch (w.role) {
-            case Role::q_proj: case Role::q_bias: out->weights_.push_back(row_share(w, rank * q_width, q_width)); break;
-            case Role::k_proj: case Role::v_proj: case Role::k_bias: case Role::v_bias:
-                out->weights_.push_back(row_share(w, first_kv, kv_width));
-                break;
-            case Role::mlp_gate: case Role::mlp_up: case Role::expert_gate: case Role::expert_up:
-            case Role::shared_gate: case Role::shared_up: case Role::lm_head:
-                out->weights_.push_back(row_share(w, rank * width, width));
-                has_lm_head = has_lm_head || w.role == Role::lm_head;
-                break;
-            case Role::o_proj: out->weights_.push_back(column_share(w, rank * q_width, q_width)); break;
-            case Role::mlp_down: case Role::expert_down: case Role::shared_down:
-                out->weights_.push_back(column_share(w, rank * down_width, down_width));
-                break;
-            default:
-                if (w.role == Role::embedding) embedding = &w;
-                out->weights_.push_back(w);  // replicated
+        has_lm_head = has_lm_head || w.role == Role::lm_head;
+        if (w.role == Role::embedding) embedding = &w;
+        const Share share = share_of(spec, w.role, w.shape, rank, devices);
+        switch (share.split) {
+            case Split::replicated: out->weights_.push_back(w); break;
+            case Split::rows: out->weights_.push_back(row_share(w, share.first, share.count)); break;
+            case Split::columns: out->weights_.push_back(column_share(w, share.first, share.count)); break;
         }
     }
-    if (!has_lm_head && embedding != nullptr && devices > 1) {  // tied: the LM head is the embedding's rows
-        Weight head = row_share(*embedding, rank * spec.embedding_rows / devices, spec.embedding_rows / devices);
+    if (!has_lm_head && embedding != nullptr && devices > 1) {  // tied: the LM head is a view of the embedding's rows
+        const Share share = share_of(spec, Role::lm_head, embedding->shape, rank, devices);
+        Weight head = row_share(*embedding, share.first, share.count);
         head.role = Role::lm_head;
         head.component = Component::lm_head;
         out->weights_.push_back(head);

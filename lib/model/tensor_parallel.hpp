@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "backend/types.hpp"
 #include "model/model.hpp"
 #include "model/model_spec.hpp"
@@ -27,28 +28,36 @@ ModelSpec shard_spec(const ModelSpec& spec, int devices);
 // The first of the model's K/V heads that `rank`'s shard holds.
 int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept;
 
+// How `devices` share a weight of `role` and `shape`: whole on each (replicated), or rank's range
+// first..first + count of its rows (vectors: elements) or of its columns. The LM head's share of a
+// tied embedding is share_of(spec, Role::lm_head, the embedding's shape, ...): a view of its rows.
+enum class Split { replicated, rows, columns };
+struct Share {
+    Split split = Split::replicated;
+    int64_t first = 0, count = 0;
+    // The share's elements (of a weight of `shape`).
+    uint64_t elements(const std::vector<int64_t>& shape) const noexcept;
+};
+Share share_of(const ModelSpec& spec, Role role, const std::vector<int64_t>& shape, int rank, int devices);
+
 // One device's share of a model's weights: views of the model's memory where the share is a range
-// of whole rows, copies (owned here) where it is a range of columns. Every weight of the model
-// has one here, with its role, layer and expert; the LM head is its own (a slice of the embedding
-// with tied embeddings). The model must outlive it.
+// of whole rows, copies on the device (its buffers, charged to its ledger) where it is a range of
+// columns. Every weight of the model has one here, with its role, layer and expert; the LM head
+// is its own (a view of the embedding's rows with tied embeddings). The model must outlive it.
+// Views need the device to read host memory: the CPU backend's.
 class WeightShard {
 public:
     std::span<const Weight> weights() const noexcept { return weights_; }
-    // Bytes of the copies this shard owns.
-    uint64_t owned_bytes() const noexcept { return owned_bytes_; }
 
 private:
-    friend std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices);
-    struct FreeDeleter {
-        void operator()(void* p) const noexcept;
-    };
+    friend std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices, Backend& device);
     std::vector<Weight> weights_;
-    std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
-    uint64_t owned_bytes_ = 0;
+    std::vector<DeviceBuffer> copies_;
 };
 
-// `rank`'s share of `model` among `devices` (shard_spec's layout). Throws UNSUPPORTED as
-// shard_spec does, and for a quantized weight whose column share does not hold whole blocks.
-std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices);
+// `rank`'s share of `model` among `devices` (shard_spec's layout), its copies on `device`. Throws
+// UNSUPPORTED as shard_spec does, and for a quantized weight whose column share does not hold
+// whole blocks; OUT_OF_BUDGET when the device's ledger cannot take the copies.
+std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices, Backend& device);
 
 }  // namespace unmask

@@ -28,10 +28,6 @@ namespace {
 
 constexpr uint64_t unlimited = uint64_t(1) << 50;
 
-std::array<uint64_t, component_count> weight_bytes(const Model& model) {
-    return model.description().bytes_by_component;
-}
-
 PlanRequest request_for(int64_t length, int64_t concurrent, bool cfg, int threads) {
     PlanRequest r;
     r.budget_bytes = unlimited;
@@ -119,13 +115,19 @@ TEST_CASE("a 35B sparse-expert model is planned from config.json alone: weights 
     const MemoryPlan plan = plan_memory(fixture_path("good/moe-35b-a3b"), r);
     CHECK(plan.parameters_total == parameters);
     CHECK(std::abs(double(plan.weights_total) - 2.0 * double(parameters)) <= 0.01 * 2.0 * double(parameters));
-    // Experts are divided over the two devices, everything else is on both.
+    // Tensor parallelism: each device holds half of every projection, expert and the LM head; the
+    // embedding, the norms and the routers are on both.
     CHECK(plan.weights_by_component[size_t(Component::experts)] == expert_parameters * 2 / 2);
-    CHECK(plan.weights == plan.weights_total - expert_parameters * 2 / 2);
+    const uint64_t per_device = vocab * h + vocab * h / 2 + h +
+                                layers * ((h * q + 2 * h * kv + q * h) / 2 + 2 * 128 + 2 * h + experts * h) +
+                                expert_parameters / 2;
+    CHECK(plan.weights == 2 * per_device);
     CHECK(plan.budget == 68'000'000'000ull);
     CHECK(plan.margin == 6'800'000'000ull);
     CHECK(plan.usable == plan.budget - plan.margin);
-    CHECK(plan.sequences_per_device == 4);
+    CHECK(plan.sequences_per_device == 8);  // every device runs every sequence, with half of its K/V heads
+    CHECK(plan.dynamic == 8 * sequence_state_bytes(read_model_config(fixture_path("good/moe-35b-a3b")), 4096,
+                                                   r.sequence, r.backend, 2));
     CHECK(plan.required == plan.weights + plan.dynamic + plan.scratch);
     CHECK(plan.fits);
     CHECK(plan.max_concurrent_at_length >= 8);
@@ -365,7 +367,7 @@ void check_measured_peak(const std::string& name, Precision precision, int64_t l
     options.precision = precision;
     options.memory = &device;
     const auto model = load_model(fixture_path(name), options);
-    const MemoryPlan plan = plan_memory(model->spec(), weight_bytes(*model), model->description().parameters_total,
+    const MemoryPlan plan = plan_memory(model->spec(), weight_bytes(model->spec(), model->weights(), 1),
                                         request_for(length, batch, cfg, threads));
 
     DecodeParams params;

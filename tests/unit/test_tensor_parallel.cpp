@@ -13,6 +13,7 @@
 #include "backend/profiled_backend.hpp"
 #include "core/error.hpp"
 #include "fixtures.hpp"
+#include "memory/memory_plan.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel.hpp"
@@ -163,7 +164,8 @@ TEST_CASE("each device holds its share: heads, K/V heads replicated past their c
     CHECK(shard.kv_heads == 1);
     CHECK(shard.expert_intermediate_size * 4 == spec.expert_intermediate_size);
     CHECK(first_kv_head(spec, 3, 4) == 0);
-    const auto weights = shard_weights(*model, 1, 4);
+    auto device = make_cpu_backend(1);
+    const auto weights = shard_weights(*model, 1, 4, *device);
     uint64_t elements = 0, whole = 0;
     for (const Weight& w : model->weights()) whole += w.elements;
     bool lm_head = false;
@@ -177,6 +179,54 @@ TEST_CASE("each device holds its share: heads, K/V heads replicated past their c
     }
     CHECK(lm_head);
     CHECK(elements < whole);
+}
+
+// What `unmask plan --devices 2` answers is what each device is charged: its share of the weights
+// (views of the model's rows and copies of its columns), its run state and workspace, and its
+// shards of the sequences' K/V caches.
+TEST_CASE("the plan for 2 devices is what each device holds and is charged") {
+    const std::string path = test_data_path("reference/llada2-moe");
+    const auto model = load("llada2-moe", Precision::fp32);
+    const int64_t length = 64, concurrent = 2;
+    PlanRequest request;
+    request.precision = Precision::fp32;
+    request.devices = 2;
+    request.budget_bytes = uint64_t(1) << 40;
+    request.max_sequence_length = length;
+    request.max_concurrent = concurrent;
+    request.sequence.kv_cache = true;
+    const MemoryPlan plan = plan_memory(path, request);
+    CHECK(plan.sequences_per_device == concurrent);
+
+    std::vector<std::unique_ptr<MemoryLedger>> ledgers;
+    std::vector<std::unique_ptr<Backend>> owned;
+    std::vector<Backend*> devices;
+    for (int r = 0; r < 2; ++r) {
+        ledgers.push_back(std::make_unique<MemoryLedger>("cpu", UINT64_MAX));
+        owned.push_back(make_cpu_backend(1, *ledgers.back()));
+        devices.push_back(owned.back().get());
+    }
+    {
+        Forward forward(*model, devices, {concurrent * length, length});
+        std::vector<std::unique_ptr<KVCache>> caches;
+        for (int64_t s = 0; s < concurrent; ++s)
+            caches.push_back(std::make_unique<KVCache>(devices, nullptr, model->spec(), length));
+        for (int r = 0; r < 2; ++r) {
+            CAPTURE(r);
+            uint64_t weights = 0, copies = 0;
+            for (const Weight& w : model->weights()) {
+                const Share share = share_of(model->spec(), w.role, w.shape, r, 2);
+                weights += dtype_bytes(w.dtype, share.elements(w.shape));
+                if (share.split == Split::columns) copies += allocation_bytes(dtype_bytes(w.dtype, share.elements(w.shape)));
+            }
+            CHECK(weights == plan.weights);
+            const uint64_t kv = kv_cache_bytes(model->spec(), length, request.sequence, BackendKind::cpu, 2);
+            CHECK(kv * 2 == kv_cache_bytes(model->spec(), length, request.sequence, BackendKind::cpu, 1));  // 2 K/V heads
+            CHECK(ledgers[size_t(r)]->in_use() == copies + plan.scratch + uint64_t(concurrent) * kv);
+        }
+    }
+    owned.clear();  // the backends' workspaces last
+    for (const auto& ledger : ledgers) CHECK(ledger->in_use() == 0);
 }
 
 namespace {
