@@ -295,8 +295,8 @@ UNMASK_API unmask_status unmask_model_tensor(const unmask_model *model, int64_t 
  * Memory planning (since ABI 1.1)
  *
  * Before loading anything, a host can ask what a deployment needs per device: the weights by
- * component (with several devices, each one's tensor-parallel share: its attention heads, its
- * part of every MLP and expert and of the LM head; the embedding, norms and routers on each),
+ * component (with several devices, each one's share: its attention heads, its part of the dense
+ * MLPs and of the LM head, 1/N of the routed experts; the embedding, norms and routers on each),
  * each sequence's state (canvas and decode state, K/V cache when a cache mode is on, doubled with
  * CFG; each device holds its K/V heads), and the scratch of the largest forward (activations,
  * logits of one output chunk, the backend's workspace). Every device runs every sequence.

@@ -146,7 +146,7 @@ const Command plan_command{
                           quantize_embeddings_option,
                           {"max-seq-len", "N", "prompt + generation positions (default: the model's maximum)"},
                           {"concurrency", "N", "sequences running at once (default 1)"},
-                          {"devices", "N", "devices sharing the model by tensor parallelism: heads, MLP and expert widths and the vocabulary divided (default 1)"},
+                          {"devices", "N", "devices sharing the model: heads, MLP widths, routed experts and the vocabulary divided (default 1)"},
                           {"backend", "B", "cpu (default) or cuda"},
                           {"device-memory", "BYTES", "plan for devices of this size instead of asking this machine"},
                           {"threads", "N", "CPU threads (default: all)"},

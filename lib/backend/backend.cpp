@@ -49,7 +49,7 @@ void Backend::grouped_matmuls(const float* x, int64_t slots, const int32_t* offs
     for (int64_t e = 0; e < groups; ++e) {
         const int64_t first = offsets[e], rows = offsets[e + 1] - first;
         check_group_rows(e, first, rows, slots);
-        if (rows == 0) continue;
+        if (rows == 0 || outputs.front().weights[size_t(e)] == nullptr) continue;  // another device's group
         for (size_t o = 0; o < outputs.size(); ++o) {
             const Weight& w = *outputs[o].weights[size_t(e)];
             group[o] = {&w, nullptr, outputs[o].out + first * w.shape.at(0)};

@@ -185,7 +185,8 @@ public:
     // matmuls per group: for every group e with rows, rows offsets[e]..offsets[e+1] of each output
     // = the same rows of x · weights[e]ᵀ, as matmul computes them. `offsets` (device memory, one
     // more than the groups) are group_by_expert's, within the `slots` rows of x. Every output has a
-    // weight per group. The default reads the offsets on the host (device memory that is host
+    // weight per group; null weights make a group another device's (expert parallelism): the
+    // default leaves its rows as they are, the CUDA backend refuses it (UNSUPPORTED). The default reads the offsets on the host (device memory that is host
     // memory: the CPU backend); the CUDA backend reads them on the device, except for many slots
     // per group over fp32 (or odd-width) weights, where it copies them to the host.
     virtual void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,

@@ -62,7 +62,7 @@ WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights,
     for (const Weight& w : weights) {
         const auto c = size_t(w.component);
         bytes.total[c] += dtype_bytes(w.dtype, w.elements);
-        bytes.per_device[c] += dtype_bytes(w.dtype, share_of(spec, w.role, w.shape, 0, int(devices)).elements(w.shape));
+        bytes.per_device[c] += dtype_bytes(w.dtype, share_of(spec, w.role, w.expert, w.shape, 0, int(devices)).elements(w.shape));
         bytes.parameters += w.elements;
     }
     return bytes;
@@ -187,9 +187,10 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
     // tensors are taken to be BF16, as published checkpoints are): the weights binding would make.
     const ModelSpec spec = read_model_config(model_path);
     std::vector<Weight> weights;
-    auto add = [&](Role role, std::vector<int64_t> shape) {
+    auto add = [&](Role role, int32_t expert, std::vector<int64_t> shape) {
         Weight w;
         w.role = role;
+        w.expert = expert;
         w.component = component_of(role);
         w.shape = std::move(shape);
         w.elements = 1;
@@ -198,11 +199,11 @@ MemoryPlan plan_memory(const std::filesystem::path& model_path, const PlanReques
         weights.push_back(std::move(w));
     };
     for (const ExpectedTensor& tensor : expected_tensors(spec)) {
-        if (tensor.parts.empty()) add(tensor.role, tensor.shape);
+        if (tensor.parts.empty()) add(tensor.role, tensor.expert, tensor.shape);
         for (const TensorPart& part : tensor.parts) {  // rows of a fused tensor
             std::vector<int64_t> shape = tensor.shape;
             shape[0] = part.rows;
-            add(part.role, shape);
+            add(part.role, tensor.expert, shape);
         }
     }
     return plan_memory(spec, weight_bytes(spec, weights, request.devices), request);

@@ -113,6 +113,8 @@ void ForwardRank::moe(const LayerWeights& layer, const float* x, int64_t rows, f
         const GroupedMatmulOutput gate_up[] = {{layer.expert_gate, s.gate.floats()}, {layer.expert_up, s.up.floats()}};
         backend_.grouped_matmuls(s.expert_input.floats(), slots, offsets, gate_up);
         backend_.swiglu(s.gate.floats(), s.up.floats(), slots * spec_.expert_intermediate_size);
+        // With several devices, the other devices' experts' rows stay zero: they add nothing here.
+        if (communicator_ != nullptr) backend_.zero(s.expert_output.floats(), slots * d);
         const GroupedMatmulOutput down[] = {{layer.expert_down, s.expert_output.floats()}};
         backend_.grouped_matmuls(s.gate.floats(), slots, offsets, down);
         backend_.unpermute_add(residual + begin * d, count, d, k, s.token_slots.ints(), s.token_scales.floats(),
@@ -178,7 +180,7 @@ void ForwardRank::hidden_states(std::span<const PackedBatch::Run> runs, int64_t 
         if (layer.router != nullptr) {
             if (communicator_ == nullptr) {
                 moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
-            } else {  // this device's share of every expert, summed over the devices, then added
+            } else {  // this device's experts (and share of the shared one), summed over the devices, then added
                 backend_.zero(projected.floats(), tokens * d);
                 moe(layer, normed.floats(), tokens, projected.floats());
                 sum_over_devices(projected.floats(), tokens * d);

@@ -20,14 +20,13 @@ ModelSpec shard_spec(const ModelSpec& spec, int devices) {
         fail(Status::unsupported, "tensor parallelism over {} devices: the model's {} K/V heads neither divide among "
              "them nor replicate evenly over them", devices, spec.kv_heads);
     require(spec.intermediate_size, "MLP columns");
-    require(spec.expert_intermediate_size, "expert MLP columns");
+    require(spec.experts, "routed experts");
     require(spec.shared_expert_intermediate_size, "shared-expert MLP columns");
     require(spec.embedding_rows, "vocabulary rows");
     ModelSpec shard = spec;
     shard.attention_heads /= devices;
     shard.kv_heads = spec.kv_heads >= devices ? spec.kv_heads / devices : 1;
     shard.intermediate_size /= devices;
-    shard.expert_intermediate_size /= devices;
     shard.shared_expert_intermediate_size /= devices;
     return shard;
 }
@@ -53,12 +52,14 @@ Weight row_share(const Weight& w, int64_t first, int64_t count) {
 uint64_t Share::elements(const std::vector<int64_t>& shape) const noexcept {
     uint64_t n = 1;
     for (int64_t extent : shape) n *= uint64_t(extent);
+    if (split == Split::absent) return 0;
     if (split == Split::replicated || shape.empty()) return n;
     const int64_t whole = split == Split::rows ? shape[0] : shape.at(1);
     return whole == 0 ? 0 : n / uint64_t(whole) * uint64_t(count);
 }
 
-Share share_of(const ModelSpec& spec, Role role, const std::vector<int64_t>& shape, int rank, int devices) {
+Share share_of(const ModelSpec& spec, Role role, int32_t expert, const std::vector<int64_t>& shape, int rank,
+               int devices) {
     if (devices == 1 || shape.empty()) return {};
     const ModelSpec shard = shard_spec(spec, devices);
     const int64_t hd = spec.head_dim, q_width = shard.attention_heads * hd, kv_width = shard.kv_heads * hd;
@@ -66,12 +67,13 @@ Share share_of(const ModelSpec& spec, Role role, const std::vector<int64_t>& sha
         case Role::q_proj: case Role::q_bias: return {Split::rows, rank * q_width, q_width};
         case Role::k_proj: case Role::v_proj: case Role::k_bias: case Role::v_bias:
             return {Split::rows, first_kv_head(spec, rank, devices) * hd, kv_width};
-        case Role::mlp_gate: case Role::mlp_up: case Role::expert_gate: case Role::expert_up: case Role::shared_gate:
-        case Role::shared_up: case Role::lm_head:
+        case Role::mlp_gate: case Role::mlp_up: case Role::shared_gate: case Role::shared_up: case Role::lm_head:
             return {Split::rows, rank * (shape[0] / devices), shape[0] / devices};
         case Role::o_proj: return {Split::columns, rank * q_width, q_width};
-        case Role::mlp_down: case Role::expert_down: case Role::shared_down:
+        case Role::mlp_down: case Role::shared_down:
             return {Split::columns, rank * (shape.at(1) / devices), shape.at(1) / devices};
+        case Role::expert_gate: case Role::expert_up: case Role::expert_down:
+            return {expert / (spec.experts / devices) == rank ? Split::replicated : Split::absent};
         default: return {};
     }
 }
@@ -106,15 +108,16 @@ std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int dev
     for (const Weight& w : model.weights()) {
         has_lm_head = has_lm_head || w.role == Role::lm_head;
         if (w.role == Role::embedding) embedding = &w;
-        const Share share = share_of(spec, w.role, w.shape, rank, devices);
+        const Share share = share_of(spec, w.role, w.expert, w.shape, rank, devices);
         switch (share.split) {
+            case Split::absent: break;
             case Split::replicated: out->weights_.push_back(w); break;
             case Split::rows: out->weights_.push_back(row_share(w, share.first, share.count)); break;
             case Split::columns: out->weights_.push_back(column_share(w, share.first, share.count)); break;
         }
     }
     if (!has_lm_head && embedding != nullptr && devices > 1) {  // tied: the LM head is a view of the embedding's rows
-        const Share share = share_of(spec, Role::lm_head, embedding->shape, rank, devices);
+        const Share share = share_of(spec, Role::lm_head, -1, embedding->shape, rank, devices);
         Weight head = row_share(*embedding, share.first, share.count);
         head.role = Role::lm_head;
         head.component = Component::lm_head;

@@ -156,21 +156,23 @@ TEST_CASE("a model that does not divide among the devices is refused with the re
     CHECK_THROWS_WITH_AS(shard_spec(spec, 2), doctest::Contains("3 K/V heads neither divide"), Error);
 }
 
-TEST_CASE("each device holds its share: heads, K/V heads replicated past their count, widths and vocabulary") {
+TEST_CASE("each device holds its share: heads, K/V heads replicated past their count, experts and vocabulary") {
     const auto model = load("rnd1", Precision::fp32);  // 4 heads, 1 K/V head, MoE with 8 experts
     const ModelSpec& spec = model->spec();
     const ModelSpec shard = shard_spec(spec, 4);
     CHECK(shard.attention_heads == spec.attention_heads / 4);
     CHECK(shard.kv_heads == 1);
-    CHECK(shard.expert_intermediate_size * 4 == spec.expert_intermediate_size);
+    CHECK(shard.expert_intermediate_size == spec.expert_intermediate_size);  // experts stay whole
     CHECK(first_kv_head(spec, 3, 4) == 0);
     auto device = make_cpu_backend(1);
     const auto weights = shard_weights(*model, 1, 4, *device);
     uint64_t elements = 0, whole = 0;
     for (const Weight& w : model->weights()) whole += w.elements;
     bool lm_head = false;
+    std::vector<int32_t> experts;
     for (const Weight& w : weights->weights()) {
         elements += w.elements;
+        if (w.role == Role::expert_gate && w.layer == 0) experts.push_back(w.expert);
         if (w.role == Role::lm_head) {
             lm_head = true;
             CHECK(w.shape[0] * 4 == spec.embedding_rows);  // tied: a quarter of the embedding's rows
@@ -178,6 +180,7 @@ TEST_CASE("each device holds its share: heads, K/V heads replicated past their c
         if (w.role == Role::o_proj) CHECK(w.shape[1] == shard.attention_heads * spec.head_dim);
     }
     CHECK(lm_head);
+    CHECK(experts == std::vector<int32_t>{2, 3});  // device 1 of 4: the second quarter of the 8 experts
     CHECK(elements < whole);
 }
 
@@ -215,7 +218,7 @@ TEST_CASE("the plan for 2 devices is what each device holds and is charged") {
             CAPTURE(r);
             uint64_t weights = 0, copies = 0;
             for (const Weight& w : model->weights()) {
-                const Share share = share_of(model->spec(), w.role, w.shape, r, 2);
+                const Share share = share_of(model->spec(), w.role, w.expert, w.shape, r, 2);
                 weights += dtype_bytes(w.dtype, share.elements(w.shape));
                 if (share.split == Split::columns) copies += allocation_bytes(dtype_bytes(w.dtype, share.elements(w.shape)));
             }

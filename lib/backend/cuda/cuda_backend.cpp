@@ -351,6 +351,10 @@ public:
                          std::span<const GroupedMatmulOutput> outputs) override {
         const int64_t groups = grouped_matmul_groups(outputs);
         if (groups == 0 || slots == 0) return;
+        for (const GroupedMatmulOutput& o : outputs)
+            if (std::ranges::find(o.weights, nullptr) != o.weights.end())
+                fail(Status::unsupported, "grouped matmuls over another device's experts (expert parallelism) are "
+                     "not built for CUDA");
         select_device(device_);
         const Consuming consuming(*this);
         MatmulInput input{x, slots, outputs.front().weights.front()->shape.at(1)};
