@@ -1,11 +1,13 @@
 // Collectives among the devices of one engine, for tensor and expert parallelism: every rank
 // calls the same collectives in the same order with the same sizes (as NCCL requires), each on
-// its own device's memory. Reductions sum in rank order, so every rank gets the same bits, and the
-// bits do not depend on which rank finishes first.
+// its own device's memory. Every rank gets the same bits of a reduction, whichever rank finishes
+// first: the host communicator sums in rank order, NCCL (backend/cuda/nccl_communicator.hpp) in
+// the order its algorithm fixes for the group.
 //
 // A rank that cannot go on calls abort(): every rank waiting in a collective, and every later
 // call, then throws Error(DEVICE) naming it, instead of waiting forever for it. A collective that
-// a rank does not join within the group's timeout is a DEVICE error naming the absent ranks.
+// a rank does not join within the group's timeout is a DEVICE error naming the absent ranks (the
+// host communicator; NCCL has no such timeout).
 #pragma once
 
 #include <chrono>

@@ -7,6 +7,9 @@
 # machine lacks them, the test models are written by the repository's scripts (python3 with
 # PyTorch makes the reference models).
 #
+# With two GPUs or more it builds with NCCL, and the suite's NCCL case checks the collectives
+# between them (the multi-GPU section); with one it says that section was skipped.
+#
 # The first three cases that fail run again under compute-sanitizer's memcheck straight away (the
 # machine may be gone before a second call). With --sanitize it runs every case under
 # compute-sanitizer instead (memcheck; racecheck and synccheck too for the cases of the kernels
@@ -56,6 +59,10 @@ echo "CUDA libraries: cudart $(find_library cudart), cublasLt $(find_library cub
   tee -a "$out/summary.txt"
 gpu_seen=false
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a "$out/summary.txt" && gpu_seen=true
+# The multi-GPU section (the NCCL collectives) runs with two GPUs or more, and builds with NCCL then.
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+nccl=OFF
+if [ "${gpus:-0}" -gt 1 ]; then nccl=ON; fi
 { cmake --version | head -1; g++ --version | head -1; nvcc --version | tail -2; } 2>&1 | tee -a "$out/summary.txt" || true
 # The benchmarks write ~21 GB of random models to $TMPDIR: in memory when there is room, since a
 # virtual machine's disk may be slow.
@@ -74,7 +81,7 @@ build() {  # targets...
 }
 # One build of the suite and the benchmarks (they share the library's objects).
 log "configure and build the suite and the benchmarks (CUDA for sm_90)"
-cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=ON -DUNMASK_NCCL=OFF \
+cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=ON -DUNMASK_NCCL=$nccl \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DUNMASK_BUILD_EXAMPLES=OFF > "$out/build.log" 2>&1 ||
   { tail -50 "$out/build.log"; exit 1; }
 # A failed build fails the run even where older binaries are left (a warm machine's): with a
@@ -177,6 +184,14 @@ for i in $(seq 1 "${cases:-0}"); do
   cat "$scratch/case.txt" >> "$out/conformance.txt"
 done
 echo "$((${cases:-0} - failed)) of ${cases:-0} test cases passed" | tee -a "$out/summary.txt"
+# The multi-GPU section: the suite's NCCL case (every collective against its definition, then an
+# abort) ran above; it checks something only with two GPUs or more.
+if [ "${gpus:-0}" -gt 1 ]; then
+  echo "multi-GPU: $gpus GPUs, NCCL $(find_library nccl): the NCCL collectives case ran in the suite above" |
+    tee -a "$out/summary.txt"
+else
+  echo "multi-GPU section skipped: ${gpus:-0} GPU (the NCCL collectives need two or more)" | tee -a "$out/summary.txt"
+fi
 
 # The first three failing cases under memcheck at once: the machine may be gone before a second
 # call (--sanitize) could come.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <cmath>
@@ -13,8 +14,11 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "../unit/compare.hpp"
 #include "../unit/fixtures.hpp"
@@ -24,6 +28,7 @@
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_runtime_info.hpp"
 #include "backend/cuda/device_loss.hpp"
+#include "backend/cuda/nccl_communicator.hpp"
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "cuda/attention.hpp"
@@ -1110,6 +1115,155 @@ TEST_CASE("a kernel's illegal address loses the device: DeviceLost at once from 
     CHECK_THROWS_AS(cuda.add(fine.floats(), fine.floats(), 16), DeviceLost);
     CHECK_THROWS_AS(cuda.synchronize(), DeviceLost);
     CHECK_THROWS_AS(make_cuda_backend(CudaWeights::upload(std::span<const Weight>{}, 0, nullptr)), DeviceLost);
+}
+
+TEST_CASE("host: all_to_all's segments start where the counts before them end") {
+    const std::vector<size_t> counts = {3, 0, 5, 1};
+    CHECK(segment_offsets(counts) == std::vector<size_t>{0, 3, 3, 8});
+    CHECK(segment_offsets({}).empty());
+}
+
+TEST_CASE("host: an NCCL device group refuses an empty, repeated or missing device list, naming it") {
+    const int gpus = cuda::device_count();
+    std::vector<void*> streams(2, nullptr);
+    CHECK_THROWS_WITH_AS(make_nccl_communicators({}, {}), doctest::Contains("at least one device"), Error);
+    const std::vector<int> one = {0};
+    CHECK_THROWS_WITH_AS(make_nccl_communicators(one, streams), doctest::Contains("2 streams for 1 devices"), Error);
+    const std::vector<int> missing = {0, gpus};  // GPU `gpus` is one past the last
+    try {
+        make_nccl_communicators(missing, streams);
+        FAIL("a group of a missing GPU was made");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::device);
+        CHECK(std::string(e.what()).find("does not exist") != std::string::npos);
+    }
+    if (gpus > 0) {
+        const std::vector<int> twice = {0, 0};
+        CHECK_THROWS_WITH_AS(make_nccl_communicators(twice, streams), doctest::Contains("GPU 0 is listed twice"), Error);
+    }
+}
+
+// With two GPUs or more (tests/gpu/check.sh's multi-GPU section): every collective against its
+// definition on odd sizes, with small integers so that any order of summing gives the same bits;
+// then a rank's abort ends the others' collectives with DEVICE.
+TEST_CASE("NCCL collectives over the GPUs agree with their definitions, and an abort ends them") {
+    const int gpus = std::min(cuda::device_count(), 4);
+    if (gpus < 2) {
+        MESSAGE("skipped: " << gpus << " GPU; the NCCL collectives need two or more");
+        return;
+    }
+    std::vector<int> devices;
+    std::vector<void*> streams;
+    for (int d = 0; d < gpus; ++d) {
+        devices.push_back(d);
+        REQUIRE(cudaSetDevice(d) == cudaSuccess);
+        cudaStream_t stream = nullptr;
+        REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+        streams.push_back(stream);
+    }
+    auto communicators = make_nccl_communicators(devices, streams);
+    const size_t count = 1001;
+    auto value = [](int rank, size_t i) { return float(int(i % 97) - 40 + 3 * rank); };
+    const auto ranks = size_t(gpus);
+    std::vector<std::vector<float>> reduced(ranks), gathered(ranks), scattered(ranks), broadcast(ranks), exchanged(ranks);
+    // Rank r sends r + d + 1 values to rank d, each r * 1000 + d * 100 + i.
+    auto sent = [](int r, int d) { return size_t(r + d + 1); };
+    auto run_rank = [&](int r) {
+        REQUIRE(cudaSetDevice(r) == cudaSuccess);
+        const auto stream = static_cast<cudaStream_t>(streams[size_t(r)]);
+        Communicator& c = *communicators[size_t(r)];
+        auto to_device = [&](const std::vector<float>& host) {
+            float* device = nullptr;
+            REQUIRE(cudaMalloc(&device, std::max<size_t>(host.size(), 1) * sizeof(float)) == cudaSuccess);
+            REQUIRE(cudaMemcpy(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+            return device;
+        };
+        auto to_host = [&](const float* device, size_t n) {
+            std::vector<float> host(n);
+            REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+            REQUIRE(cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+            return host;
+        };
+        std::vector<float> mine(count), wide(count * size_t(gpus));
+        for (size_t i = 0; i < count; ++i) mine[i] = value(r, i);
+        for (size_t i = 0; i < wide.size(); ++i) wide[i] = value(r, i);
+        float* data = to_device(mine);
+        c.all_reduce_sum(data, count);
+        reduced[size_t(r)] = to_host(data, count);
+        float* in = to_device(mine);
+        float* out = to_device(wide);
+        c.all_gather(in, count, out);
+        gathered[size_t(r)] = to_host(out, wide.size());
+        float* whole = to_device(wide);
+        c.reduce_scatter_sum(whole, count, data);
+        scattered[size_t(r)] = to_host(data, count);
+        float* root = to_device(mine);
+        c.broadcast(root, count, 1);
+        broadcast[size_t(r)] = to_host(root, count);
+        std::vector<size_t> sends, receives;
+        std::vector<float> segments;
+        for (int d = 0; d < gpus; ++d) {
+            sends.push_back(sent(r, d));
+            receives.push_back(sent(d, r));
+            for (size_t i = 0; i < sent(r, d); ++i) segments.push_back(float(r * 1000 + d * 100 + int(i)));
+        }
+        size_t expected_in = 0;
+        for (size_t n : receives) expected_in += n;
+        float* segments_in = to_device(segments);
+        float* segments_out = to_device(std::vector<float>(expected_in));
+        c.all_to_all(segments_in, sends.data(), segments_out, receives.data());
+        exchanged[size_t(r)] = to_host(segments_out, expected_in);
+        c.barrier();
+        for (float* p : {data, in, out, whole, root, segments_in, segments_out}) cudaFree(p);
+    };
+    std::atomic<int> stopped{0};  // ranks whose run ended with an exception (a failed REQUIRE, an Error)
+    std::vector<std::thread> threads;
+    for (int r = 0; r < gpus; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                run_rank(r);
+            } catch (...) {
+                ++stopped;
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    REQUIRE(stopped == 0);
+    for (int r = 0; r < gpus; ++r) {
+        CAPTURE(r);
+        size_t wrong = 0;
+        for (size_t i = 0; i < count; ++i) {
+            float sum = 0, scatter = 0;
+            for (int q = 0; q < gpus; ++q) {
+                sum += value(q, i);
+                scatter += value(q, size_t(r) * count + i);
+            }
+            wrong += reduced[size_t(r)][i] != sum;
+            wrong += scattered[size_t(r)][i] != scatter;
+            wrong += broadcast[size_t(r)][i] != value(1, i);
+            for (int q = 0; q < gpus; ++q) wrong += gathered[size_t(r)][size_t(q) * count + i] != value(q, i);
+        }
+        std::vector<float> expected;
+        for (int q = 0; q < gpus; ++q)
+            for (size_t i = 0; i < sent(q, r); ++i) expected.push_back(float(q * 1000 + r * 100 + int(i)));
+        CHECK(exchanged[size_t(r)] == expected);
+        CHECK(wrong == 0);
+    }
+
+    // Rank 1 gives up: rank 0's next collective is refused with its reason, never waiting for it.
+    communicators[1]->abort("planted failure");
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    float* data = nullptr;
+    REQUIRE(cudaMalloc(&data, sizeof(float)) == cudaSuccess);
+    try {
+        communicators[0]->all_reduce_sum(data, 1);
+        FAIL("a collective ran after its group was aborted");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::device);
+        CHECK(std::string(e.what()).find("planted failure") != std::string::npos);
+    }
+    cudaFree(data);
+    communicators.clear();
+    for (void* stream : streams) cudaStreamDestroy(static_cast<cudaStream_t>(stream));
 }
 
 int main(int argc, char** argv) {
