@@ -84,7 +84,7 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
     std::vector<SequenceState*> state_pointers;
     for (size_t i = 0; i < sequences.size(); ++i) {
         DecodeSequence& s = sequences[i];
-        states[i].make_caches(backend, model.spec(), static_cast<int64_t>(s.canvas().size()), s.memory_options());
+        states[i].make_caches(forward.devices(), model.spec(), static_cast<int64_t>(s.canvas().size()), s.memory_options());
         sequence_pointers.push_back(&s);
         state_pointers.push_back(&states[i]);
     }

@@ -5,6 +5,7 @@
 
 #include "memory/batch_memory.hpp"
 #include "memory/memory_plan.hpp"
+#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 namespace {
@@ -66,15 +67,23 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     if (options_.threads == 0) options_.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
     if (!options_.placement) options_.placement = cpu_placement();
     backend_kind_ = options_.placement->kind();
+    if (options_.devices < 1 || options_.devices > 64)
+        fail(Status::invalid_argument, "devices {} is outside 1..64", options_.devices);
+    if (options_.devices > 1 && backend_kind_ != BackendKind::cpu)
+        fail(Status::unsupported, "an engine on {} devices needs host (CPU) devices: GPUs share a model only through "
+             "NCCL, which the forward does not use yet", options_.devices);
+    const int devices = options_.devices, device_threads = std::max(1, options_.threads / devices);
     if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
 
     // Scratch for forwards of `rows` rows: every running request at the longest length when the
     // budget allows, else as many rows as fit beside max_concurrent_requests such states.
     const int64_t length = options_.max_sequence_length;
     const uint64_t states = uint64_t(options_.max_concurrent_requests) *
-                            sequence_state_bytes(spec, length, {}, backend_kind_);
+                            shared_ledger_state_bytes(spec, length, {}, backend_kind_, devices);
+    // Every device's run state and workspace, and its copies of its weight shares.
+    const uint64_t copies = devices > 1 ? shard_copy_bytes(model, devices) : 0;
     auto scratch_for = [&](int64_t rows) {
-        return scratch_bytes(spec, {rows, length}, backend_kind_, options_.threads);
+        return uint64_t(devices) * (scratch_bytes(spec, {rows, length}, backend_kind_, device_threads, devices) + copies);
     };
     const uint64_t available = memory.available();
     int64_t rows = options_.max_tokens_per_forward;
@@ -83,7 +92,7 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         const int64_t wanted = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
         rows = largest_fitting(length, wanted, [&](int64_t r) { return states + scratch_for(r) <= available; });
         if (rows < length) {
-            const int64_t fitting = longest_fitting_sequence(spec, available, {}, backend_kind_, options_.threads,
+            const int64_t fitting = longest_fitting_sequence(spec, available, {}, backend_kind_, device_threads,
                                                              options_.max_concurrent_requests);
             fail(Status::out_of_budget,
                  "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
@@ -94,14 +103,19 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         }
     }
     scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
-    backend_ = options_.placement->make_backend(options_.threads, *scratch_);
-    forward_ = std::make_unique<Forward>(model, *backend_, ForwardLimits{rows, length});
+    std::vector<Backend*> backends;
+    for (int d = 0; d < devices; ++d) {
+        devices_.push_back(options_.placement->make_backend(device_threads, *scratch_));
+        backends.push_back(devices_.back().get());
+    }
+    forward_ = std::make_unique<Forward>(model, backends, ForwardLimits{rows, length});
     memory_base_ = memory.reserved();
     stats_.memory_planned = memory_base_ + states;
     stats_.max_tokens_per_forward = rows;
     stats_.max_sequence_length = length;
-    options_.logger.info("engine ready: {} concurrent requests of up to {} positions, forwards of {} rows, {} threads",
-                         options_.max_concurrent_requests, length, rows, options_.threads);
+    options_.logger.info("engine ready: {} concurrent requests of up to {} positions, forwards of {} rows, {} threads{}",
+                         options_.max_concurrent_requests, length, rows, options_.threads,
+                         devices > 1 ? fmt::format(" on {} devices", devices) : std::string());
     health_ = Health::ready;
     scheduler_ = std::thread([this] { schedule(); });
 }
@@ -128,11 +142,12 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
     if (sequence.max_fed_rows() > forward_->limits().tokens)
         fail(Status::out_of_budget, "the request feeds {} rows to each forward; the engine's forwards hold {}",
              sequence.max_fed_rows(), forward_->limits().tokens);
-    const uint64_t state = sequence_state_bytes(spec, length, sequence.memory_options(), backend_kind_);
+    const int devices = options_.devices;
+    const uint64_t state = shared_ledger_state_bytes(spec, length, sequence.memory_options(), backend_kind_, devices);
     const uint64_t for_requests = memory_.capacity() - std::min(memory_.capacity(), memory_base_);
     if (state > for_requests) {
         const int64_t longest = largest_fitting(1, options_.max_sequence_length, [&](int64_t n) {
-            return sequence_state_bytes(spec, n, sequence.memory_options(), backend_kind_) <= for_requests;
+            return shared_ledger_state_bytes(spec, n, sequence.memory_options(), backend_kind_, devices) <= for_requests;
         });
         fail(Status::out_of_budget, "the request's state needs {} bytes but the engine has {} for requests; the longest "
              "sequence that fits has {} positions", state, for_requests, longest);
@@ -178,7 +193,7 @@ void Engine::admit(std::unique_lock<std::mutex>&) {
         const std::shared_ptr<Request>& head = queue_.front();
         const auto length = static_cast<int64_t>(head->sequence_.canvas().size());
         auto memory = try_reserve_sequence(memory_, spec, {length, head->sequence_.memory_options()}, backend_kind_,
-                                           fmt::format("request {}", head->id()));
+                                           fmt::format("request {}", head->id()), options_.devices);
         if (!memory) break;  // first come, first served: the head waits for memory, and so do the others
         head->state_ = std::move(*memory);
         head->admitted_ = Clock::now();
@@ -265,7 +280,7 @@ void Engine::run_step() {
         else {
             try {
                 // A new request's caches come from its state pool, sized for them at admission.
-                r->state_.make_caches(*backend_, model_.spec(), static_cast<int64_t>(r->sequence_.canvas().size()),
+                r->state_.make_caches(forward_->devices(), model_.spec(), static_cast<int64_t>(r->sequence_.canvas().size()),
                                       r->sequence_.memory_options());
             } catch (const DeviceLost&) {
                 throw;  // the engine fails (schedule): no later step could run

@@ -39,7 +39,11 @@ struct EngineOptions {
     int64_t max_tokens_per_forward = 0;  // 0: all running requests at max length, or as many as fit
     double request_timeout_seconds = 0;  // default per request; 0: none
     int64_t min_steps = 0, max_steps = 0;  // defaults for requests that set none (0: unbounded)
-    int threads = 0;                     // 0: every hardware thread
+    int threads = 0;                     // 0: every hardware thread; divided among the devices
+    // Host devices sharing the model (tensor and expert parallelism, docs/parallel.md): CPU
+    // backends of this process, each with its share of the weights, of every sequence's K/V
+    // caches and of the threads. The CPU placement only.
+    int devices = 1;
     Logger logger;
     // Where the model's weights are and so where the engine computes: its backend (with `threads`
     // threads on the CPU) charges the scratch the engine reserved. Null: the CPU.
@@ -100,7 +104,7 @@ private:
     BackendKind backend_kind_;  // options_.placement's, as the memory is planned
     uint64_t memory_base_ = 0;  // reserved before requests: weights and scratch
     std::unique_ptr<MemoryLedger> scratch_;
-    std::unique_ptr<Backend> backend_;
+    std::vector<std::unique_ptr<Backend>> devices_;
     std::unique_ptr<Forward> forward_;
 
     mutable std::mutex mutex_;

@@ -7,8 +7,10 @@
 namespace unmask {
 
 std::optional<SequenceState> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
-                                                   const SequenceShape& shape, BackendKind backend, std::string name) {
-    auto pool = device.try_pool(std::move(name), sequence_state_bytes(spec, shape.length, shape.options, backend));
+                                                   const SequenceShape& shape, BackendKind backend, std::string name,
+                                                   int devices) {
+    auto pool = device.try_pool(std::move(name),
+                                shared_ledger_state_bytes(spec, shape.length, shape.options, backend, devices));
     if (pool == nullptr) return std::nullopt;
     Reservation decode_state = pool->reserve(decode_state_bytes(shape.length, shape.options), "a sequence's decode state");
     return SequenceState(std::move(pool), std::move(decode_state));

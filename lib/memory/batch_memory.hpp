@@ -23,10 +23,12 @@ struct SequenceShape {
     SequenceOptions options;
 };
 
-// A sequence's state in `device`: a pool of sequence_state_bytes with its decode state reserved
-// (the K/V caches come later, from the pool). Null when it does not fit in `device` now.
+// A sequence's state in `device`: a pool of shared_ledger_state_bytes (the `devices` sharing the
+// ledger, one alone) with its decode state reserved (the K/V caches come later, from the pool).
+// Null when it does not fit in `device` now.
 std::optional<SequenceState> try_reserve_sequence(MemoryLedger& device, const ModelSpec& spec,
-                                                   const SequenceShape& shape, BackendKind backend, std::string name);
+                                                   const SequenceShape& shape, BackendKind backend, std::string name,
+                                                   int devices = 1);
 
 // Held while the batch runs; releases everything when destroyed.
 struct BatchMemory {

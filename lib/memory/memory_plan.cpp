@@ -46,6 +46,11 @@ uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const Seque
     return decode_state_bytes(length, options) + kv_cache_bytes(spec, length, options, backend, devices);
 }
 
+uint64_t shared_ledger_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
+                                   BackendKind backend, int devices) {
+    return decode_state_bytes(length, options) + uint64_t(devices) * kv_cache_bytes(spec, length, options, backend, devices);
+}
+
 uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads,
                        int devices) {
     const ModelSpec shard = shard_spec(spec, devices);

@@ -51,6 +51,11 @@ uint64_t kv_cache_bytes(const ModelSpec& spec, int64_t length, const SequenceOpt
 uint64_t sequence_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
                               BackendKind backend, int devices = 1);
 
+// A sequence's state when its `devices` share one ledger (host devices): its decode state and
+// every device's shard of its K/V caches.
+uint64_t shared_ledger_state_bytes(const ModelSpec& spec, int64_t length, const SequenceOptions& options,
+                                   BackendKind backend, int devices);
+
 // Bytes of scratch for forwards up to `limits`: the run state and the backend's workspace (one
 // device's among `devices`).
 uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads,

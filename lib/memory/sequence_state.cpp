@@ -18,12 +18,12 @@ SequenceState& SequenceState::operator=(SequenceState&& other) noexcept {
     return *this;
 }
 
-void SequenceState::make_caches(Backend& backend, const ModelSpec& spec, int64_t length,
+void SequenceState::make_caches(std::span<Backend* const> devices, const ModelSpec& spec, int64_t length,
                                 const SequenceOptions& options) {
     if (!options.kv_cache || cache_ != nullptr) return;
-    cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.cache_precision);
+    cache_ = std::make_unique<KVCache>(devices, pool_.get(), spec, length, options.cache_precision);
     if (options.cfg)
-        unconditional_cache_ = std::make_unique<KVCache>(backend, pool_.get(), spec, length, options.cache_precision);
+        unconditional_cache_ = std::make_unique<KVCache>(devices, pool_.get(), spec, length, options.cache_precision);
 }
 
 void SequenceState::release() noexcept {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "backend/backend.hpp"
 #include "core/memory_ledger.hpp"
@@ -27,9 +28,10 @@ public:
     ~SequenceState() = default;  // the members' reverse order: caches, reservation, pool
 
     // Makes the K/V caches `options` asks for (none without a cache; a twin with CFG) for
-    // `length` positions on `backend`, charged to the pool; nothing when they exist. Throws
-    // OUT_OF_BUDGET when the pool cannot take them.
-    void make_caches(Backend& backend, const ModelSpec& spec, int64_t length, const SequenceOptions& options);
+    // `length` positions on `devices` (a shard each: the forward's devices), charged to the pool;
+    // nothing when they exist. Throws OUT_OF_BUDGET when the pool cannot take them.
+    void make_caches(std::span<Backend* const> devices, const ModelSpec& spec, int64_t length,
+                     const SequenceOptions& options);
     KVCache* cache() const noexcept { return cache_.get(); }
     KVCache* unconditional_cache() const noexcept { return unconditional_cache_.get(); }
     MemoryLedger* pool() const noexcept { return pool_.get(); }

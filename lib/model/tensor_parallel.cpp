@@ -78,6 +78,15 @@ Share share_of(const ModelSpec& spec, Role role, int32_t expert, const std::vect
     }
 }
 
+uint64_t shard_copy_bytes(const Model& model, int devices) {
+    uint64_t bytes = 0;
+    for (const Weight& w : model.weights()) {
+        const Share share = share_of(model.spec(), w.role, w.expert, w.shape, 0, devices);
+        if (share.split == Split::columns) bytes += allocation_bytes(dtype_bytes(w.dtype, share.elements(w.shape)));
+    }
+    return bytes;
+}
+
 std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices, Backend& device) {
     const ModelSpec& spec = model.spec();
     shard_spec(spec, devices);  // refuses what does not divide

@@ -61,6 +61,10 @@ private:
     std::vector<DeviceBuffer> copies_;
 };
 
+// The bytes (allocation granules included) of the copies shard_weights makes on one device: the
+// column shares, the same on every rank.
+uint64_t shard_copy_bytes(const Model& model, int devices);
+
 // `rank`'s share of `model` among `devices` (shard_spec's layout), its copies on `device`. Throws
 // UNSUPPORTED as shard_spec does, and for a quantized weight whose column share does not hold
 // whole blocks; OUT_OF_BUDGET when the device's ledger cannot take the copies.

@@ -221,7 +221,8 @@ TEST_CASE("a cache lives in its sequence's planned state: charged there, release
         REQUIRE(memory);
         CHECK(device.reserved() == sequence_state_bytes(spec, 35, options, BackendKind::cpu));
         const uint64_t before = device.in_use();
-        memory->make_caches(*backend, spec, 35, sequence.memory_options());
+        const std::vector<Backend*> devices = {backend.get()};
+        memory->make_caches(devices, spec, 35, sequence.memory_options());
         REQUIRE(memory->cache() != nullptr);
         REQUIRE(memory->unconditional_cache() != nullptr);
         CHECK(memory->cache()->element() == dtype);

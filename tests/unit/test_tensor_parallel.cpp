@@ -13,6 +13,7 @@
 #include "backend/profiled_backend.hpp"
 #include "core/error.hpp"
 #include "fixtures.hpp"
+#include "engine/engine.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
@@ -230,6 +231,49 @@ TEST_CASE("the plan for 2 devices is what each device holds and is charged") {
     }
     owned.clear();  // the backends' workspaces last
     for (const auto& ledger : ledgers) CHECK(ledger->in_use() == 0);
+}
+
+// An engine on 2 host devices serves requests, batched, with and without a K/V cache, as it does
+// on one: the same tokens at temperature 0.
+TEST_CASE("an engine on 2 host devices gives the tokens it gives on one") {
+    for (const char* name : {"llada", "llada2-moe"}) {
+        CAPTURE(name);
+        const auto model = load(name, Precision::fp32);
+        const ModelSpec& spec = model->spec();
+        std::vector<std::vector<int32_t>> tokens[2];
+        for (const int devices : {1, 2}) {
+            MemoryLedger memory("test memory", uint64_t(1) << 32);
+            EngineOptions options;
+            options.max_concurrent_requests = 3;
+            options.max_sequence_length = 32;
+            options.threads = 2;
+            options.devices = devices;
+            {
+                Engine engine(*model, memory, std::move(options));
+                std::vector<std::shared_ptr<Request>> requests;
+                for (int i = 0; i < 3; ++i) {
+                    RequestInput input;
+                    input.params.gen_length = 16;
+                    input.params.steps = 8;
+                    input.params.block_length = 8;
+                    if (i == 1) input.params.cache_mode = CacheMode::dual;
+                    input.canvas = {int32_t(5 + i), 9, 14};
+                    input.canvas.resize(input.canvas.size() + 16, static_cast<int32_t>(spec.mask_token_id));
+                    input.first_output = 3;
+                    requests.push_back(engine.submit(std::move(input), std::nullopt));
+                }
+                for (const auto& request : requests) {
+                    REQUIRE(request->wait(std::chrono::seconds(60)));
+                    const RequestResult result = request->result();
+                    CHECK(result.error == "");
+                    CHECK(result.tokens.size() == 16);
+                    tokens[devices - 1].push_back(result.tokens);
+                }
+            }
+            CHECK(memory.in_use() == 0);  // the engine gave back its scratch and every request's state
+        }
+        CHECK(tokens[1] == tokens[0]);
+    }
 }
 
 namespace {
