@@ -5,6 +5,7 @@
 // of the time.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -82,8 +83,34 @@ void BM_forward_profile(benchmark::State& state) {
     unmask_bench::report_profile(state, profiled);
 }
 
+// The same forward over host devices sharing the model (docs/parallel.md), the threads divided
+// among them: what tensor parallelism costs (collectives, the split LM head) against one device
+// with every thread. args: tokens, devices, threads (all of them), bf16 (1) or fp32 (0)
+void BM_forward_devices(benchmark::State& state) {
+    const int64_t tokens = state.range(0);
+    const auto devices = static_cast<int>(state.range(1)), threads = static_cast<int>(state.range(2));
+    LoadOptions options;
+    options.precision = state.range(3) ? Precision::bf16 : Precision::fp32;
+    options.checksum_mode = ChecksumMode::skip;
+    const auto model = load_model(unmask_bench::synthetic_llada({}), options);
+    std::vector<std::unique_ptr<Backend>> owned;
+    std::vector<Backend*> backends;
+    for (int d = 0; d < devices; ++d) {
+        owned.push_back(make_cpu_backend(std::max(1, threads / devices)));
+        backends.push_back(owned.back().get());
+    }
+    Forward forward(*model, backends, {tokens, tokens});
+    const std::vector<int32_t> ids = random_ids(*model, tokens);
+    const CandidateParams greedy;
+    const std::vector<ForwardSequence> batch = {{ids, {}, &greedy, {}, 0.0}};
+    for (auto _ : state) benchmark::DoNotOptimize(forward.run(batch, false));
+    state.counters["tokens/s"] = benchmark::Counter(double(tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
+BENCHMARK(BM_forward_devices)->ArgsProduct({{256}, {1, 2}, {2}, {1}})->ArgNames({"tokens", "devices", "threads", "bf16"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_forward)->ArgsProduct({{256, 1024}, {1, 2}, {1, 0}})->ArgNames({"tokens", "threads", "bf16"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_forward_profile)->Args({256, 2, 1})->ArgNames({"tokens", "threads", "bf16"})

@@ -67,7 +67,10 @@ WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights,
     for (const Weight& w : weights) {
         const auto c = size_t(w.component);
         bytes.total[c] += dtype_bytes(w.dtype, w.elements);
-        bytes.per_device[c] += dtype_bytes(w.dtype, share_of(spec, w.role, w.expert, w.shape, 0, int(devices)).elements(w.shape));
+        const Share share = share_of(spec, w, 0, int(devices));
+        const uint64_t share_bytes = dtype_bytes(w.dtype, share.elements(w.shape));
+        bytes.per_device[c] += share_bytes;
+        if (share.split == Split::columns) bytes.copies[c] += share_bytes;
         bytes.parameters += w.elements;
     }
     return bytes;
@@ -143,10 +146,21 @@ MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const 
     plan.max_sequence_length = length;
     plan.max_concurrent = request.max_concurrent;
     plan.parameters_total = weights.parameters;
-    plan.weights_by_component = weights.per_device;
-    for (int c = 0; c < component_count; ++c) {
-        plan.weights_total += weights.total[size_t(c)];
-        plan.weights += weights.per_device[size_t(c)];
+    // Host devices (the CPU backend) share the machine's memory: the plan is the machine's, with
+    // the model once, every device's copies of its column shares, a K/V shard per device in each
+    // sequence's state and every device's scratch, the threads divided among them (as an engine
+    // on host devices reserves them).
+    const bool one_memory = request.backend == BackendKind::cpu && devices > 1;
+    const int threads = one_memory ? std::max(1, request.threads / devices) : request.threads;
+    auto state_bytes = [&](int64_t sequence_length) {
+        return one_memory ? shared_ledger_state_bytes(spec, sequence_length, request.sequence, request.backend, devices)
+                          : sequence_state_bytes(spec, sequence_length, request.sequence, request.backend, devices);
+    };
+    for (size_t c = 0; c < size_t(component_count); ++c) {
+        plan.weights_total += weights.total[c];
+        plan.weights_by_component[c] =
+            one_memory ? weights.total[c] + uint64_t(devices) * weights.copies[c] : weights.per_device[c];
+        plan.weights += plan.weights_by_component[c];
     }
 
     // Every device runs every sequence, in one forward per step, with its share of the heads.
@@ -154,9 +168,8 @@ MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const 
         const int64_t sequence_length = decoded(requested_length);
         if (concurrent > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
         const ForwardLimits limits{concurrent * forward_rows(sequence_length, request.sequence), sequence_length};
-        *dynamic = uint64_t(concurrent) *
-                   sequence_state_bytes(spec, sequence_length, request.sequence, request.backend, devices);
-        *scratch = scratch_bytes(spec, limits, request.backend, request.threads, devices);
+        *dynamic = uint64_t(concurrent) * state_bytes(sequence_length);
+        *scratch = uint64_t(one_memory ? devices : 1) * scratch_bytes(spec, limits, request.backend, threads, devices);
         return plan.weights + *dynamic + *scratch;
     };
     auto fits = [&](int64_t concurrent, int64_t sequence_length) {
@@ -164,7 +177,7 @@ MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const 
         return required(concurrent, sequence_length, &dynamic, &scratch) <= plan.usable;
     };
     plan.sequences_per_device = sequences_per_device;
-    plan.sequence_state = sequence_state_bytes(spec, decoded(length), request.sequence, request.backend, devices);
+    plan.sequence_state = state_bytes(decoded(length));
     plan.required = required(request.max_concurrent, length, &plan.dynamic, &plan.scratch);
     plan.fits = plan.required <= plan.usable;
     plan.max_concurrent_at_length =

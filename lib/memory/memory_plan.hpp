@@ -67,6 +67,7 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
 struct WeightBytes {
     int64_t devices = 1;
     std::array<uint64_t, component_count> total{}, per_device{};
+    std::array<uint64_t, component_count> copies{};  // of per_device: the column shares a device copies
     uint64_t parameters = 0;
 };
 WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices);

@@ -152,25 +152,39 @@ ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_log
     } else {
         // Every device at once, the first on this thread. The first to fail ends the group's work
         // (Communicator::abort): the others leave their collectives with DEVICE, and its error is
-        // the one thrown.
+        // the one thrown. Once all have stopped, a new group replaces the aborted one, so that the
+        // next forward runs as after a failure on one device.
         std::mutex mutex;
         std::exception_ptr first_error;
+        auto failed = [&](ForwardRank& rank, const char* reason) {
+            {
+                std::lock_guard lock(mutex);
+                if (first_error == nullptr) first_error = std::current_exception();
+            }
+            rank.communicator()->abort(reason);
+        };
         auto run_rank = [&](ForwardRank& rank) {
             try {
                 rank.run(packed, want_logits, output);
             } catch (const std::exception& e) {
-                {
-                    std::lock_guard lock(mutex);
-                    if (first_error == nullptr) first_error = std::current_exception();
-                }
-                rank.communicator()->abort(e.what());
+                failed(rank, e.what());
+            } catch (...) {
+                failed(rank, "an exception that is not a std::exception");
             }
         };
         std::vector<std::thread> threads;
-        for (size_t r = 1; r < ranks_.size(); ++r) threads.emplace_back(run_rank, std::ref(*ranks_[r]));
-        run_rank(*ranks_.front());
+        try {
+            for (size_t r = 1; r < ranks_.size(); ++r) threads.emplace_back(run_rank, std::ref(*ranks_[r]));
+        } catch (...) {  // the threads started meet an aborted group and end
+            failed(*ranks_.front(), "a device's thread could not start");
+        }
+        if (threads.size() + 1 == ranks_.size()) run_rank(*ranks_.front());
         for (std::thread& thread : threads) thread.join();
-        if (first_error != nullptr) std::rethrow_exception(first_error);
+        if (first_error != nullptr) {
+            communicators_ = make_host_communicators(static_cast<int>(ranks_.size()));
+            for (size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->rejoin(*communicators_[r]);
+            std::rethrow_exception(first_error);
+        }
     }
     for (const PackedBatch::Run& run : packed.runs)
         if (run.cache != nullptr) run.cache->extend_written(run.feed_begin + run.rows);

@@ -57,7 +57,7 @@ public:
     // runs on all of them at once (a thread per device beyond the first, collectives between
     // them). Host devices (CPU backends) only: UNSUPPORTED for others, as for a model whose heads
     // or widths do not divide among the devices. A device that fails mid-forward ends the
-    // forward on every device: run() throws its error, and every later run() DEVICE.
+    // forward on every device: run() throws its error, and the next run() starts afresh.
     Forward(const Model& model, std::span<Backend* const> devices, const ForwardLimits& limits);
     ~Forward();
 

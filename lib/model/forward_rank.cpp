@@ -11,7 +11,6 @@ ForwardRank::ForwardRank(const Model& model, int rank, int devices, Backend& bac
                          const ForwardLimits& limits, int64_t id)
     : spec_(shard_spec(model.spec(), devices)),
       rank_(rank),
-      devices_(devices),
       backend_(backend),
       communicator_(communicator),
       limits_(limits),

@@ -45,6 +45,8 @@ public:
     const ModelSpec& spec() const noexcept { return spec_; }  // this device's share
     Backend& backend() noexcept { return backend_; }
     Communicator* communicator() noexcept { return communicator_; }
+    // A new group's communicator, after the old group was aborted.
+    void rejoin(Communicator& communicator) noexcept { communicator_ = &communicator; }
 
     // Runs `batch`; rank 0 writes the outputs into `output` (sized by the caller), the others
     // compute their shares and join the collectives.
@@ -77,7 +79,7 @@ private:
     void lm_head(int64_t rows);
 
     const ModelSpec spec_;
-    const int rank_, devices_;
+    const int rank_;
     Backend& backend_;
     Communicator* communicator_;
     const ForwardLimits limits_;

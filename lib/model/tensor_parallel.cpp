@@ -81,10 +81,19 @@ Share share_of(const ModelSpec& spec, Role role, int32_t expert, const std::vect
 uint64_t shard_copy_bytes(const Model& model, int devices) {
     uint64_t bytes = 0;
     for (const Weight& w : model.weights()) {
-        const Share share = share_of(model.spec(), w.role, w.expert, w.shape, 0, devices);
+        const Share share = share_of(model.spec(), w, 0, devices);
         if (share.split == Split::columns) bytes += allocation_bytes(dtype_bytes(w.dtype, share.elements(w.shape)));
     }
     return bytes;
+}
+
+Share share_of(const ModelSpec& spec, const Weight& w, int rank, int devices) {
+    const Share share = share_of(spec, w.role, w.expert, w.shape, rank, devices);
+    const int64_t block = dtype_block_elements(w.dtype);
+    if (share.split == Split::columns && (share.first % block != 0 || share.count % block != 0))
+        fail(Status::unsupported, "tensor parallelism over {} devices: {} ({}) splits into shares of {} columns, not "
+             "whole blocks of {}", devices, w.name, dtype_name(w.dtype), share.count, block);
+    return share;
 }
 
 std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int devices, Backend& device) {
@@ -94,10 +103,7 @@ std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int dev
     auto out = std::unique_ptr<WeightShard>(new WeightShard());
     // Columns first..first + count of every row: a copy, as the rows of the share are not contiguous.
     auto column_share = [&](const Weight& w, int64_t first, int64_t count) {
-        const int64_t rows = w.shape.at(0), columns = w.shape.at(1), block = dtype_block_elements(w.dtype);
-        if (first % block != 0 || count % block != 0)
-            fail(Status::unsupported, "tensor parallelism over {} devices: {} ({}) splits into shares of {} columns, "
-                 "not whole blocks of {}", devices, w.name, dtype_name(w.dtype), count, block);
+        const int64_t rows = w.shape.at(0), columns = w.shape.at(1);
         const uint64_t row_bytes = dtype_bytes(w.dtype, uint64_t(columns)), share_bytes = dtype_bytes(w.dtype, uint64_t(count)),
                        offset = dtype_bytes(w.dtype, uint64_t(first));
         std::vector<char> staged(share_bytes * uint64_t(rows));
@@ -117,7 +123,7 @@ std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int dev
     for (const Weight& w : model.weights()) {
         has_lm_head = has_lm_head || w.role == Role::lm_head;
         if (w.role == Role::embedding) embedding = &w;
-        const Share share = share_of(spec, w.role, w.expert, w.shape, rank, devices);
+        const Share share = share_of(spec, w, rank, devices);
         switch (share.split) {
             case Split::absent: break;
             case Split::replicated: out->weights_.push_back(w); break;

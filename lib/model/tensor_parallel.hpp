@@ -45,6 +45,9 @@ struct Share {
 };
 Share share_of(const ModelSpec& spec, Role role, int32_t expert, const std::vector<int64_t>& shape, int rank,
                int devices);
+// The same for `weight`, and throws UNSUPPORTED when its share is a range of columns that is not
+// whole blocks of its quantized type (the planner refuses what loading would).
+Share share_of(const ModelSpec& spec, const Weight& weight, int rank, int devices);
 
 // One device's share of a model's weights: views of the model's memory where the share is whole or
 // a range of whole rows, copies on the device (its buffers, charged to its ledger) where it is a

@@ -257,7 +257,7 @@ grep -q "^  usable .*100.0%" "$work/out" || fail "plan shows the usable budget: 
 grep -q "^    experts " "$work/out" || fail "plan lists the experts' bytes"
 grep -q "^fits: " "$work/out" || fail "plan says it fits"
 expect_run "plan --json" 0 plan --json -m "$fixtures/good/moe-35b-a3b" --precision bf16 --devices 2 \
-    --device-memory 80GB --memory-fraction 0.85 --max-seq-len 4096 --concurrency 8
+    --device-memory 80GB --memory-fraction 0.85 --max-seq-len 4096 --concurrency 8 --backend cuda
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["per_device"]
 assert d["fits"] and p["budget"] == 68000000000 and p["required"] == p["weights"] + p["dynamic"] + p["scratch"]
 assert abs(d["weights_total"] - 2 * d["parameters_total"]) <= 0.01 * 2 * d["parameters_total"]' "$work/out" \

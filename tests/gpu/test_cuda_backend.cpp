@@ -1224,6 +1224,7 @@ TEST_CASE("NCCL collectives over the GPUs agree with their definitions, and an a
                 run_rank(r);
             } catch (...) {
                 ++stopped;
+                communicators[size_t(r)]->abort("rank " + std::to_string(r) + " failed its checks");
             }
         });
     for (std::thread& t : threads) t.join();

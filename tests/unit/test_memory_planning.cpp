@@ -106,6 +106,7 @@ TEST_CASE("a 35B sparse-expert model is planned from config.json alone: weights 
 
     PlanRequest r;
     r.precision = Precision::bf16;
+    r.backend = BackendKind::cuda;  // GPUs, each with its own memory
     r.devices = 2;
     r.device_memory_bytes = 80'000'000'000ull;
     r.memory_fraction = 0.85;
@@ -171,6 +172,7 @@ TEST_CASE("the published LLaDA2, SDAR and RND1 shapes are planned from config.js
         r.max_concurrent = 4;
         r.threads = 16;
         r.devices = std::string(m.name) == "llada2-flash" ? 4 : 1;
+        r.backend = BackendKind::cuda;
         const MemoryPlan plan = plan_memory(fixture_path("good/published/" + std::string(m.name)), r);
         CHECK(plan.parameters_total == parameters);
         CHECK(plan.weights_total == 2 * parameters);
@@ -230,6 +232,7 @@ TEST_CASE("the derived answers are the edges of what fits") {
     r.max_concurrent = 64;
     r.threads = 2;
     const auto directory = fixture_path("good/moe-35b-a3b");
+    r.backend = BackendKind::cuda;
     r.devices = 8;
     const MemoryPlan plan = plan_memory(directory, r);
     REQUIRE(plan.max_concurrent_at_length > 0);

@@ -43,17 +43,18 @@ void check_devices(std::span<const int> devices, std::span<void* const> streams)
 
 #if UNMASK_WITH_NCCL
 
-// What the ranks of one group share: their communicators (to abort them all) and the first
-// failure's reason.
+// What the ranks of one group share: their communicators, whether the group was aborted and the
+// first failure's reason. Each communicator is used, aborted and freed by its own rank's thread
+// only (NCCL does not allow two threads on one communicator), or by the group's destructor.
 struct NcclGroup {
-    std::vector<ncclComm_t> comms;
+    std::vector<ncclComm_t> comms;  // null once its rank aborted it
     std::mutex mutex;
     std::string failure;  // empty: none
     std::atomic<bool> aborted{false};
 
     ~NcclGroup() {
-        if (!aborted.load())
-            for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+        for (ncclComm_t comm : comms)
+            if (comm != nullptr) ncclCommDestroy(comm);
     }
 };
 
@@ -61,7 +62,8 @@ class NcclCommunicator final : public Communicator {
 public:
     NcclCommunicator(std::shared_ptr<NcclGroup> group, int rank, int device, cudaStream_t stream)
         : group_(std::move(group)), rank_(rank), device_(device), stream_(stream) {
-        if (cudaSetDevice(device_) != cudaSuccess || cudaMalloc(&token_, sizeof(float)) != cudaSuccess)
+        if (cudaSetDevice(device_) != cudaSuccess || cudaMalloc(&token_, sizeof(float)) != cudaSuccess ||
+            cudaMemset(token_, 0, sizeof(float)) != cudaSuccess)
             fail(Status::device, "GPU {} (rank {}) refused the 4 bytes of its barrier", device_, rank_);
     }
     ~NcclCommunicator() override {
@@ -112,6 +114,8 @@ public:
             failed_on_device("barrier", cudaGetErrorString(error));
     }
 
+    // From this rank's thread: the group is marked aborted and this rank's communicator aborted;
+    // each other rank aborts its own at its next call.
     void abort(const std::string& reason) noexcept override {
         NcclGroup& group = *group_;
         {
@@ -119,12 +123,18 @@ public:
             if (group.failure.empty()) group.failure = "rank " + std::to_string(rank_) + " (GPU " +
                                                        std::to_string(device_) + ") failed: " + reason;
         }
-        if (!group.aborted.exchange(true))
-            for (ncclComm_t c : group.comms) ncclCommAbort(c);
+        group.aborted = true;
+        abort_own();
     }
 
 private:
     ncclComm_t comm() const noexcept { return group_->comms[size_t(rank_)]; }
+
+    void abort_own() noexcept {
+        if (comm() == nullptr) return;
+        ncclCommAbort(comm());
+        group_->comms[size_t(rank_)] = nullptr;
+    }
 
     template <typename Call>
     void enqueue(const char* what, Call&& call) {
@@ -136,6 +146,7 @@ private:
 
     void throw_if_aborted() {
         if (!group_->aborted.load()) return;
+        abort_own();
         std::lock_guard lock(group_->mutex);
         throw Error(Status::device, "the device group was aborted: " + group_->failure);
     }
@@ -164,7 +175,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(std::span<con
     group->comms.resize(devices.size());
     if (const ncclResult_t result = ncclCommInitAll(group->comms.data(), int(devices.size()), devices.data());
         result != ncclSuccess) {
-        group->aborted = true;  // nothing to destroy
+        std::fill(group->comms.begin(), group->comms.end(), nullptr);  // nothing to destroy
         fail(Status::device, "NCCL could not make a group of {} GPUs: {}", devices.size(), ncclGetErrorString(result));
     }
     std::vector<std::unique_ptr<Communicator>> out;

@@ -5,10 +5,12 @@
 // and a fault surfaces where the stream is next waited for.
 //
 // Every rank gets the same bits; NCCL sums in an order its algorithm (ring or tree) fixes for the
-// group, not in rank order, so the bits may differ from the host communicator's. abort() aborts
-// every communicator of the group (ncclCommAbort), which ends the collectives other ranks wait
-// on: their streams fail, and their next collective throws DEVICE naming the aborting rank.
-// NCCL itself has no timeout for a rank that never comes: a host watchdog for that is not built.
+// group, not in rank order, so the bits may differ from the host communicator's. abort(), from
+// the rank's own thread, marks the group aborted and aborts that rank's communicator
+// (ncclCommAbort); every other rank's next call aborts its own and throws DEVICE naming the first
+// failure (NCCL allows no second thread on a communicator). A rank already waiting on its stream
+// for a collective the failed rank never joins is not released: that needs a watchdog polling
+// ncclCommGetAsyncError, which is not built, as NCCL has no timeout of its own here.
 #pragma once
 
 #include <cstddef>
