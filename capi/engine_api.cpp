@@ -96,10 +96,13 @@ extern "C" unmask_status unmask_engine_create_from_config(const char* path, unma
         load.precision = static_cast<int32_t>(config.precision);
         load.quantize_embeddings = config.quantize_embeddings ? 1 : 0;
         load.backend = config.gpu_devices.empty() ? UNMASK_BACKEND_CPU : UNMASK_BACKEND_CUDA;
-        if (config.gpu_devices.size() > 1)
-            fail(Status::unsupported, "resources.gpu_devices lists {} GPUs; an engine runs on one until multi-GPU "
-                 "support lands", config.gpu_devices.size());
-        if (!config.gpu_devices.empty()) load.device = static_cast<int32_t>(config.gpu_devices[0]);
+        const std::vector<int32_t> gpus(config.gpu_devices.begin(), config.gpu_devices.end());
+        if (!gpus.empty()) {
+            load.devices = static_cast<int32_t>(gpus.size());
+            load.device_ids = gpus.data();
+        } else {
+            load.devices = static_cast<int32_t>(config.cpu_devices);
+        }
         load.memory_fraction = config.memory_fraction;
         load.log_level = static_cast<int32_t>(config.log_level);
         unmask_model* model = nullptr;

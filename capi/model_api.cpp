@@ -1,5 +1,6 @@
 // unmask_model_*: loading, describing and freeing models.
 #include <memory>
+#include <span>
 
 #include "boundary.hpp"
 #include "handles.hpp"
@@ -36,6 +37,7 @@ unmask_model_params default_model_params() {
     p.log_level = UNMASK_LOG_INFO;
     p.memory_fraction = 1.0;
     p.memory_margin = 0.10;
+    p.devices = 1;
     return p;
 }
 
@@ -62,6 +64,29 @@ LoadOptions to_load_options(const unmask_model_params& p) {
     return options;
 }
 
+// The device the model is placed on (the first of several), after checking `devices` and
+// `device_ids`: a count in 1..UNMASK_MAX_DEVICES, GPU indexes in 0..1023, distinct.
+int32_t first_device(const unmask_model_params& p, BackendKind backend) {
+    auto check_index = [](int32_t index, const char* name) {
+        if (index < 0 || index > 1023)
+            fail(Status::invalid_argument, "{} must be a device index in 0..1023, got {}", name, index);
+    };
+    check_index(p.device, "params->device");
+    if (p.devices < 1 || p.devices > UNMASK_MAX_DEVICES)
+        fail(Status::invalid_argument, "params->devices must be in 1..{}, got {}", UNMASK_MAX_DEVICES, p.devices);
+    if (p.device_ids == nullptr) return p.device;
+    if (backend == BackendKind::cpu)
+        fail(Status::invalid_argument, "params->device_ids names GPUs; the CPU backend's devices are host devices, "
+             "counted by params->devices alone (leave device_ids NULL)");
+    const std::span<const int32_t> ids(p.device_ids, static_cast<size_t>(p.devices));
+    for (size_t i = 0; i < ids.size(); ++i) {
+        check_index(ids[i], fmt::format("params->device_ids[{}]", i).c_str());
+        for (size_t j = 0; j < i; ++j)
+            if (ids[j] == ids[i]) fail(Status::invalid_argument, "params->device_ids lists GPU {} twice", ids[i]);
+    }
+    return ids[0];
+}
+
 }  // namespace
 
 // Parenthesised: the header makes the name a macro for the sized form.
@@ -81,10 +106,9 @@ extern "C" unmask_status unmask_model_load(const char* path, const unmask_model_
         require_not_null(path, "path");
         const auto p = read_params(params, "params", default_model_params(), model_params_v1_size);
         const LoadOptions options = to_load_options(p);
-        if (p.device < 0 || p.device > 1023)
-            fail(Status::invalid_argument, "params->device must be a device index in 0..1023, got {}", p.device);
+        const int32_t device = first_device(p, options.backend);
         const MemoryBudget budget = read_budget(p.memory_budget_bytes, p.memory_fraction, p.memory_margin, "params");
-        auto loaded = LoadedModel::load(path, options, p.device, budget);
+        auto loaded = LoadedModel::load(path, options, device, budget, p.devices);
         auto handle = std::make_unique<unmask_model>();
         handle->tokenizer.tokenizer = loaded->tokenizer();
         handle->loaded = std::move(loaded);

@@ -77,6 +77,8 @@ extern "C" unmask_status unmask_service_config_read(const char* path, unmask_ser
         if (size > service_config_v1_size) fill_deprecated_server_fields(path, out);
         out.gpu_device = c.gpu_devices.empty() ? 0 : static_cast<int32_t>(c.gpu_devices[0]);
         out.quantize_embeddings = c.quantize_embeddings ? 1 : 0;
+        out.cpu_devices = static_cast<int32_t>(c.cpu_devices);
+        for (size_t i = 0; i < c.gpu_devices.size(); ++i) out.gpu_devices[i] = static_cast<int32_t>(c.gpu_devices[i]);
         std::memcpy(config, &out, size);
     });
 }

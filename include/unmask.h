@@ -45,7 +45,7 @@ extern "C" {
  * or struct layout would have to change (it is the shared library's SOVERSION); the minor number
  * grows when something is added. */
 #define UNMASK_ABI_VERSION_MAJOR 1
-#define UNMASK_ABI_VERSION_MINOR 12
+#define UNMASK_ABI_VERSION_MINOR 13
 #define UNMASK_ABI_VERSION ((UNMASK_ABI_VERSION_MAJOR << 16) | UNMASK_ABI_VERSION_MINOR)
 
 /* The ABI version of the library actually loaded, encoded like UNMASK_ABI_VERSION. A program is
@@ -178,7 +178,21 @@ typedef struct unmask_model_params {
      * their rows are whole blocks; INVALID_ARGUMENT with another precision); default 0: they keep
      * the file's type (docs/loading.md). */
     int32_t quantize_embeddings;
+    /* Since ABI 1.13 (from offset 96, past the padding an older caller's struct_size covers): the
+     * devices sharing the model, by tensor and expert parallelism (docs/parallel.md). With the CPU
+     * backend they are host devices of this process: the budget holds the model once and each
+     * device's copies of its weight shares, K/V shards and scratch, and every generation and
+     * engine of the model runs on all of them, its threads divided among them. With CUDA they are
+     * GPUs, which need the forward to drive NCCL: UNSUPPORTED beyond one GPU in this version.
+     * A model whose attention heads or widths do not divide among the devices is UNSUPPORTED. */
+    const int32_t *device_ids;                  /* CUDA: `devices` distinct GPU indexes, the first in
+                                                   place of `device`; NULL (default): device,
+                                                   device + 1, ...; must be NULL for the CPU */
+    int32_t devices;                            /* 1..UNMASK_MAX_DEVICES; default 1 */
 } unmask_model_params;
+
+/* Since ABI 1.13: the most devices one model is shared among. */
+#define UNMASK_MAX_DEVICES 64
 
 /* Fills *params with the defaults above (through the macro below). The function writes the ABI 1.3
  * struct, for programs built against older headers; call it by its parenthesised name to pass
@@ -676,6 +690,10 @@ typedef struct unmask_service_config {
                                           gpu_device_count > 0; 0 otherwise (which is not GPU 0) */
     /* Since ABI 1.11. */
     int32_t quantize_embeddings;       /* model.quantize_embeddings: 1 or 0 (default) */
+    /* Since ABI 1.13. */
+    int32_t cpu_devices;               /* resources.cpu_devices: host devices sharing the model on the
+                                          CPU (unmask_model_params.devices); default 1 */
+    int32_t gpu_devices[UNMASK_MAX_DEVICES]; /* resources.gpu_devices, gpu_device_count of them */
 } unmask_service_config;
 
 /* Reads and validates a configuration file. Errors: IO, INVALID_ARGUMENT naming the key. */

@@ -15,6 +15,7 @@ std::vector<OptionSpec> with_engine_options(std::vector<OptionSpec> options) {
         quantize_embeddings_option,
         {"backend", "B", "cpu (default) or cuda"},
         {"device", "N", "the GPU for --backend cuda (default 0)"},
+        {"devices", "N", "devices sharing the model (docs/parallel.md): host devices on the CPU (default 1)"},
         {"threads", "N", "CPU threads (default: all)"},
         {"max-concurrent", "N", "requests running at once"},
         {"max-queued", "N", "requests waiting for admission (default 64)"},
@@ -63,6 +64,7 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
         }
     };
     int32("device", model_params.device, 0);
+    int32("devices", model_params.devices, 1);
     int32("threads", engine_params.threads, 0);
     int32("max-concurrent", engine_params.max_concurrent_requests, 1);
     int32("max-queued", engine_params.max_queued_requests, 1);

@@ -3,26 +3,24 @@
 // the model and start the engine themselves (the command's --config, unmask-server).
 #pragma once
 
-#include <stdexcept>
-#include <string>
-
 #include "unmask.h"
 
 namespace unmask_examples {
 
-// Throws std::invalid_argument for a configuration these hosts cannot serve (several GPUs).
+// `model.device_ids` points into `c`, which must outlive the load.
 inline void apply_service_config(const unmask_service_config& c, unmask_model_params& model,
                                  unmask_engine_params& engine) {
     model.precision = c.precision;
     model.quantize_embeddings = c.quantize_embeddings;
     model.memory_fraction = c.memory_fraction;
     model.log_level = c.log_level;
-    if (c.gpu_device_count > 1)  // as unmask_engine_create_from_config refuses it
-        throw std::invalid_argument("resources.gpu_devices lists " + std::to_string(c.gpu_device_count) +
-                                    " GPUs; an engine runs on one until multi-GPU support lands");
-    if (c.gpu_device_count == 1) {
+    if (c.gpu_device_count > 0) {
         model.backend = UNMASK_BACKEND_CUDA;
-        model.device = c.gpu_device;
+        model.device = c.gpu_devices[0];
+        model.devices = c.gpu_device_count;
+        model.device_ids = c.gpu_devices;
+    } else {
+        model.devices = c.cpu_devices;
     }
     engine.max_concurrent_requests = c.max_concurrent_requests;
     engine.max_queued_requests = c.max_queued_requests;

@@ -73,13 +73,13 @@ void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::spa
     run_batch();
 }
 
-std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
-                                      std::span<SequenceState> states, const ForwardLimits& limits,
-                                      const StepObserver& observer) {
+std::vector<GenerationStats> generate(const Model& model, std::span<Backend* const> devices,
+                                      std::span<DecodeSequence> sequences, std::span<SequenceState> states,
+                                      const ForwardLimits& limits, const StepObserver& observer) {
     if (states.size() != sequences.size())
         fail(Status::internal, "generate() with {} sequences and {} states", sequences.size(), states.size());
     if (sequences.empty()) return {};
-    Forward forward(model, backend, limits);
+    Forward forward(model, devices, limits);
     std::vector<DecodeSequence*> sequence_pointers;
     std::vector<SequenceState*> state_pointers;
     for (size_t i = 0; i < sequences.size(); ++i) {
@@ -92,6 +92,13 @@ std::vector<GenerationStats> generate(const Model& model, Backend& backend, std:
     while (!std::all_of(sequences.begin(), sequences.end(), [](const DecodeSequence& s) { return s.finished(); }))
         step(forward, sequence_pointers, state_pointers, stats, observer);
     return stats;
+}
+
+std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
+                                      std::span<SequenceState> states, const ForwardLimits& limits,
+                                      const StepObserver& observer) {
+    Backend* const one[] = {&backend};
+    return generate(model, one, sequences, states, limits, observer);
 }
 
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,

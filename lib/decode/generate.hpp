@@ -37,8 +37,13 @@ ForwardLimits single_forward_limits(std::span<const DecodeSequence> sequences) n
 void step(Forward& forward, std::span<DecodeSequence* const> sequences, std::span<SequenceState* const> states,
           std::span<GenerationStats> stats, const StepObserver& observer = {});
 
-// Runs `sequences` to the end with forwards bounded by `limits`, sequence i in `states[i]`,
-// whose caches are made on `backend` where the cache mode needs them and they are missing.
+// Runs `sequences` to the end with forwards bounded by `limits` on `devices` (sharing the model,
+// Forward's constructor), sequence i in `states[i]`, whose caches are made on the devices where
+// the cache mode needs them and they are missing.
+std::vector<GenerationStats> generate(const Model& model, std::span<Backend* const> devices,
+                                      std::span<DecodeSequence> sequences, std::span<SequenceState> states,
+                                      const ForwardLimits& limits, const StepObserver& observer = {});
+// The same on one device.
 std::vector<GenerationStats> generate(const Model& model, Backend& backend, std::span<DecodeSequence> sequences,
                                       std::span<SequenceState> states, const ForwardLimits& limits,
                                       const StepObserver& observer = {});

@@ -67,12 +67,12 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     if (options_.threads == 0) options_.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
     if (!options_.placement) options_.placement = cpu_placement();
     backend_kind_ = options_.placement->kind();
-    if (options_.devices < 1 || options_.devices > 64)
-        fail(Status::invalid_argument, "devices {} is outside 1..64", options_.devices);
+    if (options_.devices < 1 || options_.devices > max_devices)
+        fail(Status::invalid_argument, "devices {} is outside 1..{}", options_.devices, max_devices);
     if (options_.devices > 1 && backend_kind_ != BackendKind::cpu)
         fail(Status::unsupported, "an engine on {} devices needs host (CPU) devices: GPUs share a model only through "
              "NCCL, which the forward does not use yet", options_.devices);
-    const int devices = options_.devices, device_threads = std::max(1, options_.threads / devices);
+    const int devices = options_.devices;
     if (!model.has_data()) fail(Status::unsupported, "the model was loaded with metadata_only and cannot generate");
 
     // Scratch for forwards of `rows` rows: every running request at the longest length when the
@@ -83,9 +83,9 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     };
     const uint64_t states = states_at(length);
     // Every device's run state and workspace, and its copies of its weight shares.
-    const uint64_t copies = devices > 1 ? shard_copy_bytes(model, devices) : 0;
+    const LedgerDevices ledger_devices{devices, devices > 1 ? shard_copy_bytes(model, devices) : 0};
     auto scratch_at = [&](int64_t rows, int64_t n) {
-        return uint64_t(devices) * (scratch_bytes(spec, {rows, n}, backend_kind_, device_threads, devices) + copies);
+        return shared_ledger_scratch_bytes(spec, {rows, n}, backend_kind_, options_.threads, ledger_devices);
     };
     auto scratch_for = [&](int64_t rows) { return scratch_at(rows, length); };
     const uint64_t available = memory.available();
@@ -109,7 +109,7 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
     std::vector<Backend*> backends;
     for (int d = 0; d < devices; ++d) {
-        devices_.push_back(options_.placement->make_backend(device_threads, *scratch_));
+        devices_.push_back(options_.placement->make_backend(ledger_devices.threads_each(options_.threads), *scratch_));
         backends.push_back(devices_.back().get());
     }
     forward_ = std::make_unique<Forward>(model, backends, ForwardLimits{rows, length});

@@ -197,17 +197,27 @@ ServiceConfig config_from(const json& root, const std::filesystem::path& directo
              config.min_diffusion_steps, config.max_diffusion_steps);
 
     const Section resources(root, "resources");
-    resources.allow_only({"gpu_devices", "memory_fraction", "log_level", "log_rotation_size_mb"});
+    resources.allow_only({"gpu_devices", "cpu_devices", "memory_fraction", "log_level", "log_rotation_size_mb"});
     if (const json* devices = resources.find("gpu_devices")) {
         if (!devices->is_array())
             fail(Status::invalid_argument, "'resources.gpu_devices' must be a list of device indexes, got {}", devices->dump());
+        if (devices->size() > size_t(max_devices))
+            fail(Status::invalid_argument, "'resources.gpu_devices' lists {} devices; at most {} share a model",
+                 devices->size(), max_devices);
         for (const json& d : *devices) {
             if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > 1023)
                 fail(Status::invalid_argument, "'resources.gpu_devices' entries must be device indexes 0..1023, got {}",
                      d.dump());
-            config.gpu_devices.push_back(d.get<int64_t>());
+            const int64_t index = d.get<int64_t>();
+            if (std::find(config.gpu_devices.begin(), config.gpu_devices.end(), index) != config.gpu_devices.end())
+                fail(Status::invalid_argument, "'resources.gpu_devices' lists device {} twice", index);
+            config.gpu_devices.push_back(index);
         }
     }
+    resources.integer("cpu_devices", config.cpu_devices, 1, max_devices);
+    if (config.cpu_devices > 1 && !config.gpu_devices.empty())
+        fail(Status::invalid_argument, "'resources.cpu_devices' shares the model among host devices; it cannot go "
+             "with 'resources.gpu_devices'");
     resources.number("memory_fraction", config.memory_fraction, 0, 1, true);
     resources.choice<LogLevel>("log_level", config.log_level,
                                {{"debug", LogLevel::debug}, {"info", LogLevel::info}, {"warn", LogLevel::warn},

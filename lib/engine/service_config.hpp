@@ -4,7 +4,7 @@
 //   service:   listen_port, max_concurrent_requests, max_queued_requests, request_timeout_seconds
 //   model:     weights_path, precision, quantize_embeddings, max_sequence_length, min_diffusion_steps,
 //              max_diffusion_steps
-//   resources: gpu_devices, memory_fraction, log_level, log_rotation_size_mb
+//   resources: gpu_devices, cpu_devices, memory_fraction, log_level, log_rotation_size_mb
 //   server:    unmask-server's own (examples/server reads it through read_config_section); the
 //              library checks only that it is a mapping
 //
@@ -34,7 +34,8 @@ struct ServiceConfig {
     bool quantize_embeddings = false;
     int64_t max_sequence_length = 0;  // 0: the model's
     int64_t min_diffusion_steps = 0, max_diffusion_steps = 0;
-    std::vector<int64_t> gpu_devices;  // empty: the CPU
+    std::vector<int64_t> gpu_devices;  // empty: the CPU; distinct, at most max_devices
+    int64_t cpu_devices = 1;           // host devices sharing the model on the CPU (without gpu_devices)
     double memory_fraction = 1.0;
     LogLevel log_level = LogLevel::info;
     int64_t log_rotation_size_mb = 0;  // 0: no rotation

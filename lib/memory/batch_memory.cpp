@@ -17,12 +17,12 @@ std::optional<SequenceState> try_reserve_sequence(MemoryLedger& device, const Mo
 }
 
 BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span<const SequenceShape> sequences,
-                          BackendKind backend, int threads) {
+                          BackendKind backend, int threads, const LedgerDevices& devices) {
     uint64_t state_bytes = 0;
     int64_t all_rows = 0, widest_rows = 0, longest = 0;
     const SequenceShape* longest_sequence = nullptr;
     for (const SequenceShape& s : sequences) {
-        state_bytes += sequence_state_bytes(spec, s.length, s.options, backend);
+        state_bytes += shared_ledger_state_bytes(spec, s.length, s.options, backend, devices.count);
         const int64_t rows = forward_rows(s.length, s.options);
         all_rows += rows;
         widest_rows = std::max(widest_rows, rows);
@@ -32,11 +32,13 @@ BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span
         }
     }
     if (longest_sequence == nullptr) fail(Status::internal, "reserve_batch() without sequences");
-    auto scratch_for = [&](int64_t rows) { return scratch_bytes(spec, {rows, longest}, backend, threads); };
+    auto scratch_for = [&](int64_t rows) {
+        return shared_ledger_scratch_bytes(spec, {rows, longest}, backend, threads, devices);
+    };
     auto refuse = [&](uint64_t available) {
         const auto count = static_cast<int64_t>(sequences.size());
         const int64_t fitting =
-            longest_fitting_sequence(spec, available, longest_sequence->options, backend, threads, count);
+            longest_fitting_sequence(spec, available, longest_sequence->options, backend, threads, count, devices);
         fail(Status::out_of_budget,
              "{} sequence(s) of up to {} positions need {} bytes of state and at least {} of scratch, but {} has {} of "
              "its {} bytes left; {}",
@@ -55,7 +57,8 @@ BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span
     BatchMemory memory;
     try {
         for (const SequenceShape& s : sequences) {
-            auto state = try_reserve_sequence(device, spec, s, backend, device.name() + " sequence state");
+            auto state =
+                try_reserve_sequence(device, spec, s, backend, device.name() + " sequence state", devices.count);
             if (!state) fail(Status::out_of_budget, "a sequence's state no longer fits");
             memory.states.push_back(std::move(*state));
         }

@@ -37,7 +37,9 @@ struct BatchMemory {
     ForwardLimits limits;                   // for the forwards the scratch was sized for
 };
 
+// On `devices` sharing the ledger, each sequence's state holds every device's K/V shard and the
+// scratch every device's forwards (the threads divided among them).
 BatchMemory reserve_batch(MemoryLedger& device, const ModelSpec& spec, std::span<const SequenceShape> sequences,
-                          BackendKind backend, int threads);
+                          BackendKind backend, int threads, const LedgerDevices& devices = {});
 
 }  // namespace unmask

@@ -60,6 +60,12 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
     return run_state_sizes(shard, limits, devices).total() + workspace;
 }
 
+uint64_t shared_ledger_scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend,
+                                     int threads, const LedgerDevices& devices) {
+    return uint64_t(devices.count) *
+           (scratch_bytes(spec, limits, backend, devices.threads_each(threads), devices.count) + devices.weight_copies);
+}
+
 WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices) {
     if (devices < 1 || devices > 4096) fail(Status::invalid_argument, "the device count {} is outside 1..4096", devices);
     WeightBytes bytes;
@@ -77,11 +83,11 @@ WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights,
 }
 
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
-                                 BackendKind backend, int threads, int64_t count) {
+                                 BackendKind backend, int threads, int64_t count, const LedgerDevices& devices) {
     return largest_fitting(1, spec.max_sequence_length, [&](int64_t length) {
         const ForwardLimits limits{forward_rows(length, options), length};
-        return uint64_t(count) * sequence_state_bytes(spec, length, options, backend) +
-                   scratch_bytes(spec, limits, backend, threads) <=
+        return uint64_t(count) * shared_ledger_state_bytes(spec, length, options, backend, devices.count) +
+                   shared_ledger_scratch_bytes(spec, limits, backend, threads, devices) <=
                available;
     });
 }
@@ -151,7 +157,6 @@ MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const 
     // sequence's state and every device's scratch, the threads divided among them (as an engine
     // on host devices reserves them).
     const bool one_memory = request.backend == BackendKind::cpu && devices > 1;
-    const int threads = one_memory ? std::max(1, request.threads / devices) : request.threads;
     auto state_bytes = [&](int64_t sequence_length) {
         return one_memory ? shared_ledger_state_bytes(spec, sequence_length, request.sequence, request.backend, devices)
                           : sequence_state_bytes(spec, sequence_length, request.sequence, request.backend, devices);
@@ -169,7 +174,8 @@ MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const 
         if (concurrent > max_forward_rows / forward_rows(sequence_length, request.sequence)) return UINT64_MAX;
         const ForwardLimits limits{concurrent * forward_rows(sequence_length, request.sequence), sequence_length};
         *dynamic = uint64_t(concurrent) * state_bytes(sequence_length);
-        *scratch = uint64_t(one_memory ? devices : 1) * scratch_bytes(spec, limits, request.backend, threads, devices);
+        *scratch = one_memory ? shared_ledger_scratch_bytes(spec, limits, request.backend, request.threads, {devices, 0})
+                              : scratch_bytes(spec, limits, request.backend, request.threads, devices);
         return plan.weights + *dynamic + *scratch;
     };
     auto fits = [&](int64_t concurrent, int64_t sequence_length) {

@@ -8,6 +8,7 @@
 // The same functions size the real allocations, so the plan is what the engine reserves.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -61,6 +62,22 @@ uint64_t shared_ledger_state_bytes(const ModelSpec& spec, int64_t length, const 
 uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend, int threads,
                        int devices = 1);
 
+// The devices of one ledger that share a model: host devices of one process (model/
+// tensor_parallel.hpp), or a device alone. Each runs every forward with its share of the threads
+// and holds `weight_copies` bytes of copied weight shares (shard_copy_bytes).
+struct LedgerDevices {
+    int count = 1;
+    uint64_t weight_copies = 0;
+
+    // Each device's share of `threads`.
+    int threads_each(int threads) const noexcept { return std::max(1, threads / count); }
+};
+
+// The scratch of forwards up to `limits` on every device of a ledger, `threads` divided among
+// them: each device's scratch_bytes and weight copies.
+uint64_t shared_ledger_scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend,
+                                     int threads, const LedgerDevices& devices);
+
 // A model's weight bytes by component: the whole model, and one device's share among `devices`
 // (the shares the forward binds; a tied LM head is a view of the embedding, no bytes of its own).
 // Throws UNSUPPORTED where the model does not divide among the devices.
@@ -76,9 +93,10 @@ WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights,
 int64_t forward_rows(int64_t length, const SequenceOptions& options) noexcept;
 
 // The longest length (at most the model's maximum) at which `count` sequences fit in `available`
-// bytes: their states, and scratch for forwards of one at a time; 0 when none does.
+// bytes on `devices`: their states, and scratch for forwards of one at a time; 0 when none does.
 int64_t longest_fitting_sequence(const ModelSpec& spec, uint64_t available, const SequenceOptions& options,
-                                 BackendKind backend, int threads, int64_t count = 1);
+                                 BackendKind backend, int threads, int64_t count = 1,
+                                 const LedgerDevices& devices = {});
 
 // The forward indexes its rows with int32: no forward is planned beyond this many.
 inline constexpr int64_t max_forward_rows = INT32_MAX;

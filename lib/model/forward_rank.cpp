@@ -205,11 +205,15 @@ void ForwardRank::lm_head(int64_t rows) {
         backend_.matmul(s.gathered.floats(), rows, *lm_head_, nullptr, s.logits.floats());
         return;
     }
-    // This device's slice of every row's logits, then each row's slices side by side in rank order.
-    const int64_t slice = lm_head_->shape[0], vocab = spec_.embedding_rows;
+    // This device's slice of every row's logits, then each row's slices side by side in rank order,
+    // rows in order: the slack a row's gather writes past its logits is the next row's, which its
+    // own gather then overwrites. The last device's slice is shorter where the vocabulary does not
+    // divide: it sends the start of its next row (or spare room) as the tail, which lands in the slack.
+    const int64_t rows_here = lm_head_->shape[0], vocab = spec_.embedding_rows;
+    const auto slice = size_t(vocabulary_slice(vocab, communicator_->size()));
     backend_.matmul(s.gathered.floats(), rows, *lm_head_, nullptr, s.shard_logits.floats());
     for (int64_t r = 0; r < rows; ++r)
-        communicator_->all_gather(s.shard_logits.floats() + r * slice, size_t(slice), s.logits.floats() + r * vocab);
+        communicator_->all_gather(s.shard_logits.floats() + r * rows_here, slice, s.logits.floats() + r * vocab);
 }
 
 void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput& output) {

@@ -10,6 +10,9 @@
 
 namespace unmask {
 
+// The most devices one model is shared among (tensor and expert parallelism; UNMASK_MAX_DEVICES).
+inline constexpr int max_devices = 64;
+
 enum class Precision : int32_t { automatic = 0, fp32 = 1, bf16 = 2, fp16 = 3, int8 = 4, q4 = 5, fp8 = 6 };
 // The precisions that quantize matrices while loading (and, with quantize_embeddings, the
 // embedding and LM head).

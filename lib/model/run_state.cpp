@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/backend.hpp"
+#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 
@@ -87,8 +88,11 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     s.gate = s.up = allocation_bytes(swiglu_floats * f);
     s.output_rows = allocation_bytes(outputs * i);
     s.gathered = allocation_bytes(outputs * d * f);
-    s.logits = allocation_bytes(outputs * static_cast<uint64_t>(spec.embedding_rows) * f);
-    if (devices > 1) s.shard_logits = allocation_bytes(outputs * static_cast<uint64_t>(spec.embedding_rows / devices) * f);
+    // With several devices the last output row's gathered slices run past its logits by the slack.
+    const uint64_t vocab = static_cast<uint64_t>(spec.embedding_rows);
+    s.logits = allocation_bytes((outputs * vocab + uint64_t(gathered_vocabulary_slack(spec.embedding_rows, devices))) * f);
+    if (devices > 1)
+        s.shard_logits = allocation_bytes(outputs * uint64_t(vocabulary_slice(spec.embedding_rows, devices)) * f);
     return s;
 }
 

@@ -1,5 +1,6 @@
 #include "model/tensor_parallel.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -22,13 +23,21 @@ ModelSpec shard_spec(const ModelSpec& spec, int devices) {
     require(spec.intermediate_size, "MLP columns");
     require(spec.experts, "routed experts");
     require(spec.shared_expert_intermediate_size, "shared-expert MLP columns");
-    require(spec.embedding_rows, "vocabulary rows");
+    if ((devices - 1) * vocabulary_slice(spec.embedding_rows, devices) >= spec.embedding_rows)
+        fail(Status::unsupported, "tensor parallelism over {} devices: the model's {} vocabulary rows are too few to "
+             "give each a slice", devices, spec.embedding_rows);
     ModelSpec shard = spec;
     shard.attention_heads /= devices;
     shard.kv_heads = spec.kv_heads >= devices ? spec.kv_heads / devices : 1;
     shard.intermediate_size /= devices;
     shard.shared_expert_intermediate_size /= devices;
     return shard;
+}
+
+int64_t vocabulary_slice(int64_t rows, int devices) noexcept { return (rows + devices - 1) / devices; }
+
+int64_t gathered_vocabulary_slack(int64_t rows, int devices) noexcept {
+    return devices * vocabulary_slice(rows, devices) - rows;
 }
 
 int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept {
@@ -67,8 +76,12 @@ Share share_of(const ModelSpec& spec, Role role, int32_t expert, const std::vect
         case Role::q_proj: case Role::q_bias: return {Split::rows, rank * q_width, q_width};
         case Role::k_proj: case Role::v_proj: case Role::k_bias: case Role::v_bias:
             return {Split::rows, first_kv_head(spec, rank, devices) * hd, kv_width};
-        case Role::mlp_gate: case Role::mlp_up: case Role::shared_gate: case Role::shared_up: case Role::lm_head:
+        case Role::mlp_gate: case Role::mlp_up: case Role::shared_gate: case Role::shared_up:
             return {Split::rows, rank * (shape[0] / devices), shape[0] / devices};
+        case Role::lm_head: {
+            const int64_t slice = vocabulary_slice(shape[0], devices), first = rank * slice;
+            return {Split::rows, first, std::min(slice, shape[0] - first)};
+        }
         case Role::o_proj: return {Split::columns, rank * q_width, q_width};
         case Role::mlp_down: case Role::shared_down:
             return {Split::columns, rank * (shape.at(1) / devices), shape.at(1) / devices};

@@ -29,6 +29,12 @@ namespace unmask {
 // devices.
 ModelSpec shard_spec(const ModelSpec& spec, int devices);
 
+// Each device's slice of a vocabulary of `rows` (the LM head's rows): ceil(rows / devices) rows,
+// the last device's fewer where they do not divide. Gathered side by side in rank order, the
+// slices are the logits in order, followed by gathered_vocabulary_slack floats that hold nothing.
+int64_t vocabulary_slice(int64_t rows, int devices) noexcept;
+int64_t gathered_vocabulary_slack(int64_t rows, int devices) noexcept;
+
 // The first of the model's K/V heads that `rank`'s shard holds.
 int64_t first_kv_head(const ModelSpec& spec, int rank, int devices) noexcept;
 

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "memory/batch_memory.hpp"
 #include "memory/memory_plan.hpp"
+#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 namespace {
@@ -23,7 +24,12 @@ bool cuda_graphs_wanted() {
 }  // namespace
 
 std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& path, LoadOptions options, int device,
-                                               const MemoryBudget& budget) {
+                                               const MemoryBudget& budget, int devices) {
+    if (devices < 1 || devices > max_devices)
+        fail(Status::invalid_argument, "devices {} is outside 1..{}", devices, max_devices);
+    if (devices > 1 && options.backend != BackendKind::cpu)
+        fail(Status::unsupported, "a model on {} GPUs needs the forward to drive NCCL, which it does not yet; "
+             "several host (CPU) devices work (docs/parallel.md)", devices);
     if (!options.metadata_only) require_device(options.backend, device);
     // The CPU's size is the planner's to ask; a GPU's is asked here, of the device named.
     const uint64_t device_memory = options.backend != BackendKind::cpu && has_device(options.backend, device)
@@ -34,8 +40,11 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& path
     loaded->memory_ = std::make_unique<MemoryLedger>(
         options.backend == BackendKind::cpu ? "the CPU memory budget" : "the CUDA memory budget", usable.usable);
     loaded->backend_ = options.backend;
+    loaded->devices_ = devices;
     options.memory = loaded->memory_.get();
     loaded->model_ = load_model(path, options);
+    // Every weight's share (the block alignment of quantized column shares too), before placing.
+    if (devices > 1) weight_bytes(loaded->model_->spec(), loaded->model_->weights(), devices);
     std::error_code ec;
     if (const GgufFile* gguf = loaded->model_->gguf(); gguf != nullptr) {
         // A vocabulary this version cannot tokenize with leaves a model that runs on token ids.
@@ -71,13 +80,20 @@ std::vector<GenerationStats> LoadedModel::generate_batch(std::span<DecodeSequenc
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
         shapes.push_back({static_cast<int64_t>(s.canvas().size()), s.memory_options()});
-    BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads);
-    auto backend = device.make_backend(threads, *memory.scratch);
-    return generate(*model_, *backend, sequences, memory.states, memory.limits, observer);
+    const LedgerDevices ledger_devices{devices_, devices_ > 1 ? shard_copy_bytes(*model_, devices_) : 0};
+    BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads, ledger_devices);
+    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<Backend*> devices;
+    for (int d = 0; d < devices_; ++d) {
+        backends.push_back(device.make_backend(ledger_devices.threads_each(threads), *memory.scratch));
+        devices.push_back(backends.back().get());
+    }
+    return generate(*model_, devices, sequences, memory.states, memory.limits, observer);
 }
 
 std::unique_ptr<Engine> LoadedModel::start_engine(EngineOptions options) const {
     options.placement = placement();
+    options.devices = devices_;
     return std::make_unique<Engine>(*model_, *memory_, std::move(options));
 }
 

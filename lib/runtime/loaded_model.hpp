@@ -29,24 +29,33 @@ public:
     // (OUT_OF_BUDGET), read, and placed on the device. The tokenizer is the directory's
     // tokenizer.json or the GGUF file's own. A metadata-only model has no placement and cannot
     // run. Throws what load_model, the tokenizer and place_weights throw.
+    //
+    // `devices` > 1 shares the model among that many host devices (docs/parallel.md): every
+    // generation and engine runs on all of them, the budget holding the model once and each
+    // device's copies, K/V shards and scratch. INVALID_ARGUMENT outside 1..max_devices;
+    // UNSUPPORTED for GPUs (the forward does not drive NCCL yet) and for a model whose heads or
+    // widths do not divide among the devices.
     static std::unique_ptr<LoadedModel> load(const std::filesystem::path& path, LoadOptions options, int device,
-                                             const MemoryBudget& budget);
+                                             const MemoryBudget& budget, int devices = 1);
     ~LoadedModel();
 
     const Model& model() const noexcept { return *model_; }
     MemoryLedger& memory() const noexcept { return *memory_; }
     BackendKind backend() const noexcept { return backend_; }
+    // Host devices sharing the model (1: one device).
+    int devices() const noexcept { return devices_; }
     // Null when the directory has no tokenizer.json.
     const std::shared_ptr<const Tokenizer>& tokenizer() const noexcept { return tokenizer_; }
     // Where the weights are; throws UNSUPPORTED for a metadata-only model.
     const std::shared_ptr<const DevicePlacement>& placement() const;
 
     // Runs `sequences` to the end within the model's budget (OUT_OF_BUDGET when they cannot fit),
-    // with `threads` CPU threads, calling `observer` after each step.
+    // with `threads` CPU threads (divided among the devices), calling `observer` after each step.
     std::vector<GenerationStats> generate_batch(std::span<DecodeSequence> sequences, int threads,
                                                 const StepObserver& observer = {}) const;
 
-    // An engine serving this model on its device; the model must outlive it.
+    // An engine serving this model on its devices (options.devices is the model's); the model
+    // must outlive it.
     std::unique_ptr<Engine> start_engine(EngineOptions options) const;
 
 private:
@@ -54,6 +63,7 @@ private:
 
     std::unique_ptr<MemoryLedger> memory_;  // the device's budget; outlives the model's reservation
     BackendKind backend_ = BackendKind::cpu;
+    int devices_ = 1;
     std::unique_ptr<Model> model_;
     std::shared_ptr<const Tokenizer> tokenizer_;
     std::shared_ptr<const DevicePlacement> placement_;  // null for a metadata-only model

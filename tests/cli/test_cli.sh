@@ -126,6 +126,12 @@ PY
 cp "$work/out" "$work/first"
 expect_run "generate is reproducible" 0 generate --model "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json
 cmp -s "$work/out" "$work/first" || fail "the same seed gives the same JSON"
+expect_run "generate on 2 host devices" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 \
+    --json --devices 2
+cmp -s "$work/out" "$work/first" || fail "--devices 2 gives the tokens of one device"
+expect_run "generate on devices that cannot share the heads" 1 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 \
+    --devices 3
+expect_one_error_line "generate on devices that cannot share the heads" "UNSUPPORTED: .*3 devices"
 expect_run "generate --show-steps (not a terminal)" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --show-steps
 [ "$(grep -c '^step ' "$work/out")" -eq 4 ] || fail "--show-steps prints one line per step when not a terminal"
 grep -q "^step 1 (+2): .*_" "$work/out" || fail "--show-steps shows masks as _"

@@ -491,6 +491,9 @@ TEST_CASE("the deployment guide's service configuration parses, in YAML and in J
     CHECK(config.gpu_device_count == 2);
     CHECK(config.quantize_embeddings == 0);
     CHECK(config.gpu_device == 0);  // the first of [0, 1]: the GPU an engine runs on
+    CHECK(config.gpu_devices[0] == 0);
+    CHECK(config.gpu_devices[1] == 1);
+    CHECK(config.cpu_devices == 1);
     // A caller built against ABI 1.2 passes the older size and gets only the fields it knows.
     unmask_service_config older{};
     std::memset(&older, 0x5a, sizeof older);
@@ -546,6 +549,14 @@ TEST_CASE("each wrong key, type or value in a service configuration is named") {
         {base + "resources:\n  memory_fraction: 1.5\n", "'resources.memory_fraction' must be within (0, 1]"},
         {base + "resources:\n  memory_fraction: 0\n", "'resources.memory_fraction' must be within (0, 1]"},
         {base + "resources:\n  gpu_devices: 0\n", "'resources.gpu_devices' must be a list"},
+        {base + "resources:\n  gpu_devices: [0, 1, 0]\n", "'resources.gpu_devices' lists device 0 twice"},
+        {base + "resources:\n  gpu_devices: [" + [] {
+             std::string many;
+             for (int i = 0; i <= max_devices; ++i) many += (i ? ", " : "") + std::to_string(i);
+             return many;
+         }() + "]\n", "at most 64 share a model"},
+        {base + "resources:\n  cpu_devices: 0\n", "'resources.cpu_devices' must be within"},
+        {base + "resources:\n  cpu_devices: 2\n  gpu_devices: [0]\n", "cannot go with 'resources.gpu_devices'"},
         {base + "resources:\n  log_level: loud\n", "'resources.log_level' must be one of"},
         {"service:\n  listen_port: 80\n", "'model.weights_path' is required"},
         {base + "service: [1, 2]\n", "'service' must be a mapping"},
@@ -609,5 +620,19 @@ TEST_CASE("an engine starts from a configuration file and serves its model") {
     std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  gpu_devices: [1023]\n";
     CHECK(unmask_engine_create_from_config(path.c_str(), &engine) != UNMASK_OK);
     CHECK(engine == nullptr);
+    // Several GPUs reach the model's load, which names what is missing.
+    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  gpu_devices: [0, 1]\n";
+    CHECK(unmask_engine_create_from_config(path.c_str(), &engine) == UNMASK_ERR_UNSUPPORTED);
+    CHECK(std::string(unmask_last_error()).find("NCCL") != std::string::npos);
+    // Host devices serve: the model shared by 2 of them.
+    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat")
+                        << "\n  precision: fp32\n  max_sequence_length: 64\nresources:\n  cpu_devices: 2\n";
+    REQUIRE_MESSAGE(unmask_engine_create_from_config(path.c_str(), &engine) == UNMASK_OK, unmask_last_error());
+    unmask_request* shared = nullptr;
+    p.gen_length = 16;
+    REQUIRE(unmask_engine_submit(engine, &p, prompt.data(), 2, 0, &shared) == UNMASK_OK);
+    CHECK(outcome_of(shared).tokens.size() == 16);
+    unmask_request_free(shared);
+    unmask_engine_free(engine);
     CHECK(unmask_engine_create_from_config((directory + "/missing.yaml").c_str(), &engine) == UNMASK_ERR_IO);
 }

@@ -24,7 +24,9 @@ static_assert(offsetof(unmask_model_params, memory_fraction) == 64);
 static_assert(offsetof(unmask_model_params, memory_margin) == 72);
 static_assert(offsetof(unmask_model_params, device) == 80);  // ABI 1.4
 static_assert(offsetof(unmask_model_params, quantize_embeddings) == 88);  // ABI 1.11
-static_assert(sizeof(unmask_model_params) == 96);
+static_assert(offsetof(unmask_model_params, device_ids) == 96);  // ABI 1.13
+static_assert(offsetof(unmask_model_params, devices) == 104);
+static_assert(sizeof(unmask_model_params) == 112);
 
 static_assert(offsetof(unmask_model_description, struct_size) == 0);
 static_assert(offsetof(unmask_model_description, precision) == 4);
@@ -209,7 +211,9 @@ static_assert(offsetof(unmask_service_config, log_file) == 17000);
 static_assert(offsetof(unmask_service_config, log_prompts) == 21096);
 static_assert(offsetof(unmask_service_config, gpu_device) == 21100);  // ABI 1.4
 static_assert(offsetof(unmask_service_config, quantize_embeddings) == 21104);  // ABI 1.11
-static_assert(sizeof(unmask_service_config) == 21112);
+static_assert(offsetof(unmask_service_config, cpu_devices) == 21108);  // ABI 1.13
+static_assert(offsetof(unmask_service_config, gpu_devices) == 21112);
+static_assert(sizeof(unmask_service_config) == 21368);
 
 static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_UNSUPPORTED == 2 &&
               UNMASK_ERR_MODEL_FORMAT == 3 && UNMASK_ERR_IO == 4 && UNMASK_ERR_OUT_OF_BUDGET == 5 &&
@@ -219,7 +223,7 @@ static_assert(UNMASK_OK == 0 && UNMASK_ERR_INVALID_ARGUMENT == 1 && UNMASK_ERR_U
               "status codes are frozen");
 
 TEST_CASE("public struct layouts are frozen (checked at compile time)") {
-    CHECK(sizeof(unmask_model_params) == 96);
+    CHECK(sizeof(unmask_model_params) == 112);
     CHECK(sizeof(unmask_memory_usage) == 48);
     CHECK(sizeof(unmask_plan_params) == 88);
     CHECK(sizeof(unmask_memory_plan) == 200);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/profiled_backend.hpp"
@@ -18,6 +19,7 @@
 #include "model/forward.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel.hpp"
+#include "unmask.h"
 
 using namespace unmask;
 
@@ -155,6 +157,12 @@ TEST_CASE("a model that does not divide among the devices is refused with the re
     spec.kv_heads = 3;
     spec.attention_heads = 6;
     CHECK_THROWS_WITH_AS(shard_spec(spec, 2), doctest::Contains("3 K/V heads neither divide"), Error);
+    // A vocabulary need not divide (the last slice is shorter), but each device needs a slice.
+    spec = model->spec();
+    spec.embedding_rows = 3;
+    CHECK_THROWS_WITH_AS(shard_spec(spec, 4), doctest::Contains("3 vocabulary rows are too few"), Error);
+    spec.embedding_rows = 4;
+    CHECK(shard_spec(spec, 4).embedding_rows == 4);
 }
 
 TEST_CASE("each device holds its share: heads, K/V heads replicated past their count, experts and vocabulary") {
@@ -324,4 +332,136 @@ TEST_CASE("a device failing mid-forward ends the forward on every device with it
         CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("a device failed (planted)"), Error);
         CHECK(forward.run(batch, true).logits == expected);  // a new group: the failure cost one forward
     }
+}
+
+namespace {
+
+// The model at `path` loaded through the C API for `devices` host devices.
+unmask_model* load_for_devices(const std::string& path, int32_t devices) {
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    params.precision = UNMASK_PRECISION_FP32;
+    params.devices = devices;
+    unmask_model* model = nullptr;
+    REQUIRE(unmask_model_load(path.c_str(), &params, &model) == UNMASK_OK);
+    return model;
+}
+
+unmask_memory_usage memory_of(const unmask_model* model) {
+    unmask_memory_usage usage{};
+    usage.struct_size = sizeof usage;
+    REQUIRE(unmask_model_memory(model, &usage) == UNMASK_OK);
+    return usage;
+}
+
+// The tokens of two generations, seeded and sampled with the dual cache: one batch through
+// unmask_generate_batch, then one request through an engine.
+std::vector<std::vector<int32_t>> generate_through_the_c_api(const unmask_model* model) {
+    unmask_generate_params params;
+    REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
+    params.gen_length = 16;
+    params.steps = 8;
+    params.block_length = 8;
+    params.temperature = 0.7;
+    params.seed = 11;
+    params.cache_mode = UNMASK_CACHE_DUAL;
+    params.threads = 2;
+    const std::vector<int32_t> first = {5, 9, 14}, second = {7, 3};
+    const int32_t* prompts[] = {first.data(), second.data()};
+    const int64_t lengths[] = {3, 2};
+    std::vector<std::vector<int32_t>> tokens(3, std::vector<int32_t>(16));
+    unmask_generation results[2]{};
+    for (int i = 0; i < 2; ++i) {
+        results[i].struct_size = sizeof results[i];
+        results[i].tokens = tokens[size_t(i)].data();
+        results[i].tokens_capacity = 16;
+    }
+    REQUIRE(unmask_generate_batch(model, &params, 2, prompts, lengths, results) == UNMASK_OK);
+
+    unmask_engine_params engine_params;
+    REQUIRE(unmask_engine_params_init(&engine_params) == UNMASK_OK);
+    engine_params.max_concurrent_requests = 2;
+    engine_params.max_sequence_length = 32;
+    engine_params.threads = 2;
+    unmask_engine* engine = nullptr;
+    REQUIRE(unmask_engine_create(model, &engine_params, &engine) == UNMASK_OK);
+    unmask_request* request = nullptr;
+    REQUIRE(unmask_engine_submit(engine, &params, first.data(), 3, 0, &request) == UNMASK_OK);
+    REQUIRE(unmask_request_wait(request, 60) == UNMASK_OK);
+    int64_t count = 0;
+    REQUIRE(unmask_request_tokens(request, tokens[2].data(), 16, &count) == UNMASK_OK);
+    CHECK(count == 16);
+    unmask_request_free(request);
+    unmask_engine_free(engine);
+    return tokens;
+}
+
+}  // namespace
+
+TEST_CASE("a model loaded for host devices generates what it does on one, and gives back every byte") {
+    // tiny-chat's 262 vocabulary rows do not divide among 4 devices: slices of 66, the last of 64.
+    const std::pair<std::string, int32_t> cases[] = {{test_data_path("reference/llada"), 2},
+                                                     {test_data_path("reference/llada2-moe"), 2},
+                                                     {fixture_path("good/tiny-chat"), 4}};
+    for (const auto& [path, shared] : cases) {
+        CAPTURE(path);
+        std::vector<std::vector<int32_t>> tokens[2];
+        uint64_t peak[2] = {};
+        for (const int32_t devices : {1, shared}) {
+            const size_t i = devices == 1 ? 0 : 1;
+            unmask_model* model = load_for_devices(path, devices);
+            const uint64_t weights = memory_of(model).in_use;
+            tokens[i] = generate_through_the_c_api(model);
+            const unmask_memory_usage after = memory_of(model);
+            CHECK(after.in_use == weights);  // states, scratch and the devices' weight copies returned
+            peak[i] = after.peak_reserved - weights;
+            unmask_model_free(model);
+        }
+        CHECK(peak[1] > peak[0]);  // the second device's scratch and weight copies: it did run
+        CHECK(tokens[1] == tokens[0]);
+        CHECK(tokens[0][0] != tokens[0][1]);  // the prompts differ, and so do their answers
+    }
+}
+
+TEST_CASE("device counts and lists the model parameters cannot serve are refused with the reason") {
+    unmask_model_params params;
+    REQUIRE(unmask_model_params_init(&params) == UNMASK_OK);
+    CHECK(params.devices == 1);
+    CHECK(params.device_ids == nullptr);
+    const std::string path = test_data_path("reference/llada");
+    unmask_model* model = nullptr;
+    auto load_status = [&](const unmask_model_params& p) { return unmask_model_load(path.c_str(), &p, &model); };
+
+    for (const int32_t devices : {0, -1, UNMASK_MAX_DEVICES + 1}) {
+        params.devices = devices;
+        CHECK(load_status(params) == UNMASK_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(unmask_last_error()).find("params->devices") != std::string::npos);
+    }
+    params.devices = 2;
+    const int32_t gpus[] = {0, 1};
+    params.device_ids = gpus;  // GPU ids for the CPU backend
+    CHECK(load_status(params) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("device_ids") != std::string::npos);
+
+    params.backend = UNMASK_BACKEND_CUDA;
+    const int32_t twice[] = {1, 1};
+    params.device_ids = twice;
+    CHECK(load_status(params) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("GPU 1 twice") != std::string::npos);
+    const int32_t out_of_range[] = {0, 4096};
+    params.device_ids = out_of_range;
+    CHECK(load_status(params) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("device_ids[1]") != std::string::npos);
+    params.device_ids = gpus;  // several GPUs need the forward to drive NCCL
+    CHECK(load_status(params) == UNMASK_ERR_UNSUPPORTED);
+    CHECK(std::string(unmask_last_error()).find("NCCL") != std::string::npos);
+    CHECK(model == nullptr);
+
+    // llada's test model has 4 heads: 3 devices cannot share them.
+    params.backend = UNMASK_BACKEND_CPU;
+    params.device_ids = nullptr;
+    params.devices = 3;
+    CHECK(load_status(params) == UNMASK_ERR_UNSUPPORTED);
+    CHECK(std::string(unmask_last_error()).find("3") != std::string::npos);
+    CHECK(model == nullptr);
 }

@@ -17,7 +17,7 @@ BUNDLED = os.environ.get("UNMASK_BUNDLED_MODEL") or os.path.join(
 class Layout(unittest.TestCase):
     def test_structs_match_the_frozen_c_layouts(self):
         # The sizes tests/unit/test_struct_layout.cpp freezes for the C header.
-        sizes = {_ffi.ModelParams: 96, _ffi.PlanParams: 88, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 240,
+        sizes = {_ffi.ModelParams: 112, _ffi.PlanParams: 88, _ffi.MemoryPlan: 200, _ffi.GenerateParams: 240,
                  _ffi.EngineParams: 80, _ffi.RequestInfo: 80, _ffi.EngineStats: 240, _ffi.ModelDescription: 120,
                  _ffi.ParameterInfo: 64}
         for struct, size in sizes.items():
@@ -29,6 +29,7 @@ class Layout(unittest.TestCase):
         # Offsets tests/unit/test_struct_layout.cpp freezes (fields of equal size could swap unseen).
         offsets = {(_ffi.ModelParams, "memory_budget_bytes"): 56, (_ffi.ModelParams, "memory_margin"): 72,
                    (_ffi.ModelParams, "device"): 80, (_ffi.ModelParams, "quantize_embeddings"): 88,
+                   (_ffi.ModelParams, "device_ids"): 96, (_ffi.ModelParams, "devices"): 104,
                    (_ffi.PlanParams, "quantize_embeddings"): 80,
                    (_ffi.PlanParams, "memory_budget_bytes"): 32, (_ffi.PlanParams, "memory_margin"): 48,
                    (_ffi.MemoryPlan, "weights_by_component"): 72, (_ffi.MemoryPlan, "max_length_at_concurrency"): 192,
@@ -133,6 +134,13 @@ class Bindings(unittest.TestCase):
         self.assertEqual(cached[0].text, result.text)
         with self.assertRaises(ValueError):
             unmask.generate_params(cache_precision="fp8")
+
+    def test_a_model_shared_by_two_host_devices_answers_alike(self):
+        with unmask.Model.load(BUNDLED, devices=2) as shared:
+            result = shared.generate("What's the weather in Lisbon on May 14?", gen_length=48)
+        self.assertEqual(result.ids, self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48).ids)
+        with self.assertRaises(unmask.InvalidArgument):
+            unmask.Model.load(BUNDLED, devices=0)
 
     def test_engine_generates_streams_and_reports_stats(self):
         with unmask.Engine(self.model, max_concurrent_requests=4) as engine:

@@ -48,7 +48,8 @@ class ModelParams(ctypes.Structure):
                 ("log_callback", LOG_CALLBACK), ("log_user_data", c_void_p), ("log_level", c_int32),
                 ("metadata_only", c_int32), ("progress_callback", PROGRESS_CALLBACK), ("progress_user_data", c_void_p),
                 ("memory_budget_bytes", c_int64), ("memory_fraction", c_double), ("memory_margin", c_double),
-                ("device", c_int32), ("reserved", c_int32), ("quantize_embeddings", c_int32)]
+                ("device", c_int32), ("reserved", c_int32), ("quantize_embeddings", c_int32),
+                ("device_ids", ctypes.POINTER(c_int32)), ("devices", c_int32)]
 
 
 class ModelDescription(ctypes.Structure):

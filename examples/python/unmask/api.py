@@ -264,12 +264,14 @@ class Model(_Owned):
 
     @classmethod
     def load(cls, path: str, precision: str = "auto", memory_budget_bytes: int = 0,
-             quantize_embeddings: bool = False) -> "Model":
-        """`quantize_embeddings`: at int8, q4 or fp8, quantize the embedding and the LM head too."""
+             quantize_embeddings: bool = False, devices: int = 1) -> "Model":
+        """`quantize_embeddings`: at int8, q4 or fp8, quantize the embedding and the LM head too.
+        `devices`: host devices sharing the model (docs/parallel.md)."""
         params = _ffi.ModelParams()
         _check(lib.unmask_model_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)), "unmask_model_params_init_sized")
         params.precision = _enum_value(_ffi.ENUM_PRECISION, precision)
         params.quantize_embeddings = int(quantize_embeddings)
+        params.devices = devices
         params.memory_budget_bytes = memory_budget_bytes
         handle = ctypes.c_void_p()
         _check(lib.unmask_model_load(str(path).encode(), ctypes.byref(params), ctypes.byref(handle)),

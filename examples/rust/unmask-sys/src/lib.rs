@@ -22,7 +22,7 @@ pub const UNMASK_ERR_DEVICE: unmask_status = 11;
 pub const UNMASK_ERR_INTERNAL: unmask_status = 12;
 
 pub const UNMASK_ABI_VERSION_MAJOR: u32 = 1;
-pub const UNMASK_ABI_VERSION_MINOR: u32 = 12;
+pub const UNMASK_ABI_VERSION_MINOR: u32 = 13;
 
 pub const UNMASK_POLICY_LOW_CONFIDENCE: i32 = 0;
 pub const UNMASK_POLICY_RANDOM: i32 = 1;
@@ -105,6 +105,8 @@ pub struct unmask_model_params {
     pub device: i32,
     pub reserved: i32,
     pub quantize_embeddings: i32,
+    pub device_ids: *const i32,
+    pub devices: i32,
 }
 
 #[repr(C)]
@@ -416,7 +418,7 @@ mod tests {
     #[test]
     fn struct_sizes_match_the_c_header() {
         // The sizes tests/unit/test_struct_layout.cpp checks for include/unmask.h.
-        assert_eq!(size_of::<unmask_model_params>(), 96);
+        assert_eq!(size_of::<unmask_model_params>(), 112);
         assert_eq!(size_of::<unmask_plan_params>(), 88);
         assert_eq!(size_of::<unmask_memory_plan>(), 200);
         assert_eq!(size_of::<unmask_generate_params>(), 240);
@@ -437,6 +439,8 @@ mod tests {
         assert_eq!(offset!(unmask_model_params, memory_margin), 72);
         assert_eq!(offset!(unmask_model_params, device), 80);
         assert_eq!(offset!(unmask_model_params, quantize_embeddings), 88);
+        assert_eq!(offset!(unmask_model_params, device_ids), 96);
+        assert_eq!(offset!(unmask_model_params, devices), 104);
         assert_eq!(offset!(unmask_model_description, mask_token_id), 76);
         assert_eq!(offset!(unmask_model_description, eos_token_id), 100);
         assert_eq!(offset!(unmask_model_description, diffusion_block_size), 104);
