@@ -108,6 +108,9 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual const char* name() const noexcept = 0;
+    // What memory the backend computes on: host memory (cpu), so it can read the model's weights
+    // where they were loaded, or a GPU's.
+    virtual BackendKind kind() const noexcept = 0;
 
     // Throws Error(OUT_OF_BUDGET) when the ledger cannot take allocation_bytes(bytes).
     virtual DeviceBuffer allocate(size_t bytes) = 0;

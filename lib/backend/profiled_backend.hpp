@@ -30,6 +30,7 @@ public:
     void reset() { times_.clear(); }
 
     const char* name() const noexcept override { return inner_.name(); }
+    BackendKind kind() const noexcept override { return inner_.kind(); }
     DeviceBuffer allocate(size_t bytes) override { return inner_.allocate(bytes); }
     DeviceBuffer allocate_in(MemoryLedger& ledger, size_t bytes) override { return inner_.allocate_in(ledger, bytes); }
     void reserve_workspace(const WorkspaceLimits& limits) override { inner_.reserve_workspace(limits); }

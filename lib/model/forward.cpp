@@ -5,7 +5,6 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
-#include <string_view>
 #include <thread>
 
 #include "attention_mask.hpp"
@@ -32,7 +31,7 @@ Forward::Forward(const Model& model, std::span<Backend* const> devices, const Fo
     const auto count = static_cast<int>(devices_.size());
     if (count > 1) {
         for (size_t r = 0; r < devices_.size(); ++r)
-            if (std::string_view(devices_[r]->name()) != "cpu")
+            if (devices_[r]->kind() != BackendKind::cpu)
                 fail(Status::unsupported, "tensor parallelism over {} devices: device {} is a {} backend, and only host "
                      "devices (cpu) have a communicator in this build", count, r, devices_[r]->name());
         communicators_ = make_host_communicators(count);

@@ -39,6 +39,7 @@ public:
     int64_t replayable_calls = 0, recordings = 0, replays = 0;
 
     const char* name() const noexcept override { return "replaying cpu"; }
+    BackendKind kind() const noexcept override { return BackendKind::cpu; }
     void run_replayable(std::span<const int64_t> key, const std::function<void()>& work) override {
         ++replayable_calls;
         const ReplayCache::Decision decision = replays_.decide(key);

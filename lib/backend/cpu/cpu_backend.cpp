@@ -59,6 +59,7 @@ public:
     ~CpuBackend() override { memory_->discharge(workspace_bytes_); }
 
     const char* name() const noexcept override { return "cpu"; }
+    BackendKind kind() const noexcept override { return BackendKind::cpu; }
 
     DeviceBuffer allocate(size_t bytes) override { return allocate_in(*memory_, bytes); }
 

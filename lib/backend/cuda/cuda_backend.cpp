@@ -214,6 +214,7 @@ public:
     }
 
     const char* name() const noexcept override { return "cuda"; }
+    BackendKind kind() const noexcept override { return BackendKind::cuda; }
 
     DeviceBuffer allocate(size_t bytes) override {
         not_while_capturing();
