@@ -129,6 +129,10 @@ cmp -s "$work/out" "$work/first" || fail "the same seed gives the same JSON"
 expect_run "generate on 2 host devices" 0 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 \
     --json --devices 2
 cmp -s "$work/out" "$work/first" || fail "--devices 2 gives the tokens of one device"
+printf 'model:\n  weights_path: %s\nresources:\n  cpu_devices: 2\n' "$model" >"$work/devices.yaml"
+expect_run "generate on the host devices of a service file" 0 generate --config "$work/devices.yaml" --prompt-ids 1,2,3 \
+    --gen-length 8 --steps 4 --seed 3 --json
+cmp -s "$work/out" "$work/first" || fail "resources.cpu_devices: 2 gives the tokens of one device"
 expect_run "generate on devices that cannot share the heads" 1 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 \
     --devices 3
 expect_one_error_line "generate on devices that cannot share the heads" "UNSUPPORTED: .*3 devices"
