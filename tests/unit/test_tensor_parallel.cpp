@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/placement.hpp"
 #include "backend/profiled_backend.hpp"
 #include "core/error.hpp"
 #include "fixtures.hpp"
@@ -331,6 +332,115 @@ TEST_CASE("a device failing mid-forward ends the forward on every device with it
         Forward forward(*model, devices, {8, 8});
         CHECK_THROWS_WITH_AS(forward.run(batch, true), doctest::Contains("a device failed (planted)"), Error);
         CHECK(forward.run(batch, true).logits == expected);  // a new group: the failure cost one forward
+    }
+}
+
+namespace {
+
+// A CPU backend on the engine's scratch whose `failing`-th matmul fails (once): with a
+// DeviceLost when `lost`, else an Error(DEVICE).
+class FailingOnce final : public ProfiledBackend {
+public:
+    FailingOnce(std::unique_ptr<Backend> inner, int failing, bool lost)
+        : ProfiledBackend(*inner), inner_(std::move(inner)), failing_(failing), lost_(lost) {}
+    void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        if (calls_++ == failing_) {
+            if (lost_) throw DeviceLost("device 1 failed (planted)");
+            throw Error(Status::device, "device 1 failed (planted)");
+        }
+        ProfiledBackend::matmul(x, rows, w, bias, out);
+    }
+
+private:
+    std::unique_ptr<Backend> inner_;
+    int calls_ = 0, failing_;
+    bool lost_;
+};
+
+// Host devices whose second fails as FailingOnce does; the others are the CPU placement's.
+class FailingSecondDevice final : public DevicePlacement {
+public:
+    FailingSecondDevice(int failing, bool lost) : failing_(failing), lost_(lost) {}
+    BackendKind kind() const noexcept override { return BackendKind::cpu; }
+    std::unique_ptr<Backend> make_backend(int threads, MemoryLedger& scratch) const override {
+        auto backend = cpu_placement()->make_backend(threads, scratch);
+        if (made_++ != 1) return backend;
+        return std::make_unique<FailingOnce>(std::move(backend), failing_, lost_);
+    }
+
+private:
+    int failing_;
+    bool lost_;
+    mutable int made_ = 0;
+};
+
+std::shared_ptr<Request> submit_one(Engine& engine, const ModelSpec& spec, int32_t first_token) {
+    RequestInput input;
+    input.params.gen_length = 16;
+    input.params.steps = 8;
+    input.params.block_length = 8;
+    input.canvas = {first_token, 9, 14};
+    input.canvas.resize(input.canvas.size() + 16, static_cast<int32_t>(spec.mask_token_id));
+    input.first_output = 3;
+    return engine.submit(std::move(input), std::nullopt);
+}
+
+}  // namespace
+
+// The 2 x 40th matmul falls in the second request's first step or later: the device fails with
+// requests running; a plain device error ends the step's requests, a lost device the engine.
+TEST_CASE("a host device failing mid-step ends its requests with DEVICE and gives back their memory") {
+    const auto model = load("llada2-moe", Precision::fp32);
+    const ModelSpec& spec = model->spec();
+    auto engine_options = [](std::shared_ptr<const DevicePlacement> placement) {
+        EngineOptions options;
+        options.max_concurrent_requests = 2;
+        options.max_sequence_length = 32;
+        options.threads = 2;
+        options.devices = 2;
+        options.placement = std::move(placement);
+        return options;
+    };
+    std::vector<int32_t> healthy_tokens;
+    {
+        MemoryLedger memory("test memory", uint64_t(1) << 32);
+        Engine engine(*model, memory, engine_options(nullptr));
+        const auto request = submit_one(engine, spec, 5);
+        REQUIRE(request->wait(std::chrono::seconds(60)));
+        healthy_tokens = request->result().tokens;
+    }
+
+    SUBCASE("an error: the step's requests end with it, the engine serves the next") {
+        MemoryLedger memory("test memory", uint64_t(1) << 32);
+        Engine engine(*model, memory, engine_options(std::make_shared<FailingSecondDevice>(40, false)));
+        const uint64_t base = memory.in_use();  // the engine's scratch, before any request
+        std::vector<std::shared_ptr<Request>> failed = {submit_one(engine, spec, 5), submit_one(engine, spec, 6)};
+        for (const auto& request : failed) {
+            REQUIRE(request->wait(std::chrono::seconds(60)));
+            CHECK(request->result().finish == RequestFinish::error);
+            CHECK(request->result().error_status == Status::device);
+            CHECK(request->result().error.find("device 1 failed (planted)") != std::string::npos);
+        }
+        CHECK(memory.in_use() == base);  // both requests' states (their K/V shards included) returned
+        const auto next = submit_one(engine, spec, 5);
+        REQUIRE(next->wait(std::chrono::seconds(60)));
+        CHECK(next->result().tokens == healthy_tokens);
+        CHECK(engine.health() == Health::ready);
+    }
+    SUBCASE("a lost device: the engine fails, every request ends with DEVICE, and nothing hangs") {
+        MemoryLedger memory("test memory", uint64_t(1) << 32);
+        {
+            Engine engine(*model, memory, engine_options(std::make_shared<FailingSecondDevice>(40, true)));
+            std::vector<std::shared_ptr<Request>> failed = {submit_one(engine, spec, 5), submit_one(engine, spec, 6)};
+            for (const auto& request : failed) {
+                REQUIRE(request->wait(std::chrono::seconds(60)));
+                CHECK(request->result().finish == RequestFinish::error);
+                CHECK(request->result().error_status == Status::device);
+            }
+            CHECK(engine.health() == Health::failed);
+            CHECK_THROWS_WITH_AS(submit_one(engine, spec, 7), doctest::Contains("device 1 failed (planted)"), Error);
+        }
+        CHECK(memory.in_use() == 0);  // the engine gave back its scratch and the devices' copies
     }
 }
 
