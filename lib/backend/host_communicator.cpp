@@ -123,12 +123,20 @@ public:
     int rank() const noexcept override { return rank_; }
     int size() const noexcept override { return int(group_->posts.size()); }
 
+    // In place, without scratch: rank r sums segment r of every rank's data into its own (no other
+    // rank reads that segment of rank r's data), and once all have, copies the other ranks' sums
+    // of their segments. Each sum is made once, in rank order: the same bits on every rank.
     void all_reduce_sum(float* data, size_t count) override {
-        scratch_.resize(count);  // before joining: nothing may fail between the meetings
         const auto& posts = start({Op::all_reduce_sum, count, 0, data});
-        rank_order_sum(posts, 0, count, scratch_.data());
-        group_->done(rank_);
-        std::copy(scratch_.begin(), scratch_.end(), data);
+        const auto ranks = posts.size();
+        auto segment_begin = [&](size_t r) { return r * count / ranks; };
+        const size_t mine = segment_begin(size_t(rank_));
+        rank_order_sum(posts, mine, segment_begin(size_t(rank_) + 1) - mine, data + mine);
+        group_->done(rank_);  // every segment summed
+        for (size_t r = 0; r < ranks; ++r)
+            if (r != size_t(rank_))
+                std::copy(posts[r].in + segment_begin(r), posts[r].in + segment_begin(r + 1), data + segment_begin(r));
+        group_->done(rank_);  // every rank has copied: none may change its data before
     }
 
     void all_gather(const float* in, size_t count, float* out) override {
@@ -201,7 +209,6 @@ private:
 
     std::shared_ptr<Group> group_;
     int rank_;
-    std::vector<float> scratch_;  // all_reduce_sum's result until every rank has read its input
 };
 
 }  // namespace

@@ -67,6 +67,9 @@ TEST_CASE("host collectives give every rank the sequential result, reductions su
             std::vector<float> data = values(r, count);
             c.all_reduce_sum(data.data(), count);
             reduced[size_t(r)] = data;
+            float one = float(r + 1);  // fewer values than ranks: some ranks sum none
+            c.all_reduce_sum(&one, 1);
+            CHECK(one == float(ranks * (ranks + 1) / 2));
             std::vector<float> all(size_t(ranks) * count);
             c.all_gather(values(r, count).data(), count, all.data());
             gathered[size_t(r)] = all;
