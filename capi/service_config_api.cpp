@@ -1,5 +1,6 @@
 // unmask_service_config_read, unmask_service_config_section: a service configuration file as the
 // library reads it (engine/service_config.hpp), and any section of it for the host that owns it.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -78,7 +79,9 @@ extern "C" unmask_status unmask_service_config_read(const char* path, unmask_ser
         out.gpu_device = c.gpu_devices.empty() ? 0 : static_cast<int32_t>(c.gpu_devices[0]);
         out.quantize_embeddings = c.quantize_embeddings ? 1 : 0;
         out.cpu_devices = static_cast<int32_t>(c.cpu_devices);
-        for (size_t i = 0; i < c.gpu_devices.size(); ++i) out.gpu_devices[i] = static_cast<int32_t>(c.gpu_devices[i]);
+        static_assert(max_devices == UNMASK_MAX_DEVICES, "the configuration's GPU list must fit its C array");
+        for (size_t i = 0; i < std::min(c.gpu_devices.size(), size_t(UNMASK_MAX_DEVICES)); ++i)
+            out.gpu_devices[i] = static_cast<int32_t>(c.gpu_devices[i]);
         std::memcpy(config, &out, size);
     });
 }

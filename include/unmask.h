@@ -184,7 +184,10 @@ typedef struct unmask_model_params {
      * device's copies of its weight shares, K/V shards and scratch, and every generation and
      * engine of the model runs on all of them, its threads divided among them. With CUDA they are
      * GPUs, which need the forward to drive NCCL: UNSUPPORTED beyond one GPU in this version.
-     * A model whose attention heads or widths do not divide among the devices is UNSUPPORTED. */
+     * UNSUPPORTED too, naming the count, for a model that cannot be shared so: attention heads,
+     * routed experts or MLP widths that do not divide among the devices, K/V heads that neither
+     * divide nor replicate evenly, fewer vocabulary rows than needed for a slice each, a quantized
+     * column share that is not whole blocks. */
     const int32_t *device_ids;                  /* CUDA: `devices` distinct GPU indexes, the first in
                                                    place of `device`; NULL (default): device,
                                                    device + 1, ...; must be NULL for the CPU */
@@ -478,7 +481,7 @@ typedef struct unmask_generate_params {
     int32_t eos_confidence;  /* UNMASK_EOS_CONFIDENCE_*; default OFF */
     int32_t early_stop;      /* 1: once the answer has ended with EOS in a finished block, fill the rest
                                 with EOS and stop */
-    int32_t threads;         /* CPU threads; 0 = all hardware threads (default) */
+    int32_t threads;         /* CPU threads (max(1, threads / devices) each); 0 = all (default) */
     int64_t eos_token_id;    /* -1 = the model's (default) */
     int64_t eot_token_id;    /* -1 = none (default) */
     unmask_step_callback step_callback; /* may be NULL */
@@ -618,7 +621,7 @@ typedef struct unmask_engine_params {
     uint32_t struct_size;             /* sizeof(unmask_engine_params); set by unmask_engine_params_init */
     int32_t max_concurrent_requests;  /* running at once; default 8 */
     int32_t max_queued_requests;      /* waiting for admission; default 64 */
-    int32_t threads;                  /* CPU threads; 0 (default): all */
+    int32_t threads;                  /* CPU threads (max(1, threads / devices) each); 0 (default): all */
     int64_t max_sequence_length;      /* prompt + generation admitted; 0 (default): the model's; a block
                                          diffusion model's engine rounds it up to whole blocks */
     int64_t max_tokens_per_forward;   /* rows per forward; 0 (default): every running request at the

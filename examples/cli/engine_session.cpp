@@ -65,6 +65,11 @@ EngineSession load_session_model(const ParsedArgs& args, int32_t default_concurr
     };
     int32("device", model_params.device, 0);
     int32("devices", model_params.devices, 1);
+    // The configuration's GPUs give way to a backend, a device or devices named here.
+    if (configured && config.gpu_device_count > 0 && (args.has("backend") || args.has("device") || args.has("devices"))) {
+        model_params.device_ids = nullptr;
+        if (!args.has("devices")) model_params.devices = 1;
+    }
     int32("threads", engine_params.threads, 0);
     int32("max-concurrent", engine_params.max_concurrent_requests, 1);
     int32("max-queued", engine_params.max_queued_requests, 1);

@@ -7,7 +7,8 @@
 
 namespace unmask_examples {
 
-// `model.device_ids` points into `c`, which must outlive the load.
+// With several GPUs `model.device_ids` points into `c`, which must then outlive the load; a host
+// that overrides the backend or the devices clears it.
 inline void apply_service_config(const unmask_service_config& c, unmask_model_params& model,
                                  unmask_engine_params& engine) {
     model.precision = c.precision;
@@ -18,7 +19,7 @@ inline void apply_service_config(const unmask_service_config& c, unmask_model_pa
         model.backend = UNMASK_BACKEND_CUDA;
         model.device = c.gpu_devices[0];
         model.devices = c.gpu_device_count;
-        model.device_ids = c.gpu_devices;
+        model.device_ids = c.gpu_device_count > 1 ? c.gpu_devices : nullptr;
     } else {
         model.devices = c.cpu_devices;
     }

@@ -71,7 +71,9 @@ unmask_server::ServerOptions server_options(const ParsedArgs& args, std::string&
         o.model_path = c.weights_path;
         if (c.listen_port > 0) o.port = c.listen_port;
         unmask_examples::apply_service_config(c, o.model_params, o.engine_params);
-        o.gpu_devices.assign(c.gpu_devices, c.gpu_devices + c.gpu_device_count);  // c goes; its ids stay
+        // c goes at the end of this block: the server keeps the ids and points at its copy when it loads.
+        o.model_params.device_ids = nullptr;
+        if (c.gpu_device_count > 1) o.gpu_devices.assign(c.gpu_devices, c.gpu_devices + c.gpu_device_count);
         log_rotate_bytes = static_cast<uint64_t>(c.log_rotation_size_mb) << 20;
         // The server's own section (the library reads the others).
         const unmask_server::ServerSection server = unmask_server::read_server_section(*path);

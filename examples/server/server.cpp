@@ -560,7 +560,7 @@ bool Server::load() {
     const auto started = Clock::now();
     log(UNMASK_LOG_INFO, "loading " + options_.model_path);
     unmask_model_params params = options_.model_params;
-    params.device_ids = options_.gpu_devices.empty() ? nullptr : options_.gpu_devices.data();
+    if (!options_.gpu_devices.empty()) params.device_ids = options_.gpu_devices.data();
     params.log_callback = &unmask_examples::LogFile::sink;
     params.log_user_data = &log_;
     // A log line per tenth of the bytes verified and read; a shutdown asked for meanwhile cancels.

@@ -28,8 +28,8 @@ struct ServerOptions {
     std::string model_name;           // the id clients send as "model"; default: the folder's name
     std::string host = "127.0.0.1";
     int port = 8080;                  // 0: any free port
-    unmask_model_params model_params{};  // its device_ids are gpu_devices' when that is not empty
-    std::vector<int32_t> gpu_devices;     // the configuration's resources.gpu_devices
+    unmask_model_params model_params{};  // device_ids: gpu_devices' when that is not empty
+    std::vector<int32_t> gpu_devices;     // the configuration's resources.gpu_devices, when several
     unmask_engine_params engine_params{};
     ApiKeys keys;                     // empty: no authentication
     double rate_limit_per_second = 0;

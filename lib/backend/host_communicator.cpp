@@ -1,10 +1,11 @@
 // The host communicator: the ranks are threads of one process sharing a Group. Every collective
-// has two meetings: the first after each rank has posted its part (then every rank checks the
-// posts, reaching the same verdict, and computes its own result reading the others' inputs), the
-// second after every rank has computed, so that no rank returns, frees or changes a buffer another
-// may still read (in-place results are written only then). Only the first can fail (an aborted
-// group, a rank that does not come); once every rank is past it, the computing cannot fail, so
-// the second waits for all without a timeout.
+// begins with a meeting after each rank has posted its part (then every rank checks the posts,
+// reaching the same verdict, and computes its own result reading the others' inputs) and ends
+// with one after every rank has computed, so that no rank returns, frees or changes a buffer
+// another may still read. The all-reduce, in place, meets once more between the two: each rank
+// first sums the segment of its own buffer that no other rank reads, then copies the others'
+// sums. Only the first meeting can fail (an aborted group, a rank that does not come); once every
+// rank is past it, the computing cannot fail, so the later ones wait for all without a timeout.
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>

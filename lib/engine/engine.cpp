@@ -5,7 +5,6 @@
 
 #include "memory/batch_memory.hpp"
 #include "memory/memory_plan.hpp"
-#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 namespace {
@@ -83,9 +82,9 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     };
     const uint64_t states = states_at(length);
     // Every device's run state and workspace, and its copies of its weight shares.
-    const LedgerDevices ledger_devices{devices, devices > 1 ? shard_copy_bytes(model, devices) : 0};
+    const LedgerDevices shared = ledger_devices(model, devices);
     auto scratch_at = [&](int64_t rows, int64_t n) {
-        return shared_ledger_scratch_bytes(spec, {rows, n}, backend_kind_, options_.threads, ledger_devices);
+        return shared_ledger_scratch_bytes(spec, {rows, n}, backend_kind_, options_.threads, shared);
     };
     auto scratch_for = [&](int64_t rows) { return scratch_at(rows, length); };
     const uint64_t available = memory.available();
@@ -109,7 +108,7 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     scratch_ = memory.pool(memory.name() + " engine scratch", scratch_for(rows));
     std::vector<Backend*> backends;
     for (int d = 0; d < devices; ++d) {
-        devices_.push_back(options_.placement->make_backend(ledger_devices.threads_each(options_.threads), *scratch_));
+        devices_.push_back(options_.placement->make_backend(shared.threads_each(options_.threads), *scratch_));
         backends.push_back(devices_.back().get());
     }
     forward_ = std::make_unique<Forward>(model, backends, ForwardLimits{rows, length});

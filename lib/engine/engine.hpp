@@ -39,7 +39,7 @@ struct EngineOptions {
     int64_t max_tokens_per_forward = 0;  // 0: all running requests at max length, or as many as fit
     double request_timeout_seconds = 0;  // default per request; 0: none
     int64_t min_steps = 0, max_steps = 0;  // defaults for requests that set none (0: unbounded)
-    int threads = 0;                     // 0: every hardware thread; divided among the devices
+    int threads = 0;                     // 0: every hardware thread; max(1, threads / devices) per device
     // Host devices sharing the model (tensor and expert parallelism, docs/parallel.md): CPU
     // backends of this process, each with its share of the weights, of every sequence's K/V
     // caches and of the threads. The CPU placement only.

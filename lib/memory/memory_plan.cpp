@@ -61,9 +61,13 @@ uint64_t scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, Backe
 }
 
 uint64_t shared_ledger_scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend,
-                                     int threads, const LedgerDevices& devices) {
+                                     int all_threads, const LedgerDevices& devices) {
     return uint64_t(devices.count) *
-           (scratch_bytes(spec, limits, backend, devices.threads_each(threads), devices.count) + devices.weight_copies);
+           (scratch_bytes(spec, limits, backend, devices.threads_each(all_threads), devices.count) + devices.weight_copies);
+}
+
+LedgerDevices ledger_devices(const Model& model, int devices) {
+    return {devices, devices > 1 ? shard_copy_bytes(model, devices) : 0};
 }
 
 WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices) {

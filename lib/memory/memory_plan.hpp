@@ -23,6 +23,8 @@
 
 namespace unmask {
 
+class Model;
+
 // The largest n in [low, high] with fits(n), for a predicate that holds up to some n and not
 // after; low - 1 when fits(low) does not hold. A binary search: every size here grows with n.
 template <typename Fits>
@@ -73,10 +75,13 @@ struct LedgerDevices {
     int threads_each(int threads) const noexcept { return std::max(1, threads / count); }
 };
 
-// The scratch of forwards up to `limits` on every device of a ledger, `threads` divided among
-// them: each device's scratch_bytes and weight copies.
+// `devices` host devices sharing `model` in one ledger, with each one's copies of its column shares.
+LedgerDevices ledger_devices(const Model& model, int devices);
+
+// The scratch of forwards up to `limits` on every device of a ledger, `all_threads` divided among
+// them (threads_each): each device's scratch_bytes and weight copies.
 uint64_t shared_ledger_scratch_bytes(const ModelSpec& spec, const ForwardLimits& limits, BackendKind backend,
-                                     int threads, const LedgerDevices& devices);
+                                     int all_threads, const LedgerDevices& devices);
 
 // A model's weight bytes by component: the whole model, and one device's share among `devices`
 // (the shares the forward binds; a tied LM head is a view of the embedding, no bytes of its own).

@@ -10,7 +10,6 @@
 #include "core/error.hpp"
 #include "memory/batch_memory.hpp"
 #include "memory/memory_plan.hpp"
-#include "model/tensor_parallel.hpp"
 
 namespace unmask {
 namespace {
@@ -80,18 +79,21 @@ std::vector<GenerationStats> LoadedModel::generate_batch(std::span<DecodeSequenc
     std::vector<SequenceShape> shapes;
     for (const DecodeSequence& s : sequences)
         shapes.push_back({static_cast<int64_t>(s.canvas().size()), s.memory_options()});
-    const LedgerDevices ledger_devices{devices_, devices_ > 1 ? shard_copy_bytes(*model_, devices_) : 0};
-    BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads, ledger_devices);
+    const LedgerDevices shared = ledger_devices(*model_, devices_);
+    BatchMemory memory = reserve_batch(*memory_, model_->spec(), shapes, backend_, threads, shared);
     std::vector<std::unique_ptr<Backend>> backends;
     std::vector<Backend*> devices;
     for (int d = 0; d < devices_; ++d) {
-        backends.push_back(device.make_backend(ledger_devices.threads_each(threads), *memory.scratch));
+        backends.push_back(device.make_backend(shared.threads_each(threads), *memory.scratch));
         devices.push_back(backends.back().get());
     }
     return generate(*model_, devices, sequences, memory.states, memory.limits, observer);
 }
 
 std::unique_ptr<Engine> LoadedModel::start_engine(EngineOptions options) const {
+    if (options.devices != 1 && options.devices != devices_)
+        fail(Status::invalid_argument, "an engine on {} devices of a model loaded for {}: the model's devices are its "
+             "engines'", options.devices, devices_);
     options.placement = placement();
     options.devices = devices_;
     return std::make_unique<Engine>(*model_, *memory_, std::move(options));

@@ -133,6 +133,15 @@ printf 'model:\n  weights_path: %s\nresources:\n  cpu_devices: 2\n' "$model" >"$
 expect_run "generate on the host devices of a service file" 0 generate --config "$work/devices.yaml" --prompt-ids 1,2,3 \
     --gen-length 8 --steps 4 --seed 3 --json
 cmp -s "$work/out" "$work/first" || fail "resources.cpu_devices: 2 gives the tokens of one device"
+printf 'model:\n  weights_path: %s\nresources:\n  cpu_devices: 3\n' "$model" >"$work/devices.yaml"
+expect_run "generate on 3 host devices of a service file" 1 generate --config "$work/devices.yaml" --prompt-ids 1,2,3
+expect_one_error_line "generate on 3 host devices of a service file" "UNSUPPORTED: .*3 devices"
+printf 'model:\n  weights_path: %s\nresources:\n  gpu_devices: [0, 1]\n' "$model" >"$work/gpus.yaml"
+expect_run "a service file's GPUs without --backend" 1 generate --config "$work/gpus.yaml" --prompt-ids 1,2,3
+expect_one_error_line "a service file's GPUs without --backend" "UNSUPPORTED: "
+expect_run "--backend cpu over a service file's GPUs" 0 generate --config "$work/gpus.yaml" --backend cpu \
+    --prompt-ids 1,2,3 --gen-length 8 --steps 4 --seed 3 --json
+cmp -s "$work/out" "$work/first" || fail "--backend cpu runs one host device in place of the file's GPUs"
 expect_run "generate on devices that cannot share the heads" 1 generate -m "$model" --prompt-ids 1,2,3 --gen-length 8 \
     --devices 3
 expect_one_error_line "generate on devices that cannot share the heads" "UNSUPPORTED: .*3 devices"

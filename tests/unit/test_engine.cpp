@@ -634,5 +634,9 @@ TEST_CASE("an engine starts from a configuration file and serves its model") {
     CHECK(outcome_of(shared).tokens.size() == 16);
     unmask_request_free(shared);
     unmask_engine_free(engine);
+    // ... and are really asked for: 3 cannot share tiny-chat's 4 heads.
+    std::ofstream(path) << "model:\n  weights_path: " << fixture_path("good/tiny-chat") << "\nresources:\n  cpu_devices: 3\n";
+    CHECK(unmask_engine_create_from_config(path.c_str(), &engine) == UNMASK_ERR_UNSUPPORTED);
+    CHECK(std::string(unmask_last_error()).find("3 devices") != std::string::npos);
     CHECK(unmask_engine_create_from_config((directory + "/missing.yaml").c_str(), &engine) == UNMASK_ERR_IO);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -164,6 +165,34 @@ TEST_CASE("a model that does not divide among the devices is refused with the re
     CHECK_THROWS_WITH_AS(shard_spec(spec, 4), doctest::Contains("3 vocabulary rows are too few"), Error);
     spec.embedding_rows = 4;
     CHECK(shard_spec(spec, 4).embedding_rows == 4);
+}
+
+TEST_CASE("a vocabulary that does not divide: the slices, and room for the gather's tail") {
+    CHECK(vocabulary_slice(262, 4) == 66);  // 66 + 66 + 66 + 64
+    CHECK(gathered_vocabulary_slack(262, 4) == 2);
+    CHECK(vocabulary_slice(300, 4) == 75);
+    CHECK(gathered_vocabulary_slack(300, 4) == 0);
+    CHECK(gathered_vocabulary_slack(945, 1) == 0);
+    ModelSpec spec = load("llada", Precision::fp32)->spec();
+    spec.embedding_rows = 262;
+    const std::vector<int64_t> head = {262, spec.hidden_size};
+    int64_t covered = 0;
+    for (int rank = 0; rank < 4; ++rank) {  // the LM head's rows: consecutive slices, every row once
+        const Share share = share_of(spec, Role::lm_head, -1, head, rank, 4);
+        CHECK(share.first == covered);
+        covered += share.count;
+    }
+    CHECK(covered == 262);
+    for (const int64_t tokens : {int64_t(1), int64_t(7), int64_t(4096)}) {
+        CAPTURE(tokens);
+        const RunStateSizes sizes = run_state_sizes(shard_spec(spec, 4), {tokens, tokens}, 4);
+        const auto outputs = uint64_t(2 * std::min(tokens, output_chunk_rows));
+        // The last row's gather writes 4 x 66 floats from its start; the last rank sends 66 from its
+        // last row of 64.
+        CHECK(sizes.logits >= ((outputs - 1) * 262 + 4 * 66) * sizeof(float));
+        CHECK(sizes.shard_logits >= ((outputs - 1) * 64 + 66) * sizeof(float));
+        CHECK(sizes.shard_logits >= outputs * 66 * sizeof(float));  // rank 0's rows of 66
+    }
 }
 
 TEST_CASE("each device holds its share: heads, K/V heads replicated past their count, experts and vocabulary") {
@@ -541,6 +570,15 @@ TEST_CASE("device counts and lists the model parameters cannot serve are refused
     const std::string path = test_data_path("reference/llada");
     unmask_model* model = nullptr;
     auto load_status = [&](const unmask_model_params& p) { return unmask_model_load(path.c_str(), &p, &model); };
+
+    // A program built against ABI 1.12 passes 96 bytes: what lies past them is not read.
+    unmask_model_params older;
+    std::memset(&older, 0x5a, sizeof older);
+    REQUIRE(unmask_model_params_init_sized(&older, 96) == UNMASK_OK);
+    older.precision = UNMASK_PRECISION_FP32;
+    REQUIRE(load_status(older) == UNMASK_OK);
+    unmask_model_free(model);
+    model = nullptr;
 
     for (const int32_t devices : {0, -1, UNMASK_MAX_DEVICES + 1}) {
         params.devices = devices;
