@@ -77,16 +77,13 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
     // Scratch for forwards of `rows` rows: every running request at the longest length when the
     // budget allows, else as many rows as fit beside max_concurrent_requests such states.
     const int64_t length = options_.max_sequence_length;
-    auto states_at = [&](int64_t n) {
-        return uint64_t(options_.max_concurrent_requests) * shared_ledger_state_bytes(spec, n, {}, backend_kind_, devices);
-    };
-    const uint64_t states = states_at(length);
+    const uint64_t states =
+        uint64_t(options_.max_concurrent_requests) * shared_ledger_state_bytes(spec, length, {}, backend_kind_, devices);
     // Every device's run state and workspace, and its copies of its weight shares.
     const LedgerDevices shared = ledger_devices(model, devices);
-    auto scratch_at = [&](int64_t rows, int64_t n) {
-        return shared_ledger_scratch_bytes(spec, {rows, n}, backend_kind_, options_.threads, shared);
+    auto scratch_for = [&](int64_t rows) {
+        return shared_ledger_scratch_bytes(spec, {rows, length}, backend_kind_, options_.threads, shared);
     };
-    auto scratch_for = [&](int64_t rows) { return scratch_at(rows, length); };
     const uint64_t available = memory.available();
     int64_t rows = options_.max_tokens_per_forward;
     if (rows == 0) {
@@ -94,9 +91,8 @@ Engine::Engine(const Model& model, MemoryLedger& memory, EngineOptions options)
         const int64_t wanted = std::min(std::max(options_.max_concurrent_requests, int64_t(2)) * length, max_forward_rows);
         rows = largest_fitting(length, wanted, [&](int64_t r) { return states + scratch_for(r) <= available; });
         if (rows < length) {
-            const int64_t fitting = largest_fitting(1, spec.max_sequence_length, [&](int64_t n) {
-                return states_at(n) + scratch_at(n, n) <= available;
-            });
+            const int64_t fitting = longest_fitting_sequence(spec, available, {}, backend_kind_, options_.threads,
+                                                             options_.max_concurrent_requests, shared);
             fail(Status::out_of_budget,
                  "an engine for {} requests of {} positions needs {} bytes of state and at least {} of scratch, "
                  "but {} has {} bytes left; lower max_concurrent_requests or max_sequence_length ({})",
