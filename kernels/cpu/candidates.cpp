@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <bit>
 #include <functional>
 #include <limits>
 
@@ -13,21 +14,31 @@ namespace {
 
 constexpr float negative_infinity = -std::numeric_limits<float>::infinity();
 
-struct Moments {
-    double total = 0;             // sum of e^(z - max)
-    double weighted_shift = 0;    // sum of e^(z - max) * (z - max)
+// v in 2^-38 units, rounded to the nearest (|v| < 2^13): v 2^38 + 1.5 2^52 is exact but for that
+// rounding, and the integer sits in its low mantissa bits. Integer sums are associative, so a row's
+// sums do not depend on how it is split (nor on the vector width that adds them). Terms are at
+// most 1, so a row of the 2^24 tokens the loader allows sums below 2^62.
+inline int64_t fixed_point(float v) {
+    return std::bit_cast<int64_t>(double(v) * 0x1p38 + 0x1.8p52) - 0x4338000000000000;  // less 1.5 2^52's bits
+}
+constexpr double fixed_point_unit = 0x1p-38;
+
+struct FixedMoments {
+    int64_t total = 0;     // sum of e^(z - max)
+    int64_t weighted = 0;  // sum of e^(z - max) * (z - max)
 };
 
 // One vectorised pass for the softmax normaliser and the entropy: with e_i = e^(z_i - max) and
-// T = sum e_i, sum p log p = (sum e_i (z_i - max)) / T - log T.
-UNMASK_VECTOR_CLONES Moments softmax_moments(const float* z, int64_t n,
-                                                                                     float max) {
-    float total = 0, weighted = 0;
+// T = sum e_i, sum p log p = (sum e_i (z_i - max)) / T - log T. Each term is a float, rounded to
+// fixed point; the sums are exact.
+UNMASK_VECTOR_CLONES FixedMoments softmax_moments(const float* z, int64_t n, float max) {
+    int64_t total = 0, weighted = 0;
     for (int64_t i = 0; i < n; ++i) {
         const float shifted = z[i] - max;
         const float e = fast_exp(shifted);
-        total += e;
-        weighted += shifted > -87.3f ? e * shifted : 0.0f;  // masked (-inf) logits contribute nothing
+        const float term = e * (shifted > -87.3f ? shifted : -87.3f);  // e is 0 below -87.3 (and for -inf)
+        total += fixed_point(e);
+        weighted += fixed_point(term);
     }
     return {total, weighted};
 }
@@ -58,73 +69,130 @@ float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, st
 double gumbel_noise_min() noexcept { return -std::log(-std::log(0x1.0p-54)); }
 double gumbel_noise_max() noexcept { return -std::log(-std::log1p(-0x1.0p-54)); }
 
-Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
-                              CandidateScratch& scratch) {
-    std::vector<float>& z = scratch.scaled;
-    z.assign(logits, logits + vocab);
+void scale_share(const float* logits, int64_t first, int64_t count, const CandidateParams& params,
+                 std::vector<float>& z) {
+    z.assign(logits, logits + count);
     for (float& v : z)
-        if (std::isnan(v)) v = negative_infinity;  // never chosen; the sort below needs a total order
+        if (std::isnan(v)) v = negative_infinity;  // never chosen; the filters' sort needs a total order
     for (int32_t banned : params.banned_tokens)
-        if (banned >= 0 && banned < vocab) z[static_cast<size_t>(banned)] = negative_infinity;
+        if (banned >= first && banned - first < count) z[static_cast<size_t>(banned - first)] = negative_infinity;
     if (params.distribution_temperature != 1.0)
         for (float& v : z) v = static_cast<float>(v / params.distribution_temperature);
-    if (params.top_k > 0 || params.top_p < 1.0) {
-        const float threshold = filter_threshold(z, params.top_k, params.top_p, scratch.sorted);
-        for (float& v : z)
-            if (v < threshold) v = negative_infinity;
-    }
+}
 
-    // Softmax statistics: max, top-2, normaliser and negative entropy (float terms, float sums).
-    int32_t top1 = 0;
-    for (int64_t i = 1; i < vocab; ++i)
-        if (z[static_cast<size_t>(i)] > z[static_cast<size_t>(top1)]) top1 = static_cast<int32_t>(i);
-    const double max = z[static_cast<size_t>(top1)];
-    Candidate out;
-    if (!std::isfinite(max)) {  // every token banned or -inf: nothing to choose, report token 0
-        return out;
+CandidatePeaks share_peaks(std::span<const float> z, int64_t first) {
+    CandidatePeaks peaks;
+    for (size_t i = 0; i < z.size(); ++i) {
+        const float v = z[i];
+        if (v > peaks.top1 || peaks.top1_token < 0) {
+            peaks.second = peaks.top1;
+            peaks.top1 = v;
+            peaks.top1_token = static_cast<int32_t>(first + int64_t(i));
+        } else if (v > peaks.second) {
+            peaks.second = v;
+        }
     }
-    double second = negative_infinity;
-    for (int64_t i = 0; i < vocab; ++i) {
-        const double v = z[static_cast<size_t>(i)];
-        if (i != top1 && v > second) second = v;
-    }
-    const Moments moments = softmax_moments(z.data(), vocab, static_cast<float>(max));
-    const double log_total = std::log(moments.total);
-    const double negative_entropy = moments.weighted_shift / moments.total - log_total;
-    auto probability = [&](double v) { return static_cast<float>(std::exp(v - max - log_total)); };
-    out.top1_token = top1;
-    out.top1_probability = probability(max);
-    out.top2_probability = std::isfinite(second) ? probability(second) : 0.0f;
-    out.negative_entropy = static_cast<float>(negative_entropy);
+    return peaks;
+}
 
-    out.token = top1;
+CandidatePeaks merge_peaks(const CandidatePeaks& earlier, const CandidatePeaks& later) {
+    if (later.top1_token < 0) return earlier;
+    if (earlier.top1_token < 0) return later;
+    CandidatePeaks merged = later.top1 > earlier.top1 ? later : earlier;  // equal maxima: the earlier token
+    const CandidatePeaks& other = later.top1 > earlier.top1 ? earlier : later;
+    merged.second = std::max(merged.second, other.top1);
+    return merged;
+}
+
+CandidateSums share_sums(std::span<const float> z, int64_t first, const CandidatePeaks& row, uint32_t position,
+                         const CandidateParams& params) {
+    CandidateSums sums;
+    const int64_t excluded = params.probability_excluded_token - first;
+    if (excluded >= 0 && excluded < int64_t(z.size())) {
+        sums.holds_excluded = 1;
+        sums.excluded_logit = z[size_t(excluded)];
+    }
+    const double max = row.top1;
+    if (!std::isfinite(max)) return sums;  // nothing to choose: finish_candidate reports token 0
+    const FixedMoments moments = softmax_moments(z.data(), int64_t(z.size()), row.top1);
+    sums.total = moments.total;
+    sums.weighted = moments.weighted;
     if (params.noise_temperature > 0) {
         // Gumbel-max: a token can win only if its logit is within noise_temperature times the
         // noise's range of the maximum, so the noise of the others need not be drawn.
         static const double noise_range = gumbel_noise_max() - gumbel_noise_min();
         const double reach = max - params.noise_temperature * noise_range;
-        double best = -std::numeric_limits<double>::infinity();
-        for (int64_t i = 0; i < vocab; ++i) {
-            const double v = z[static_cast<size_t>(i)];
+        for (size_t i = 0; i < z.size(); ++i) {
+            const double v = z[i];
             if (v < reach) continue;
-            const double u = uniform_open01(params.seed, static_cast<uint32_t>(i), position, params.step,
-                                            RandomStream::token_noise);
+            const auto token = static_cast<uint32_t>(first + int64_t(i));
+            const double u = uniform_open01(params.seed, token, position, params.step, RandomStream::token_noise);
             const double score = v + params.noise_temperature * -std::log(-std::log(u));
-            if (score > best) {
-                best = score;
-                out.token = static_cast<int32_t>(i);
+            if (score > sums.sample_score) {  // equal scores: the first token
+                sums.sample_score = score;
+                sums.sample_token = static_cast<int32_t>(token);
+                sums.sample_logit = z[i];
             }
         }
     }
-    out.probability = probability(z[static_cast<size_t>(out.token)]);
+    return sums;
+}
+
+CandidateSums merge_sums(const CandidateSums& earlier, const CandidateSums& later) {
+    CandidateSums merged = earlier;
+    merged.total += later.total;
+    merged.weighted += later.weighted;
+    if (later.sample_token >= 0 && (earlier.sample_token < 0 || later.sample_score > earlier.sample_score)) {
+        merged.sample_score = later.sample_score;
+        merged.sample_token = later.sample_token;
+        merged.sample_logit = later.sample_logit;
+    }
+    if (later.holds_excluded != 0) {
+        merged.holds_excluded = 1;
+        merged.excluded_logit = later.excluded_logit;
+    }
+    return merged;
+}
+
+Candidate finish_candidate(const CandidatePeaks& row, const CandidateSums& sums, int64_t vocab,
+                           const CandidateParams& params) {
+    Candidate out;
+    const double max = row.top1;
+    if (row.top1_token < 0 || !std::isfinite(max)) return out;  // every token banned or -inf: token 0
+    const double total = double(sums.total) * fixed_point_unit;
+    const double log_total = std::log(total);
+    auto probability = [&](double v) { return static_cast<float>(std::exp(v - max - log_total)); };
+    out.top1_token = row.top1_token;
+    out.top1_probability = probability(max);
+    out.top2_probability = std::isfinite(row.second) ? probability(row.second) : 0.0f;
+    out.negative_entropy = static_cast<float>(double(sums.weighted) * fixed_point_unit / total - log_total);
+    const bool sampled = params.noise_temperature > 0 && sums.sample_token >= 0;
+    out.token = sampled ? sums.sample_token : row.top1_token;
+    out.probability = probability(sampled ? double(sums.sample_logit) : max);
     const int32_t excluded = params.probability_excluded_token;
-    if (excluded >= 0 && excluded < vocab) {
-        const double excluded_mass = std::exp(double(z[size_t(excluded)]) - max - log_total);
+    if (excluded >= 0 && excluded < vocab && sums.holds_excluded != 0) {
+        const double excluded_mass = std::exp(double(sums.excluded_logit) - max - log_total);
         out.probability = out.token == excluded || excluded_mass >= 1.0
                               ? 0.0f
                               : static_cast<float>(double(out.probability) / (1.0 - excluded_mass));
     }
     return out;
+}
+
+Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
+                              CandidateScratch& scratch) {
+    std::vector<float>& z = scratch.scaled;
+    scale_share(logits, 0, vocab, params, z);
+    if (params.top_k > 0 || params.top_p < 1.0) {
+        const CandidatePeaks unfiltered = share_peaks(z, 0);
+        if (std::isfinite(unfiltered.top1)) {
+            const float threshold = filter_threshold(z, params.top_k, params.top_p, scratch.sorted);
+            for (float& v : z)
+                if (v < threshold) v = negative_infinity;
+        }
+    }
+    const CandidatePeaks peaks = share_peaks(z, 0);
+    return finish_candidate(peaks, share_sums(z, 0, peaks, position, params), vocab, params);
 }
 
 }  // namespace unmask::kernels::cpu

@@ -9,11 +9,14 @@
 
 #include "candidate.hpp"
 #include "candidate_params.hpp"
+#include "candidate_shares.hpp"
 
 namespace unmask::kernels::cpu {
 
 using kernels::Candidate;
 using kernels::CandidateParams;
+using kernels::CandidatePeaks;
+using kernels::CandidateSums;
 
 // Buffers one thread reuses across calls.
 struct CandidateScratch {
@@ -34,8 +37,26 @@ double gumbel_noise_max() noexcept;
 // finite maximum; `sorted` is scratch.
 float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, std::vector<float>& sorted);
 
-// One row of logits -> its candidate. A NaN logit counts as -inf.
+// One row of logits -> its candidate. A NaN logit counts as -inf. The same as the row's one share
+// through share_peaks, share_sums and finish_candidate, after the filters.
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
                               CandidateScratch& scratch);
+
+// A share of a row (kernels/candidate_shares.hpp): tokens first..first + count, whose logits
+// start at `logits`.
+// The scaled logits z of the share into `z`: banned tokens and NaN -inf, then divided by the
+// distribution temperature (no filters: top-k and top-p need the whole row).
+void scale_share(const float* logits, int64_t first, int64_t count, const CandidateParams& params,
+                 std::vector<float>& z);
+CandidatePeaks share_peaks(std::span<const float> z, int64_t first);
+// `row`: the row's peaks, every share merged.
+CandidateSums share_sums(std::span<const float> z, int64_t first, const CandidatePeaks& row, uint32_t position,
+                         const CandidateParams& params);
+// Two shares of a row, `earlier`'s tokens before `later`'s, as one share.
+CandidatePeaks merge_peaks(const CandidatePeaks& earlier, const CandidatePeaks& later);
+CandidateSums merge_sums(const CandidateSums& earlier, const CandidateSums& later);
+// The candidate of a row of `vocab` tokens from its merged peaks and sums.
+Candidate finish_candidate(const CandidatePeaks& row, const CandidateSums& sums, int64_t vocab,
+                           const CandidateParams& params);
 
 }  // namespace unmask::kernels::cpu

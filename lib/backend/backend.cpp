@@ -58,4 +58,16 @@ void Backend::grouped_matmuls(const float* x, int64_t slots, const int32_t* offs
     }
 }
 
+void Backend::candidate_peaks(const LogitShare&, std::span<const CandidateParams* const>, CandidatePeaks*) {
+    fail(Status::unsupported, "the {} backend cannot split the candidates step among devices", name());
+}
+void Backend::candidate_sums(const LogitShare&, const uint32_t*, std::span<const CandidateParams* const>,
+                             const CandidatePeaks*, int, CandidateSums*) {
+    fail(Status::unsupported, "the {} backend cannot split the candidates step among devices", name());
+}
+void Backend::merge_candidates(const CandidatePeaks*, const CandidateSums*, int, int64_t, int64_t,
+                               std::span<const CandidateParams* const>, Candidate*) {
+    fail(Status::unsupported, "the {} backend cannot split the candidates step among devices", name());
+}
+
 }  // namespace unmask

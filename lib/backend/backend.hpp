@@ -14,6 +14,7 @@
 #include "backend/types.hpp"
 #include "candidate.hpp"
 #include "candidate_params.hpp"
+#include "candidate_shares.hpp"
 #include "core/memory_ledger.hpp"
 #include "element_type.hpp"
 #include "route_params.hpp"
@@ -22,6 +23,8 @@ namespace unmask {
 
 using kernels::Candidate;
 using kernels::CandidateParams;
+using kernels::CandidatePeaks;
+using kernels::CandidateSums;
 
 // Activations of one device, released when the last owner lets go.
 class DeviceBuffer {
@@ -72,6 +75,13 @@ struct SequenceRows {
     int64_t query_position = 0;  // the position of the first query (block-causal masks)
     int64_t block_origin = 0;    // block-causal masks: where the first block starts
     kernels::ElementType cached_type = kernels::ElementType::f32;  // the cache's elements: f32 or bf16
+};
+
+// A device's share of rows of logits when the devices split the vocabulary (the LM head of
+// tensor parallelism): tokens first..first + count of `rows` rows, `stride` floats apart.
+struct LogitShare {
+    const float* logits = nullptr;
+    int64_t rows = 0, stride = 0, first = 0, count = 0;
 };
 
 // One output of Backend::matmuls: out = x · weightᵀ (+ bias).
@@ -205,6 +215,18 @@ public:
     // One candidate per row of logits; positions[r] keys the random stream; params per row.
     virtual void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
+    // The same over a vocabulary split among devices (kernels/candidate_shares.hpp), in three
+    // steps with the devices' collectives between them, the same bits as candidates() gives on the
+    // whole rows; no top-k or top-p filters. The peaks of this device's share of each row; then its
+    // sums, given every device's peaks (device d's rows at peaks[d * rows]); then, on one device,
+    // the candidates from every device's peaks and sums. The defaults throw Error(UNSUPPORTED).
+    virtual void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
+                                 CandidatePeaks* out);
+    virtual void candidate_sums(const LogitShare& share, const uint32_t* positions,
+                                std::span<const CandidateParams* const> params, const CandidatePeaks* peaks,
+                                int devices, CandidateSums* out);
+    virtual void merge_candidates(const CandidatePeaks* peaks, const CandidateSums* sums, int devices, int64_t rows,
+                                  int64_t vocab, std::span<const CandidateParams* const> params, Candidate* out);
 };
 
 // Throws Error(INTERNAL) when a copy of `bytes` would run past `buffer`.

@@ -92,5 +92,19 @@ void ProfiledBackend::candidates(const float* logits, int64_t rows, int64_t voca
                                  std::span<const CandidateParams* const> params, Candidate* out) {
     timed("candidates", [&] { inner_.candidates(logits, rows, vocab, positions, params, out); });
 }
+void ProfiledBackend::candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
+                                      CandidatePeaks* out) {
+    timed("candidate_peaks", [&] { inner_.candidate_peaks(share, params, out); });
+}
+void ProfiledBackend::candidate_sums(const LogitShare& share, const uint32_t* positions,
+                                     std::span<const CandidateParams* const> params, const CandidatePeaks* peaks,
+                                     int devices, CandidateSums* out) {
+    timed("candidate_sums", [&] { inner_.candidate_sums(share, positions, params, peaks, devices, out); });
+}
+void ProfiledBackend::merge_candidates(const CandidatePeaks* peaks, const CandidateSums* sums, int devices,
+                                       int64_t rows, int64_t vocab, std::span<const CandidateParams* const> params,
+                                       Candidate* out) {
+    timed("merge_candidates", [&] { inner_.merge_candidates(peaks, sums, devices, rows, vocab, params, out); });
+}
 
 }  // namespace unmask

@@ -70,6 +70,13 @@ public:
     void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override;
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override;
+    void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
+                         CandidatePeaks* out) override;
+    void candidate_sums(const LogitShare& share, const uint32_t* positions,
+                        std::span<const CandidateParams* const> params, const CandidatePeaks* peaks, int devices,
+                        CandidateSums* out) override;
+    void merge_candidates(const CandidatePeaks* peaks, const CandidateSums* sums, int devices, int64_t rows,
+                          int64_t vocab, std::span<const CandidateParams* const> params, Candidate* out) override;
 
 private:
     // Does `call` on the inner backend, waits for the device and adds the time to `kind`.

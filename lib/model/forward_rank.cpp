@@ -70,7 +70,7 @@ ForwardRank::ForwardRank(const Model& model, int rank, int devices, Backend& bac
                       allocate(sizes.slot_rows), allocate(sizes.token_slots), allocate(sizes.token_scales),
                       allocate(sizes.expert_offsets), allocate(sizes.expert_input),
                       allocate(sizes.expert_output), allocate(sizes.output_rows), allocate(sizes.gathered),
-                      allocate(sizes.logits), allocate(sizes.shard_logits)};
+                      allocate(sizes.logits), allocate(sizes.shard_logits), allocate(sizes.candidate_shares)};
     backend_.reserve_workspace(workspace_limits(spec_, limits));
 }
 
@@ -216,6 +216,34 @@ void ForwardRank::lm_head(int64_t rows) {
         communicator_->all_gather(s.shard_logits.floats() + r * rows_here, slice, s.logits.floats() + r * vocab);
 }
 
+void ForwardRank::split_candidates(const PackedBatch& batch, int64_t begin, int64_t count, bool guided,
+                                   ForwardOutput& output) {
+    const RunState& s = state_;
+    const int devices = communicator_->size();
+    const int64_t vocab = spec_.embedding_rows, stride = lm_head_->shape[0];
+    backend_.matmul(s.gathered.floats(), guided ? 2 * count : count, *lm_head_, nullptr, s.shard_logits.floats());
+    if (guided)
+        for (int64_t i = 0; i < count; ++i)
+            if (batch.guidance_rows[size_t(begin + i)] >= 0)
+                backend_.combine_guidance(s.shard_logits.floats() + i * stride,
+                                          s.shard_logits.floats() + (count + i) * stride,
+                                          batch.guidance_scales[size_t(begin + i)], stride);
+    // run_state.hpp's candidate_share_bytes: this device's peaks, every device's, then the same of the sums.
+    auto* own_peaks = reinterpret_cast<CandidatePeaks*>(s.candidate_shares.floats());
+    CandidatePeaks* all_peaks = own_peaks + max_candidate_rows;
+    auto* own_sums = reinterpret_cast<CandidateSums*>(all_peaks + devices * max_candidate_rows);
+    CandidateSums* all_sums = own_sums + max_candidate_rows;
+    auto words = [](auto* p) { return reinterpret_cast<float*>(p); };  // collectives move them as raw words
+    const LogitShare share{s.shard_logits.floats(), count, stride, rank_ * vocabulary_slice(vocab, devices), stride};
+    const auto params = std::span(batch.output_params).subspan(size_t(begin), size_t(count));
+    backend_.candidate_peaks(share, params, own_peaks);
+    communicator_->all_gather(words(own_peaks), size_t(count) * sizeof(CandidatePeaks) / sizeof(float), words(all_peaks));
+    backend_.candidate_sums(share, batch.output_positions.data() + begin, params, all_peaks, devices, own_sums);
+    communicator_->all_gather(words(own_sums), size_t(count) * sizeof(CandidateSums) / sizeof(float), words(all_sums));
+    if (rank_ == 0)
+        backend_.merge_candidates(all_peaks, all_sums, devices, count, vocab, params, output.candidates.data() + begin);
+}
+
 void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput& output) {
     const int64_t d = spec_.hidden_size, vocab = spec_.embedding_rows;
     const auto tokens = static_cast<int64_t>(batch.ids.size());
@@ -256,6 +284,14 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
         backend_.copy_to_device(rows, chunk_rows.data(), chunk_rows.size() * sizeof(int32_t));
         backend_.gather_rows(s.x.floats(), d, rows.ints(), total, s.gathered.floats());
         backend_.rmsnorm(s.gathered.floats(), total, d, d, *final_norm_, spec_.rms_norm_eps, s.gathered.floats(), d);
+        // Several devices merge their shares' candidate statistics, unless the logits themselves
+        // are wanted or a filter (top-k, top-p) needs whole rows: then they gather the rows.
+        const auto filtered = [](const CandidateParams* p) { return p->top_k > 0 || p->top_p < 1.0; };
+        if (communicator_ != nullptr && !want_logits &&
+            std::none_of(batch.output_params.begin() + begin, batch.output_params.begin() + begin + count, filtered)) {
+            split_candidates(batch, begin, count, guided, output);
+            continue;
+        }
         lm_head(total);
         if (rank_ != 0) continue;  // the logits are whole on every device: the first one finishes them
         if (guided)

@@ -65,7 +65,7 @@ private:
         DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
         DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales,
             expert_offsets, expert_input, expert_output;
-        DeviceBuffer output_rows, gathered, logits, shard_logits;
+        DeviceBuffer output_rows, gathered, logits, shard_logits, candidate_shares;
     };
 
     // The embedding of the uploaded token ids and the layer stack: x holds the last layer's output
@@ -77,6 +77,10 @@ private:
     void sum_over_devices(float* partial, int64_t n);
     // The LM head's logits of `rows` gathered rows into state_.logits, the vocabulary whole.
     void lm_head(int64_t rows);
+    // With several devices, the candidates of output rows begin..begin + count (their `guided` CFG
+    // twins after them in state_.gathered) from each device's share of the vocabulary: rank 0 writes
+    // them into `output`.
+    void split_candidates(const PackedBatch& batch, int64_t begin, int64_t count, bool guided, ForwardOutput& output);
 
     const ModelSpec spec_;
     const int rank_;

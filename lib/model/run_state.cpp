@@ -10,7 +10,7 @@ namespace unmask {
 uint64_t RunStateSizes::total() const noexcept {
     return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
            chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_offsets + expert_input +
-           expert_output + output_rows + gathered + logits + shard_logits;
+           expert_output + output_rows + gathered + logits + shard_logits + candidate_shares;
 }
 
 namespace {
@@ -30,6 +30,10 @@ uint64_t moe_slots(const ModelSpec& spec, uint64_t tokens) noexcept {
 }
 
 }  // namespace
+
+uint64_t candidate_share_bytes(int devices) noexcept {
+    return uint64_t(devices + 1) * uint64_t(max_candidate_rows) * (sizeof(CandidatePeaks) + sizeof(CandidateSums));
+}
 
 int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
     // The LM head's rows: the output chunk and its CFG twins (outputs may repeat positions).
@@ -91,8 +95,10 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     // With several devices the last output row's gathered slices run past its logits by the slack.
     const uint64_t vocab = static_cast<uint64_t>(spec.embedding_rows);
     s.logits = allocation_bytes((outputs * vocab + uint64_t(gathered_vocabulary_slack(spec.embedding_rows, devices))) * f);
-    if (devices > 1)
+    if (devices > 1) {
         s.shard_logits = allocation_bytes(outputs * uint64_t(vocabulary_slice(spec.embedding_rows, devices)) * f);
+        s.candidate_shares = allocation_bytes(candidate_share_bytes(devices));
+    }
     return s;
 }
 

@@ -36,12 +36,19 @@ struct RunStateSizes {
     uint64_t slot_rows = 0, token_slots = 0, token_scales = 0, expert_offsets = 0, expert_input = 0, expert_output = 0;
     uint64_t output_rows = 0, gathered = 0, logits = 0;
     uint64_t shard_logits = 0;  // tensor parallelism: this device's slice of the vocabulary
+    // Tensor parallelism: the candidates step's peaks and sums of an output chunk, this device's and
+    // every device's (kernels/candidate_shares.hpp).
+    uint64_t candidate_shares = 0;
 
     uint64_t total() const noexcept;
 };
 
 // `spec` is the device's (model/tensor_parallel.hpp's shard_spec) when `devices` share the forward.
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits, int devices = 1);
+
+// The bytes of RunStateSizes::candidate_shares for `devices`: the peaks and the sums of
+// max_candidate_rows rows, this device's and all of them, in that order.
+uint64_t candidate_share_bytes(int devices) noexcept;
 
 // The most floats one matmul of a forward up to `limits` reads: all tokens (or the LM head's
 // output chunk with its CFG twins) at the widest input (hidden state, attention output, dense or

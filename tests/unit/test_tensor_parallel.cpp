@@ -92,6 +92,12 @@ TEST_CASE("tensor parallelism over 2 and 4 host devices gives the single device'
     CandidateParams sampled;
     sampled.noise_temperature = 1.0;
     sampled.seed = 1234;
+    const int32_t banned[] = {2};
+    sampled.banned_tokens = banned;
+    sampled.probability_excluded_token = 1;
+    // Top-k needs whole rows: the devices gather them instead of merging their shares' statistics.
+    CandidateParams filtered = sampled;
+    filtered.top_k = 4;
     for (const std::string name : architectures) {
         const auto model = load(name, Precision::fp32);
         const ModelSpec& spec = model->spec();
@@ -101,12 +107,13 @@ TEST_CASE("tensor parallelism over 2 and 4 host devices gives the single device'
         for (const int devices : {2, 4}) {
             HostDevices many(devices);
             for (const auto* canvases : {&alone, &batched})
-                for (const CandidateParams* sampling : {&greedy, &sampled})
+                for (const CandidateParams* sampling : {&greedy, &sampled, &filtered})
                     for (const bool cached : {false, true}) {
                         CAPTURE(name);
                         CAPTURE(devices);
                         CAPTURE(canvases->size());
                         CAPTURE(sampling == &sampled);
+                        CAPTURE(sampling == &filtered);
                         CAPTURE(cached);
                         const auto expected = decode_twice(*model, one.pointers, *canvases, *sampling, cached);
                         const auto got = decode_twice(*model, many.pointers, *canvases, *sampling, cached);

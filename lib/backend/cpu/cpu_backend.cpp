@@ -317,8 +317,52 @@ public:
         });
     }
 
+    void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
+                         CandidatePeaks* out) override {
+        check_share(share);
+        pool_.parallel_for(share.rows, [&](int64_t r) {
+            std::vector<float>& z = worker().candidates.scaled;
+            k::scale_share(share.logits + r * share.stride, share.first, share.count, *params[size_t(r)], z);
+            out[r] = k::share_peaks(z, share.first);
+        });
+    }
+
+    void candidate_sums(const LogitShare& share, const uint32_t* positions,
+                        std::span<const CandidateParams* const> params, const CandidatePeaks* peaks, int devices,
+                        CandidateSums* out) override {
+        check_share(share);
+        pool_.parallel_for(share.rows, [&](int64_t r) {
+            const CandidateParams& p = *params[size_t(r)];
+            std::vector<float>& z = worker().candidates.scaled;
+            k::scale_share(share.logits + r * share.stride, share.first, share.count, p, z);
+            out[r] = k::share_sums(z, share.first, merged_peaks(peaks, devices, share.rows, r), positions[r], p);
+        });
+    }
+
+    void merge_candidates(const CandidatePeaks* peaks, const CandidateSums* sums, int devices, int64_t rows,
+                          int64_t vocab, std::span<const CandidateParams* const> params, Candidate* out) override {
+        for (int64_t r = 0; r < rows; ++r) {
+            CandidateSums merged = sums[r];
+            for (int d = 1; d < devices; ++d) merged = k::merge_sums(merged, sums[d * rows + r]);
+            out[r] = k::finish_candidate(merged_peaks(peaks, devices, rows, r), merged, vocab, *params[size_t(r)]);
+        }
+    }
+
 private:
     WorkerScratch& worker() { return scratch_[size_t(ThreadPool::worker_index())]; }
+
+    void check_share(const LogitShare& share) const {
+        if (share.count > limits_.vocab || share.count > share.stride)
+            fail(Status::internal, "a share of {} logits per row ({} apart) exceeds the workspace reserved for {}",
+                 share.count, share.stride, limits_.vocab);
+    }
+
+    // Row r's peaks over every device's share, merged in device order.
+    static CandidatePeaks merged_peaks(const CandidatePeaks* peaks, int devices, int64_t rows, int64_t r) {
+        CandidatePeaks merged = peaks[r];
+        for (int d = 1; d < devices; ++d) merged = k::merge_peaks(merged, peaks[d * rows + r]);
+        return merged;
+    }
 
     template <typename Body>
     void for_row_chunks(int64_t rows, const Body& body, int64_t chunk = row_chunk) {
