@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "format/dtype.hpp"
 #include "model/kv_cache.hpp"
+#include "model/load_options.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel.hpp"
 
@@ -71,7 +72,8 @@ LedgerDevices ledger_devices(const Model& model, int devices) {
 }
 
 WeightBytes weight_bytes(const ModelSpec& spec, std::span<const Weight> weights, int64_t devices) {
-    if (devices < 1 || devices > 4096) fail(Status::invalid_argument, "the device count {} is outside 1..4096", devices);
+    if (devices < 1 || devices > max_devices)
+        fail(Status::invalid_argument, "the device count {} is outside 1..{}", devices, max_devices);
     WeightBytes bytes;
     bytes.devices = devices;
     for (const Weight& w : weights) {
@@ -121,8 +123,8 @@ DeviceBudget device_budget(BackendKind backend, std::optional<uint64_t> budget_b
 }
 
 MemoryPlan plan_memory(const ModelSpec& spec, const WeightBytes& weights, const PlanRequest& request) {
-    if (request.devices < 1 || request.devices > 4096)
-        fail(Status::invalid_argument, "the device count {} is outside 1..4096", request.devices);
+    if (request.devices < 1 || request.devices > max_devices)
+        fail(Status::invalid_argument, "the device count {} is outside 1..{}", request.devices, max_devices);
     if (weights.devices != request.devices)
         fail(Status::invalid_argument, "weights counted for {} devices, planned for {}", weights.devices, request.devices);
     const int devices = static_cast<int>(request.devices);

@@ -279,6 +279,7 @@ TEST_CASE("bad budgets are INVALID_ARGUMENT") {
                         +[](unmask_plan_params& p) { p.memory_margin = 1.0; },
                         +[](unmask_plan_params& p) { p.max_concurrent = 0; },
                         +[](unmask_plan_params& p) { p.devices = 0; },
+                        +[](unmask_plan_params& p) { p.devices = UNMASK_MAX_DEVICES + 1; },  // as loading allows
                         +[](unmask_plan_params& p) { p.max_sequence_length = 4096; },
                         +[](unmask_plan_params& p) { p.device_memory_bytes = UINT64_MAX; },
                         +[](unmask_plan_params& p) { p.max_concurrent = 1 << 30; }}) {  // beyond one forward
