@@ -103,8 +103,32 @@ void BM_attention(benchmark::State& state) {
     });
 }
 
+// The fused candidates step over LLaDA's vocabulary (126,464): the softmax statistics, top-2 and
+// (noise 1) the Gumbel sample of 32 rows. args: threads, noise (0 greedy, 1 sampled).
+void BM_candidates(benchmark::State& state) {
+    constexpr int64_t rows = 32, vocab = 126464;
+    const int threads = static_cast<int>(state.range(0));
+    const auto logits = random_activations(rows * vocab);
+    CandidateParams params;
+    params.noise_temperature = double(state.range(1));
+    const std::vector<const CandidateParams*> per_row(rows, &params);
+    const std::vector<uint32_t> positions(rows, 7);
+    std::vector<Candidate> out(rows);
+    auto backend = make_cpu_backend(threads);
+    WorkspaceLimits limits;
+    limits.vocab = vocab;
+    backend->reserve_workspace(limits);
+    for (auto _ : state) {
+        backend->candidates(logits.data(), rows, vocab, positions.data(), per_row, out.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["rows/s"] = benchmark::Counter(double(rows), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 BENCHMARK(BM_matmul)->Apply(matmul_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_attention)->ArgsProduct({{256, 1024}, {1, 2}})->ArgNames({"tokens", "threads"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_candidates)->ArgsProduct({{1, 2}, {0, 1}})->ArgNames({"threads", "noise"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,6 +1,7 @@
 #include "cpu/candidates.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <bit>
 #include <functional>
@@ -41,6 +42,45 @@ UNMASK_VECTOR_CLONES FixedMoments softmax_moments(const float* z, int64_t n, flo
         weighted += fixed_point(term);
     }
     return {total, weighted};
+}
+
+// The random bits of uniform_open01's token-noise draws for tokens first..first + count at
+// (position, step): Philox over a block of tokens at once, which vectorises (integer work only,
+// the same bits on every path).
+constexpr int64_t noise_block = 64;
+UNMASK_VECTOR_CLONES void token_noise_bits(uint64_t seed, uint32_t first, int64_t count, uint32_t position,
+                                           uint32_t step, uint64_t* bits) {
+    for (int64_t i = 0; i < count; ++i) {
+        const auto words = philox4x32({first + static_cast<uint32_t>(i), position, step,
+                                       static_cast<uint32_t>(RandomStream::token_noise)}, seed);
+        bits[i] = ((uint64_t(words[0]) << 32) | words[1]) >> 11;
+    }
+}
+
+// The Gumbel noise of a uniform draw u in (0, 1).
+inline double gumbel_noise(double u) { return -std::log(-std::log(u)); }
+
+// Noise levels g, lowest first, and the uniform draws at which the noise reaches them, e^(-e^(-g)).
+struct NoiseLevel {
+    double noise, uniform;
+};
+const std::array<NoiseLevel, 6>& noise_levels() {
+    static const std::array<NoiseLevel, 6> levels = [] {
+        std::array<NoiseLevel, 6> l{};
+        const double noise[] = {1, 3, 5, 8, 12, 20};
+        for (size_t i = 0; i < l.size(); ++i) l[i] = {noise[i], std::exp(-std::exp(-noise[i]))};
+        return l;
+    }();
+    return levels;
+}
+
+// A uniform draw at most which the noise is certainly below `gap` (noise units): the draw of the
+// highest level at least 1 below the gap (room for rounding); 0 (no draw) below every level.
+// Selects, not branches: the gaps of a row's tokens come in no order.
+inline double draw_below_gap(double gap) {
+    double draw = 0;
+    for (const NoiseLevel& level : noise_levels()) draw = gap >= level.noise + 1 ? level.uniform : draw;
+    return draw;
 }
 
 }  // namespace
@@ -118,20 +158,38 @@ CandidateSums share_sums(std::span<const float> z, int64_t first, const Candidat
     sums.total = moments.total;
     sums.weighted = moments.weighted;
     if (params.noise_temperature > 0) {
-        // Gumbel-max: a token can win only if its logit is within noise_temperature times the
-        // noise's range of the maximum, so the noise of the others need not be drawn.
+        // Gumbel-max over the tokens. The row's top token scores `bound` (in whichever share it
+        // is), so the winner scores at least that: a token whose logit is more than the noise's
+        // largest value below the bound cannot win (nor can one below the maximum by the noise's
+        // range, the CUDA kernel's reach), so its noise need not be drawn; and a token `gap` noise
+        // units below the bound can reach it only with noise above the gap, so where the draw is
+        // at most a level's, the two logarithms need not be taken. Both keep a noise unit of room
+        // for rounding.
+        const double temperature = params.noise_temperature;
         static const double noise_range = gumbel_noise_max() - gumbel_noise_min();
-        const double reach = max - params.noise_temperature * noise_range;
-        for (size_t i = 0; i < z.size(); ++i) {
-            const double v = z[i];
-            if (v < reach) continue;
-            const auto token = static_cast<uint32_t>(first + int64_t(i));
-            const double u = uniform_open01(params.seed, token, position, params.step, RandomStream::token_noise);
-            const double score = v + params.noise_temperature * -std::log(-std::log(u));
-            if (score > sums.sample_score) {  // equal scores: the first token
-                sums.sample_score = score;
-                sums.sample_token = static_cast<int32_t>(token);
-                sums.sample_logit = z[i];
+        auto draw = [&](uint32_t token) {
+            return uniform_open01(params.seed, token, position, params.step, RandomStream::token_noise);
+        };
+        const double bound = max + temperature * gumbel_noise(draw(static_cast<uint32_t>(row.top1_token)));
+        const double reach = std::max(max - temperature * noise_range, bound - temperature * (gumbel_noise_max() + 1));
+        const double per_noise_unit = 1.0 / temperature;
+        std::array<uint64_t, noise_block> bits;
+        for (int64_t block = 0; block < int64_t(z.size()); block += noise_block) {
+            const int64_t end = std::min(int64_t(z.size()), block + noise_block);
+            if (std::all_of(z.begin() + block, z.begin() + end, [&](float v) { return v < reach; })) continue;
+            token_noise_bits(params.seed, static_cast<uint32_t>(first + block), end - block, position, params.step,
+                             bits.data());
+            for (int64_t i = block; i < end; ++i) {
+                const double v = z[size_t(i)];
+                if (v < reach) continue;
+                const double u = open01_of_bits(bits[size_t(i - block)]);  // uniform_open01's draw
+                if (u <= draw_below_gap((bound - v) * per_noise_unit)) continue;
+                const double s = v + temperature * gumbel_noise(u);
+                if (s > sums.sample_score) {  // equal scores: the first token
+                    sums.sample_score = s;
+                    sums.sample_token = static_cast<int32_t>(first + i);
+                    sums.sample_logit = z[size_t(i)];
+                }
             }
         }
     }
