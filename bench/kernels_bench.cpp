@@ -104,13 +104,18 @@ void BM_attention(benchmark::State& state) {
 }
 
 // The fused candidates step over LLaDA's vocabulary (126,464): the softmax statistics, top-2 and
-// (noise 1) the Gumbel sample of 32 rows. args: threads, noise (0 greedy, 1 sampled).
+// the sample of 32 rows. args: threads, mode: 0 greedy, 1 LLaDA's sampling (Gumbel noise at
+// temperature 1), 2 Dream's (distribution temperature 0.2, top-p 0.95, Gumbel noise 1).
 void BM_candidates(benchmark::State& state) {
     constexpr int64_t rows = 32, vocab = 126464;
     const int threads = static_cast<int>(state.range(0));
     const auto logits = random_activations(rows * vocab);
     CandidateParams params;
-    params.noise_temperature = double(state.range(1));
+    params.noise_temperature = state.range(1) > 0 ? 1.0 : 0.0;
+    if (state.range(1) == 2) {
+        params.distribution_temperature = 0.2;
+        params.top_p = 0.95;
+    }
     const std::vector<const CandidateParams*> per_row(rows, &params);
     const std::vector<uint32_t> positions(rows, 7);
     std::vector<Candidate> out(rows);
@@ -130,5 +135,5 @@ void BM_candidates(benchmark::State& state) {
 BENCHMARK(BM_matmul)->Apply(matmul_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_attention)->ArgsProduct({{256, 1024}, {1, 2}})->ArgNames({"tokens", "threads"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_candidates)->ArgsProduct({{1, 2}, {0, 1}})->ArgNames({"threads", "noise"})
+BENCHMARK(BM_candidates)->ArgsProduct({{1, 2}, {0, 1, 2}})->ArgNames({"threads", "mode"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -86,23 +86,40 @@ inline double draw_below_gap(double gap) {
 }  // namespace
 
 float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, std::vector<float>& sorted) {
+    // The values in descending order, as far as the nucleus needs them: sorted[0, ordered) are the
+    // largest `ordered` in order, the rest in no order. Each extension selects the next largest
+    // (linear) and sorts only them, so a small nucleus costs about one pass, not a sort of the row.
     sorted.assign(z.begin(), z.end());
-    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    const auto n = static_cast<int64_t>(sorted.size());
+    int64_t ordered = 0;
+    auto order_until = [&](int64_t count) {
+        count = std::min(count, n);
+        if (count <= ordered) return;
+        const auto first = sorted.begin() + ordered, last = sorted.begin() + count;
+        if (count < n) std::nth_element(first, last - 1, sorted.end(), std::greater<float>());
+        std::sort(first, last, std::greater<float>());
+        ordered = count;
+    };
     float threshold = negative_infinity;
     if (top_p < 1.0) {
-        const double max = sorted[0];
+        const double max = *std::max_element(sorted.begin(), sorted.end());
         double total = 0;
-        for (float v : sorted) total += std::exp(double(v) - max);
+        for (float v : z) total += std::exp(double(v) - max);  // in token order
         double cumulative = 0;
-        for (size_t j = 0; j < sorted.size(); ++j) {
+        for (int64_t j = 0; j < n; ++j) {
             // Token j is removed when the cumulative probability before it already exceeds top_p.
             if (j > 0 && cumulative > top_p) break;
-            threshold = sorted[j];
-            cumulative += std::exp(double(sorted[j]) - max) / total;
+            if (j == ordered) order_until(std::max<int64_t>(64, 4 * ordered));
+            threshold = sorted[size_t(j)];
+            cumulative += std::exp(double(sorted[size_t(j)]) - max) / total;
         }
     }
-    if (top_k > 0 && top_k < static_cast<int64_t>(sorted.size()))
-        threshold = std::max(threshold, sorted[static_cast<size_t>(top_k - 1)]);
+    if (top_k > 0 && top_k < n) {
+        // The k-th largest: past the ordered ones, a selection puts it in its place.
+        const auto kth = sorted.begin() + (top_k - 1);
+        if (top_k > ordered) std::nth_element(sorted.begin() + ordered, kth, sorted.end(), std::greater<float>());
+        threshold = std::max(threshold, *kth);
+    }
     return threshold;
 }
 

@@ -344,6 +344,50 @@ TEST_CASE("sampled tokens follow the intended distribution (chi-square, 20000 dr
     }
 }
 
+TEST_CASE("top-p and top-k thresholds equal a whole sort's, however far the nucleus reaches") {
+    // The definition: the values sorted in descending order, the nucleus the fewest whose
+    // probability (normalised by the total in token order) exceeds top_p, then the k-th largest.
+    auto by_sorting = [](const std::vector<float>& z, int64_t top_k, double top_p) {
+        std::vector<float> sorted = z;
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        float threshold = -std::numeric_limits<float>::infinity();
+        if (top_p < 1.0) {
+            double total = 0, cumulative = 0;
+            for (float v : z) total += std::exp(double(v) - sorted[0]);
+            for (size_t j = 0; j < sorted.size() && !(j > 0 && cumulative > top_p); ++j) {
+                threshold = sorted[j];
+                cumulative += std::exp(double(sorted[j]) - sorted[0]) / total;
+            }
+        }
+        if (top_k > 0 && top_k < int64_t(z.size())) threshold = std::max(threshold, sorted[size_t(top_k - 1)]);
+        return threshold;
+    };
+    std::mt19937 rng(31);
+    std::vector<float> scratch;
+    int long_nuclei = 0;
+    for (const int64_t vocab : {1, 3, 64, 65, 300, 5003}) {
+        for (const float spread : {0.01f, 0.5f, 3.0f, 40.0f}) {  // nuclei of nearly all the row .. of one token
+            std::normal_distribution<float> normal(0.0f, spread);
+            std::vector<float> z(static_cast<size_t>(vocab));
+            for (float& v : z) v = rng() % 9 == 0 ? std::floor(normal(rng)) : normal(rng);  // ties too
+            if (vocab > 1) z[size_t(rng() % z.size())] = -std::numeric_limits<float>::infinity();
+            z[0] = 1.0f;  // whatever the -inf took, the maximum is finite
+            for (const double top_p : {0.05, 0.5, 0.95, 0.999, 1.0})
+                for (const int64_t top_k : {int64_t(0), int64_t(1), int64_t(7), int64_t(100), vocab - 1, vocab}) {
+                    CAPTURE(vocab);
+                    CAPTURE(spread);
+                    CAPTURE(top_p);
+                    CAPTURE(top_k);
+                    const float expected = by_sorting(z, top_k, top_p);
+                    CHECK(filter_threshold(z, top_k, top_p, scratch) == expected);
+                    if (top_p < 1.0 && top_k == 0)
+                        long_nuclei += std::count_if(z.begin(), z.end(), [&](float v) { return v >= expected; }) > 256;
+                }
+        }
+    }
+    CHECK(long_nuclei >= 4);  // nuclei past several extensions of the ordered prefix
+}
+
 TEST_CASE("a banned token is never chosen and all-banned logits do not crash") {
     const std::vector<float> logits = {5.0f, 1.0f, 0.0f};
     const int32_t banned[] = {0};
