@@ -131,6 +131,38 @@ TEST_CASE("tensor parallelism over 2 and 4 host devices gives the single device'
     }
 }
 
+TEST_CASE("classifier-free guidance over several devices gives the single device's tokens") {
+    // The split candidates step combines each device's slice of a row with its unconditional twin.
+    const auto model = load("llada", Precision::fp32);
+    const ModelSpec& spec = model->spec();
+    const std::vector<int32_t> guided = canvas(spec, 16, 0), plain = canvas(spec, 12, 1);
+    std::vector<int32_t> unconditional = guided;
+    for (size_t p = 0; p < 6; ++p) unconditional[p] = int32_t(spec.mask_token_id);  // the prompt masked
+    CandidateParams sampled;
+    sampled.noise_temperature = 0.8;
+    sampled.seed = 77;
+    auto run = [&](std::span<Backend* const> devices) {
+        Forward forward(*model, devices, {44, 16});
+        const std::vector<ForwardSequence> batch = {{guided, {}, &sampled, unconditional, 0.7},
+                                                    {plain, {}, &sampled, {}, 0.0}};
+        return forward.run(batch, false).candidates;
+    };
+    HostDevices one(1);
+    const std::vector<Candidate> expected = run(one.pointers);
+    for (const int devices : {2, 4}) {
+        HostDevices many(devices);
+        const std::vector<Candidate> got = run(many.pointers);
+        REQUIRE(got.size() == expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+            CAPTURE(devices);
+            CAPTURE(i);
+            CHECK(got[i].token == expected[i].token);
+            CHECK(got[i].top1_token == expected[i].top1_token);
+            CHECK(got[i].probability == doctest::Approx(expected[i].probability).epsilon(1e-4));
+        }
+    }
+}
+
 TEST_CASE("tensor-parallel logits match the single device's, quantized weights included") {
     for (const auto& [name, precision] : {std::pair{"llada", Precision::bf16}, std::pair{"llada", Precision::int8},
                                           std::pair{"llada2-moe", Precision::bf16}}) {
