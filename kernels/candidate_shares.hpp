@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace unmask::kernels {
 
@@ -17,7 +18,7 @@ struct CandidatePeaks {
     float top1 = -std::numeric_limits<float>::infinity();   // the largest (its first token, if equal)
     float second = -std::numeric_limits<float>::infinity();  // the largest of the other tokens
     int32_t top1_token = -1;                                   // -1: an empty share
-    int32_t unused = 0;
+    int32_t padding = 0;
 };
 
 // The second pass, relative to the row's top1: the softmax normaliser and the entropy's sum, in
@@ -33,6 +34,7 @@ struct CandidateSums {
     int32_t holds_excluded = 0;  // whether the share holds CandidateParams::probability_excluded_token
 };
 
+static_assert(std::is_trivially_copyable_v<CandidatePeaks> && std::is_trivially_copyable_v<CandidateSums>);
 static_assert(sizeof(CandidatePeaks) % 8 == 0 && sizeof(CandidateSums) % 8 == 0);
 
 }  // namespace unmask::kernels

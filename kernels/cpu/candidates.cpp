@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <bit>
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -77,9 +77,9 @@ const std::array<NoiseLevel, 6>& noise_levels() {
 // A uniform draw at most which the noise is certainly below `gap` (noise units): the draw of the
 // highest level at least 1 below the gap (room for rounding); 0 (no draw) below every level.
 // Selects, not branches: the gaps of a row's tokens come in no order.
-inline double draw_below_gap(double gap) {
+inline double draw_below_gap(const std::array<NoiseLevel, 6>& levels, double gap) {
     double draw = 0;
-    for (const NoiseLevel& level : noise_levels()) draw = gap >= level.noise + 1 ? level.uniform : draw;
+    for (const NoiseLevel& level : levels) draw = gap >= level.noise + 1 ? level.uniform : draw;
     return draw;
 }
 
@@ -190,17 +190,23 @@ CandidateSums share_sums(std::span<const float> z, int64_t first, const Candidat
         const double bound = max + temperature * gumbel_noise(draw(static_cast<uint32_t>(row.top1_token)));
         const double reach = std::max(max - temperature * noise_range, bound - temperature * (gumbel_noise_max() + 1));
         const double per_noise_unit = 1.0 / temperature;
+        const auto& levels = noise_levels();
+        // The top token is never skipped: at temperatures below the logits' rounding its own gap
+        // to the bound it sets can look like noise units.
+        const int64_t top = row.top1_token - first;
         std::array<uint64_t, noise_block> bits;
         for (int64_t block = 0; block < int64_t(z.size()); block += noise_block) {
             const int64_t end = std::min(int64_t(z.size()), block + noise_block);
-            if (std::all_of(z.begin() + block, z.begin() + end, [&](float v) { return v < reach; })) continue;
+            if ((top < block || top >= end) &&
+                std::all_of(z.begin() + block, z.begin() + end, [&](float v) { return v < reach; }))
+                continue;
             token_noise_bits(params.seed, static_cast<uint32_t>(first + block), end - block, position, params.step,
                              bits.data());
             for (int64_t i = block; i < end; ++i) {
                 const double v = z[size_t(i)];
-                if (v < reach) continue;
+                if (i != top && v < reach) continue;
                 const double u = open01_of_bits(bits[size_t(i - block)]);  // uniform_open01's draw
-                if (u <= draw_below_gap((bound - v) * per_noise_unit)) continue;
+                if (i != top && u <= draw_below_gap(levels, (bound - v) * per_noise_unit)) continue;
                 const double s = v + temperature * gumbel_noise(u);
                 if (s > sums.sample_score) {  // equal scores: the first token
                     sums.sample_score = s;

@@ -219,7 +219,9 @@ public:
     // steps with the devices' collectives between them, the same bits as candidates() gives on the
     // whole rows; no top-k or top-p filters. The peaks of this device's share of each row; then its
     // sums, given every device's peaks (device d's rows at peaks[d * rows]); then, on one device,
-    // the candidates from every device's peaks and sums. The defaults throw Error(UNSUPPORTED).
+    // the candidates from every device's peaks and sums. The defaults throw Error(UNSUPPORTED), and
+    // splits_candidates() says whether a backend has them (devices without gather whole rows).
+    virtual bool splits_candidates() const noexcept { return false; }
     virtual void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
                                  CandidatePeaks* out);
     virtual void candidate_sums(const LogitShare& share, const uint32_t* positions,

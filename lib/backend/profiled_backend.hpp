@@ -70,6 +70,7 @@ public:
     void combine_guidance(float* cond, const float* uncond, double scale, int64_t n) override;
     void candidates(const float* logits, int64_t rows, int64_t vocab, const uint32_t* positions,
                     std::span<const CandidateParams* const> params, Candidate* out) override;
+    bool splits_candidates() const noexcept override { return inner_.splits_candidates(); }
     void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
                          CandidatePeaks* out) override;
     void candidate_sums(const LogitShare& share, const uint32_t* positions,

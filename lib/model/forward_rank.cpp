@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "core/error.hpp"
 
@@ -228,13 +229,16 @@ void ForwardRank::split_candidates(const PackedBatch& batch, int64_t begin, int6
                 backend_.combine_guidance(s.shard_logits.floats() + i * stride,
                                           s.shard_logits.floats() + (count + i) * stride,
                                           batch.guidance_scales[size_t(begin + i)], stride);
-    // run_state.hpp's candidate_share_bytes: this device's peaks, every device's, then the same of the sums.
-    auto* own_peaks = reinterpret_cast<CandidatePeaks*>(s.candidate_shares.floats());
-    CandidatePeaks* all_peaks = own_peaks + max_candidate_rows;
-    auto* own_sums = reinterpret_cast<CandidateSums*>(all_peaks + devices * max_candidate_rows);
-    CandidateSums* all_sums = own_sums + max_candidate_rows;
+    if (count > max_candidate_rows) fail(Status::internal, "{} output rows in one candidates chunk", count);
+    const CandidateShareLayout layout = candidate_share_layout(devices);
+    auto* base = reinterpret_cast<std::byte*>(s.candidate_shares.floats());
+    auto* own_peaks = reinterpret_cast<CandidatePeaks*>(base);
+    auto* all_peaks = reinterpret_cast<CandidatePeaks*>(base + layout.all_peaks);
+    auto* own_sums = reinterpret_cast<CandidateSums*>(base + layout.own_sums);
+    auto* all_sums = reinterpret_cast<CandidateSums*>(base + layout.all_sums);
     auto words = [](auto* p) { return reinterpret_cast<float*>(p); };  // collectives move them as raw words
-    const LogitShare share{s.shard_logits.floats(), count, stride, rank_ * vocabulary_slice(vocab, devices), stride};
+    const LogitShare share{.logits = s.shard_logits.floats(), .rows = count, .stride = stride,
+                           .first = rank_ * vocabulary_slice(vocab, devices), .count = stride};
     const auto params = std::span(batch.output_params).subspan(size_t(begin), size_t(count));
     backend_.candidate_peaks(share, params, own_peaks);
     communicator_->all_gather(words(own_peaks), size_t(count) * sizeof(CandidatePeaks) / sizeof(float), words(all_peaks));
@@ -285,9 +289,12 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
         backend_.gather_rows(s.x.floats(), d, rows.ints(), total, s.gathered.floats());
         backend_.rmsnorm(s.gathered.floats(), total, d, d, *final_norm_, spec_.rms_norm_eps, s.gathered.floats(), d);
         // Several devices merge their shares' candidate statistics, unless the logits themselves
-        // are wanted or a filter (top-k, top-p) needs whole rows: then they gather the rows.
-        const auto filtered = [](const CandidateParams* p) { return p->top_k > 0 || p->top_p < 1.0; };
-        if (communicator_ != nullptr && !want_logits &&
+        // are wanted, a filter (top-k, top-p) needs whole rows or the backend cannot split the
+        // step: then they gather the rows.
+        const auto filtered = [&](const CandidateParams* p) {
+            return (p->top_k > 0 && p->top_k < vocab) || p->top_p < 1.0;
+        };
+        if (communicator_ != nullptr && !want_logits && backend_.splits_candidates() &&
             std::none_of(batch.output_params.begin() + begin, batch.output_params.begin() + begin + count, filtered)) {
             split_candidates(batch, begin, count, guided, output);
             continue;

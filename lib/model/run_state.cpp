@@ -31,8 +31,14 @@ uint64_t moe_slots(const ModelSpec& spec, uint64_t tokens) noexcept {
 
 }  // namespace
 
-uint64_t candidate_share_bytes(int devices) noexcept {
-    return uint64_t(devices + 1) * uint64_t(max_candidate_rows) * (sizeof(CandidatePeaks) + sizeof(CandidateSums));
+CandidateShareLayout candidate_share_layout(int devices) noexcept {
+    const auto rows = uint64_t(max_candidate_rows), all = uint64_t(devices) * rows;
+    CandidateShareLayout layout;
+    layout.all_peaks = rows * sizeof(CandidatePeaks);
+    layout.own_sums = layout.all_peaks + all * sizeof(CandidatePeaks);
+    layout.all_sums = layout.own_sums + rows * sizeof(CandidateSums);
+    layout.bytes = layout.all_sums + all * sizeof(CandidateSums);
+    return layout;
 }
 
 int64_t largest_matmul_input(const ModelSpec& spec, const ForwardLimits& limits) noexcept {
@@ -97,7 +103,7 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     s.logits = allocation_bytes((outputs * vocab + uint64_t(gathered_vocabulary_slack(spec.embedding_rows, devices))) * f);
     if (devices > 1) {
         s.shard_logits = allocation_bytes(outputs * uint64_t(vocabulary_slice(spec.embedding_rows, devices)) * f);
-        s.candidate_shares = allocation_bytes(candidate_share_bytes(devices));
+        s.candidate_shares = allocation_bytes(candidate_share_layout(devices).bytes);
     }
     return s;
 }

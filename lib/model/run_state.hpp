@@ -46,9 +46,13 @@ struct RunStateSizes {
 // `spec` is the device's (model/tensor_parallel.hpp's shard_spec) when `devices` share the forward.
 RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits, int devices = 1);
 
-// The bytes of RunStateSizes::candidate_shares for `devices`: the peaks and the sums of
-// max_candidate_rows rows, this device's and all of them, in that order.
-uint64_t candidate_share_bytes(int devices) noexcept;
+// Where RunStateSizes::candidate_shares keeps, for `devices`, the peaks and the sums of
+// max_candidate_rows rows: this device's peaks at 0, then every device's, this device's sums and
+// every device's (byte offsets); `bytes` in all.
+struct CandidateShareLayout {
+    uint64_t all_peaks = 0, own_sums = 0, all_sums = 0, bytes = 0;
+};
+CandidateShareLayout candidate_share_layout(int devices) noexcept;
 
 // The most floats one matmul of a forward up to `limits` reads: all tokens (or the LM head's
 // output chunk with its CFG twins) at the widest input (hidden state, attention output, dense or

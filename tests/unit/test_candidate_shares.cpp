@@ -106,7 +106,7 @@ TEST_CASE("a row cut into shares anywhere gives the whole row's candidate, bit f
     CHECK(sampled_elsewhere > 50);  // the samples are not all the argmax: the Gumbel merge is exercised
 }
 
-TEST_CASE("rows of nothing but -inf or NaN, split, give token 0 as the whole row does") {
+TEST_CASE("rows of nothing but -inf or NaN, or with +inf, split, give the whole row's bits") {
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
     CandidateParams params;
     params.noise_temperature = 1.0;
@@ -117,6 +117,15 @@ TEST_CASE("rows of nothing but -inf or NaN, split, give token 0 as the whole row
         CHECK(whole.token == 0);
         CHECK(whole.probability == 0.0f);
         CHECK(same_bits(through_shares(row, {2, 2, 7}, 0, params), whole));
+    }
+    // A +inf logit (an overflowing model) leaves nothing to normalise: token 0, split or not,
+    // wherever the +inf falls and however many there are.
+    for (const std::vector<float>& row : {std::vector<float>{1, 2, 3, 4, 5, 6, 7, inf, 8},
+                                          std::vector<float>{inf, 2, 3, 4, 5, 6, 7, inf, nan}}) {
+        const Candidate whole = k::logits_to_candidate(row.data(), 9, 0, params, scratch);
+        CHECK(whole.token == 0);
+        CHECK(same_bits(through_shares(row, {3, 6}, 0, params), whole));
+        CHECK(same_bits(through_shares(row, {8}, 0, params), whole));
     }
 }
 
@@ -202,9 +211,16 @@ TEST_CASE("the Gumbel sample is the argmax of every token's noisy score, whateve
     for (const float spread : {0.5f, 4.0f, 20.0f}) {
         std::normal_distribution<float> normal(0.0f, spread);
         std::vector<float> row(5003);
-        for (const double temperature : {0.05, 0.3, 1.0, 5.0}) {
+        // Down to temperatures below the logits' rounding (1e-300), where only equal maxima
+        // compete, and up to noise that swamps them.
+        for (const double temperature : {1e-300, 1e-15, 1e-12, 0.05, 0.3, 1.0, 5.0, 1e6}) {
             for (uint32_t position = 0; position < 30; ++position) {
                 for (float& v : row) v = normal(rng);
+                if (position % 2 == 1) {  // large logits with a tied maximum, the later ones in other blocks
+                    for (float& v : row) v += 32.0f;
+                    const float top = *std::max_element(row.begin(), row.end());
+                    for (const size_t at : {size_t(7), size_t(700), size_t(4999)}) row[at] = top;
+                }
                 CandidateParams params;
                 params.noise_temperature = temperature;
                 params.seed = 4242;
@@ -227,6 +243,28 @@ TEST_CASE("the Gumbel sample is the argmax of every token's noisy score, whateve
             }
         }
     }
-    CHECK(compared == 360);
-    CHECK(not_argmax > 60);  // the noise decides often: the comparison is not with the argmax alone
+    CHECK(compared == 720);
+    CHECK(not_argmax > 100);  // the noise decides often: the comparison is not with the argmax alone
+}
+
+TEST_CASE("at temperatures below the logits' rounding, equal logits still go to the first token") {
+    // Every logit 1, noise temperature 2e-17 (a tenth of 1's ulp in float64): a score is 1, or
+    // 1 + ulp where the noise reaches 5.5. Token 0's score is the bound the step prunes against;
+    // when its own noise is between 5.5 and 8, its gap to that bound (11 noise units) looks like
+    // a token the level-8 noise cannot lift, and the later tokens scoring 1 + ulp tie with it.
+    const std::vector<float> row(5003, 1.0f);
+    CandidateParams params;
+    params.noise_temperature = 2e-17;
+    params.seed = 3;
+    k::CandidateScratch scratch;
+    int rows = 0;
+    for (uint32_t position = 0; position < 4000 && rows < 3; ++position) {
+        const double noise =
+            -std::log(-std::log(uniform_open01(params.seed, 0, position, params.step, RandomStream::token_noise)));
+        if (noise < 5.5 || noise > 8) continue;
+        CAPTURE(position);
+        CHECK(k::logits_to_candidate(row.data(), 5003, position, params, scratch).token == 0);
+        ++rows;
+    }
+    CHECK(rows == 3);
 }

@@ -159,8 +159,30 @@ TEST_CASE("classifier-free guidance over several devices gives the single device
             CHECK(got[i].token == expected[i].token);
             CHECK(got[i].top1_token == expected[i].top1_token);
             CHECK(got[i].probability == doctest::Approx(expected[i].probability).epsilon(1e-4));
+            CHECK(got[i].top1_probability == doctest::Approx(expected[i].top1_probability).epsilon(1e-4));
+            CHECK(got[i].negative_entropy == doctest::Approx(expected[i].negative_entropy).epsilon(1e-4));
         }
     }
+}
+
+TEST_CASE("outputs past one chunk of 128 rows, on devices, give the single device's tokens") {
+    // The split candidates step runs once per chunk of output rows; the later chunks start past 0.
+    const auto model = load("llada", Precision::fp32);
+    const std::vector<int32_t> tokens = canvas(model->spec(), 300, 4);
+    CandidateParams sampled;
+    sampled.noise_temperature = 0.5;
+    sampled.seed = 5;
+    auto run = [&](std::span<Backend* const> devices) {
+        Forward forward(*model, devices, {300, 300});
+        return forward.run(std::vector{ForwardSequence{tokens, {}, &sampled, {}, 0.0}}, false).candidates;
+    };
+    HostDevices one(1), two(2);
+    const std::vector<Candidate> expected = run(one.pointers), got = run(two.pointers);
+    REQUIRE(expected.size() == 300);
+    REQUIRE(got.size() == expected.size());
+    size_t same = 0;
+    for (size_t i = 0; i < got.size(); ++i) same += got[i].token == expected[i].token;
+    CHECK(same == got.size());
 }
 
 TEST_CASE("tensor-parallel logits match the single device's, quantized weights included") {

@@ -317,6 +317,7 @@ public:
         });
     }
 
+    bool splits_candidates() const noexcept override { return true; }
     void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
                          CandidatePeaks* out) override {
         check_share(share);
