@@ -89,6 +89,9 @@ float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, st
     // The values in descending order, as far as the nucleus needs them: sorted[0, ordered) are the
     // largest `ordered` in order, the rest in no order. Each extension selects the next largest
     // (linear) and sorts only them, so a small nucleus costs about one pass, not a sort of the row.
+    if (z.empty()) return negative_infinity;
+    const double max = *std::max_element(z.begin(), z.end());
+    if (!std::isfinite(max)) return negative_infinity;  // every token -inf, or an infinite logit: no filter
     sorted.assign(z.begin(), z.end());
     const auto n = static_cast<int64_t>(sorted.size());
     int64_t ordered = 0;
@@ -102,7 +105,6 @@ float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, st
     };
     float threshold = negative_infinity;
     if (top_p < 1.0) {
-        const double max = *std::max_element(sorted.begin(), sorted.end());
         double total = 0;
         for (float v : z) total += std::exp(double(v) - max);  // in token order
         double cumulative = 0;
@@ -126,9 +128,8 @@ float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, st
 double gumbel_noise_min() noexcept { return -std::log(-std::log(0x1.0p-54)); }
 double gumbel_noise_max() noexcept { return -std::log(-std::log1p(-0x1.0p-54)); }
 
-void scale_share(const float* logits, int64_t first, int64_t count, const CandidateParams& params,
-                 std::vector<float>& z) {
-    z.assign(logits, logits + count);
+void scale_share(float* logits, int64_t first, int64_t count, const CandidateParams& params) {
+    const std::span z(logits, size_t(count));
     for (float& v : z)
         if (std::isnan(v)) v = negative_infinity;  // never chosen; the filters' sort needs a total order
     for (int32_t banned : params.banned_tokens)
@@ -263,14 +264,12 @@ Candidate finish_candidate(const CandidatePeaks& row, const CandidateSums& sums,
 Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t position, const CandidateParams& params,
                               CandidateScratch& scratch) {
     std::vector<float>& z = scratch.scaled;
-    scale_share(logits, 0, vocab, params, z);
+    z.assign(logits, logits + vocab);
+    scale_share(z.data(), 0, vocab, params);
     if (params.top_k > 0 || params.top_p < 1.0) {
-        const CandidatePeaks unfiltered = share_peaks(z, 0);
-        if (std::isfinite(unfiltered.top1)) {
-            const float threshold = filter_threshold(z, params.top_k, params.top_p, scratch.sorted);
-            for (float& v : z)
-                if (v < threshold) v = negative_infinity;
-        }
+        const float threshold = filter_threshold(z, params.top_k, params.top_p, scratch.sorted);
+        for (float& v : z)
+            if (v < threshold) v = negative_infinity;
     }
     const CandidatePeaks peaks = share_peaks(z, 0);
     return finish_candidate(peaks, share_sums(z, 0, peaks, position, params), vocab, params);

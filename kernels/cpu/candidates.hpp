@@ -33,8 +33,8 @@ double gumbel_noise_max() noexcept;
 
 // The smallest of the scaled logits `z` that survives top-p (the nucleus: the fewest tokens whose
 // probability reaches top_p, 1 = off; the first token always stays) and then top-k (ties with the
-// k-th stay, 0 = off), as Dream applies them; -inf when neither filters. `z` holds no NaN and a
-// finite maximum; `sorted` is scratch.
+// k-th stay, 0 = off), as Dream applies them; -inf when neither filters or the maximum is not
+// finite (every token -inf, or +inf among them). `z` holds no NaN; `sorted` is scratch.
 float filter_threshold(std::span<const float> z, int64_t top_k, double top_p, std::vector<float>& sorted);
 
 // One row of logits -> its candidate. A NaN logit counts as -inf. The same as the row's one share
@@ -44,10 +44,9 @@ Candidate logits_to_candidate(const float* logits, int64_t vocab, uint32_t posit
 
 // A share of a row (kernels/candidate_shares.hpp): tokens first..first + count, whose logits
 // start at `logits`.
-// The scaled logits z of the share into `z`: banned tokens and NaN -inf, then divided by the
+// The share's logits scaled in place: banned tokens and NaN -inf, then divided by the
 // distribution temperature (no filters: top-k and top-p need the whole row).
-void scale_share(const float* logits, int64_t first, int64_t count, const CandidateParams& params,
-                 std::vector<float>& z);
+void scale_share(float* logits, int64_t first, int64_t count, const CandidateParams& params);
 CandidatePeaks share_peaks(std::span<const float> z, int64_t first);
 // `row`: the row's peaks, every share merged.
 CandidateSums share_sums(std::span<const float> z, int64_t first, const CandidatePeaks& row, uint32_t position,

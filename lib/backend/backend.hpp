@@ -79,8 +79,9 @@ struct SequenceRows {
 
 // A device's share of rows of logits when the devices split the vocabulary (the LM head of
 // tensor parallelism): tokens first..first + count of `rows` rows, `stride` floats apart.
+// Backend::candidate_peaks scales them in place (banned tokens, temperature), for candidate_sums.
 struct LogitShare {
-    const float* logits = nullptr;
+    float* logits = nullptr;
     int64_t rows = 0, stride = 0, first = 0, count = 0;
 };
 
@@ -217,10 +218,11 @@ public:
                             std::span<const CandidateParams* const> params, Candidate* out) = 0;
     // The same over a vocabulary split among devices (kernels/candidate_shares.hpp), in three
     // steps with the devices' collectives between them, the same bits as candidates() gives on the
-    // whole rows; no top-k or top-p filters. The peaks of this device's share of each row; then its
-    // sums, given every device's peaks (device d's rows at peaks[d * rows]); then, on one device,
-    // the candidates from every device's peaks and sums. The defaults throw Error(UNSUPPORTED), and
-    // splits_candidates() says whether a backend has them (devices without gather whole rows).
+    // whole rows; no top-k or top-p filters. The peaks of this device's share of each row (scaling
+    // the share in place); then its sums, given every device's peaks (device d's rows at
+    // peaks[d * rows]); then, on one device, the candidates from every device's peaks and sums. The
+    // defaults throw Error(UNSUPPORTED), and splits_candidates() says whether a backend has them
+    // (devices without gather whole rows).
     virtual bool splits_candidates() const noexcept { return false; }
     virtual void candidate_peaks(const LogitShare& share, std::span<const CandidateParams* const> params,
                                  CandidatePeaks* out);

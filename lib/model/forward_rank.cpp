@@ -217,18 +217,21 @@ void ForwardRank::lm_head(int64_t rows) {
         communicator_->all_gather(s.shard_logits.floats() + r * rows_here, slice, s.logits.floats() + r * vocab);
 }
 
+void ForwardRank::combine_guidance(float* logits, int64_t width, const PackedBatch& batch, int64_t begin,
+                                   int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+        if (batch.guidance_rows[size_t(begin + i)] >= 0)
+            backend_.combine_guidance(logits + i * width, logits + (count + i) * width,
+                                      batch.guidance_scales[size_t(begin + i)], width);
+}
+
 void ForwardRank::split_candidates(const PackedBatch& batch, int64_t begin, int64_t count, bool guided,
                                    ForwardOutput& output) {
     const RunState& s = state_;
     const int devices = communicator_->size();
     const int64_t vocab = spec_.embedding_rows, stride = lm_head_->shape[0];
     backend_.matmul(s.gathered.floats(), guided ? 2 * count : count, *lm_head_, nullptr, s.shard_logits.floats());
-    if (guided)
-        for (int64_t i = 0; i < count; ++i)
-            if (batch.guidance_rows[size_t(begin + i)] >= 0)
-                backend_.combine_guidance(s.shard_logits.floats() + i * stride,
-                                          s.shard_logits.floats() + (count + i) * stride,
-                                          batch.guidance_scales[size_t(begin + i)], stride);
+    if (guided) combine_guidance(s.shard_logits.floats(), stride, batch, begin, count);
     if (count > max_candidate_rows) fail(Status::internal, "{} output rows in one candidates chunk", count);
     const CandidateShareLayout layout = candidate_share_layout(devices);
     auto* base = reinterpret_cast<std::byte*>(s.candidate_shares.floats());
@@ -301,11 +304,7 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
         }
         lm_head(total);
         if (rank_ != 0) continue;  // the logits are whole on every device: the first one finishes them
-        if (guided)
-            for (int64_t i = 0; i < count; ++i)
-                if (guidance_rows[size_t(begin + i)] >= 0)
-                    backend_.combine_guidance(s.logits.floats() + i * vocab, s.logits.floats() + (count + i) * vocab,
-                                              batch.guidance_scales[size_t(begin + i)], vocab);
+        if (guided) combine_guidance(s.logits.floats(), vocab, batch, begin, count);
         if (want_logits) {
             backend_.copy_to_host(output.logits.data() + begin * vocab, s.logits, size_t(count * vocab) * sizeof(float));
         } else {

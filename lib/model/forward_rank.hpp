@@ -77,6 +77,9 @@ private:
     void sum_over_devices(float* partial, int64_t n);
     // The LM head's logits of `rows` gathered rows into state_.logits, the vocabulary whole.
     void lm_head(int64_t rows);
+    // Classifier-free guidance: each guided row of output rows begin..begin + count combined with
+    // its unconditional twin `count` rows below it, both `width` logits wide.
+    void combine_guidance(float* logits, int64_t width, const PackedBatch& batch, int64_t begin, int64_t count);
     // With several devices, the candidates of output rows begin..begin + count (their `guided` CFG
     // twins after them in state_.gathered) from each device's share of the vocabulary: rank 0 writes
     // them into `output`.

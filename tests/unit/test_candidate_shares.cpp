@@ -48,7 +48,8 @@ Candidate through_shares(const std::vector<float>& row, const std::vector<int64_
     std::vector<std::vector<float>> z(bounds.size() - 1);
     CandidatePeaks peaks;
     for (size_t s = 0; s + 1 < bounds.size(); ++s) {
-        k::scale_share(row.data() + bounds[s], bounds[s], bounds[s + 1] - bounds[s], params, z[s]);
+        z[s].assign(row.begin() + bounds[s], row.begin() + bounds[s + 1]);
+        k::scale_share(z[s].data(), bounds[s], bounds[s + 1] - bounds[s], params);
         peaks = k::merge_peaks(peaks, k::share_peaks(z[s], bounds[s]));
     }
     CandidateSums sums;

@@ -322,9 +322,9 @@ public:
                          CandidatePeaks* out) override {
         check_share(share);
         pool_.parallel_for(share.rows, [&](int64_t r) {
-            std::vector<float>& z = worker().candidates.scaled;
-            k::scale_share(share.logits + r * share.stride, share.first, share.count, *params[size_t(r)], z);
-            out[r] = k::share_peaks(z, share.first);
+            float* z = share.logits + r * share.stride;
+            k::scale_share(z, share.first, share.count, *params[size_t(r)]);
+            out[r] = k::share_peaks(std::span(z, size_t(share.count)), share.first);
         });
     }
 
@@ -333,10 +333,9 @@ public:
                         CandidateSums* out) override {
         check_share(share);
         pool_.parallel_for(share.rows, [&](int64_t r) {
-            const CandidateParams& p = *params[size_t(r)];
-            std::vector<float>& z = worker().candidates.scaled;
-            k::scale_share(share.logits + r * share.stride, share.first, share.count, p, z);
-            out[r] = k::share_sums(z, share.first, merged_peaks(peaks, devices, share.rows, r), positions[r], p);
+            const std::span z(share.logits + r * share.stride, size_t(share.count));  // scaled by candidate_peaks
+            out[r] = k::share_sums(z, share.first, merged_peaks(peaks, devices, share.rows, r), positions[r],
+                                   *params[size_t(r)]);
         });
     }
 
