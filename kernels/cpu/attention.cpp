@@ -58,11 +58,12 @@ void attention_tile(const float* q, const void* k, const void* v, const Attentio
     const int64_t kv_head = head / (shape.heads / shape.kv_heads);
     const int64_t head_offset = kv_head * d * element_bytes(shape.kv_type);  // bytes
     scratch.scores.resize(static_cast<size_t>(rows * keys));
-    scratch.panel.resize(matmul_scratch_floats());
+    scratch.panel.resize(std::max(scratch.panel.size(), matmul_scratch_floats(shape.bf16_products)));
     float* scores = scratch.scores.data();
 
     // scores = q_h k_hᵀ: the keys of this head are the "weight rows".
-    const WeightMatrix keys_matrix{static_cast<const char*>(k) + head_offset, shape.kv_type, keys, d, shape.kv_stride};
+    const WeightMatrix keys_matrix{static_cast<const char*>(k) + head_offset, shape.kv_type, keys, d, shape.kv_stride,
+                                   false, shape.bf16_products};
     matmul_columns(q + q_begin * shape.q_stride + head * d, shape.q_stride, rows, keys_matrix, 0, keys, scores, keys,
                    scratch.panel.data());
 
@@ -76,7 +77,7 @@ void attention_tile(const float* q, const void* k, const void* v, const Attentio
 
     // out = p v_h: v_h is stored [keys, d], i.e. k-major.
     const WeightMatrix values_matrix{static_cast<const char*>(v) + head_offset, shape.kv_type, d, keys, shape.kv_stride,
-                                     true};
+                                     true, shape.bf16_products};
     matmul_columns(scores, keys, rows, values_matrix, 0, d, out + q_begin * shape.q_stride + head * d, shape.q_stride,
                    scratch.panel.data());
 }

@@ -22,6 +22,7 @@ struct AttentionShape {
     int64_t block_origin = 0;
     int64_t query_position = 0; // position of query 0 among the keys (for block-causal masks)
     ElementType kv_type = ElementType::f32;  // of k and v: f32, or bf16 (a cache view)
+    bool bf16_products = false;  // q·kᵀ and p·v with bf16 operands (WeightMatrix::bf16_products)
 };
 
 struct AttentionScratch {

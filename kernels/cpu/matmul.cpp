@@ -92,4 +92,10 @@ void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& 
 
 const char* matmul_isa() { return dispatch().name; }
 
+int64_t matmul_task_columns(const WeightMatrix& w, int threads) {
+    if (dispatch().fn != matmul_columns_avx512bf16 || !detail::takes_bf16_products(w)) return matmul_column_block;
+    const int64_t blocks = (w.rows + matmul_column_block - 1) / matmul_column_block, tasks = std::max(threads, 1);
+    return std::max<int64_t>(1, (blocks + tasks - 1) / tasks) * matmul_column_block;
+}
+
 }  // namespace unmask::kernels::cpu

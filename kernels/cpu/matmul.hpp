@@ -21,10 +21,11 @@ struct WeightMatrix {
     int64_t cols = 0;    // k: input features
     int64_t stride = 0;  // elements between consecutive rows (between consecutive k when k_major)
     bool k_major = false;  // stored [k, n] (as attention's values are) instead of [n, k]
-    // bf16 and block-quantized weights: the product may round the activations to bf16 (and the
-    // decoded blocks) where the CPU has AVX512-BF16's dot product (twice the multiply-adds per
-    // instruction). The backend sets it for the model's matrices but the router; attention's K/V
-    // products keep fp32 activations.
+    // The product may round its operands to bf16 (to nearest even) where the CPU has AVX512-BF16's
+    // dot product (twice the multiply-adds per instruction): the activations, and the weights
+    // that are wider (fp32, decoded blocks; f16 ones keep the fp32 kernel). The CPU backend sets
+    // it for the model's bf16 and quantized matrices but the router, and for attention's q·kᵀ and
+    // p·v in bf16 models (AttentionShape::bf16_products).
     bool bf16_products = false;
 };
 
@@ -42,5 +43,11 @@ const char* matmul_isa();
 
 // Column blocks the caller should split work into (a multiple of every kernel's panel width).
 inline constexpr int64_t matmul_column_block = 128;
+
+// The columns each call of matmul_columns should take when `threads` threads share the n columns
+// of a product with `w`: a product that rounds its activations to bf16 (the AVX512-BF16 path)
+// rounds them once per call, so it takes one run of whole column blocks per thread; the others
+// take matmul_column_block at a time (their outputs stay in cache across K blocks).
+int64_t matmul_task_columns(const WeightMatrix& w, int threads);
 
 }  // namespace unmask::kernels::cpu

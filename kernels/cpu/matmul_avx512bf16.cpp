@@ -1,9 +1,10 @@
-// AVX512-BF16 products for bf16 and block-quantized weights: the activations are rounded to bf16
-// (to nearest even) and VDPBF16PS multiplies them pairwise with the weights, accumulating in fp32:
-// 32 multiply-adds per instruction against the fp32 kernel's 16, and half the bytes of weight
-// panel. Quantized blocks are decoded into the bf16 panel (the bits of loading them at BF16).
-// Only matrices that allow the rounding take this path (WeightMatrix::bf16_products: the model's
-// matrices); every other call is the AVX-512 fp32 kernel's. Compiled with -mavx512f -mavx512bf16.
+// AVX512-BF16 products: the activations are rounded to bf16 (to nearest even) and VDPBF16PS
+// multiplies them pairwise with the weights, accumulating in fp32: 32 multiply-adds per
+// instruction against the fp32 kernel's 16, and half the bytes of weight panel. bf16 weights are
+// packed as they are; quantized blocks are decoded into the bf16 panel (the bits of loading them
+// at BF16), and fp32 ones (attention's keys and values) rounded into it, row-major or k-major.
+// Only matrices that allow the rounding take this path (WeightMatrix::bf16_products); every other
+// call is the AVX-512 fp32 kernel's. Compiled with -mavx512f -mavx512bw -mavx512bf16.
 //
 // Each output element is summed in one order whatever m, the column range or the thread: K
 // blocks of k_block ascending, and within a block the pairs (k, k + 1) ascending, one
@@ -96,26 +97,61 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
     }
 }
 
-// pack_panel for a block-quantized type: each row's blocks over [k0, k0 + kc) (whole blocks: a K
-// block holds whole blocks, and so does a quantized row) decoded to fp32 as the fp32 kernels
-// decode them, then rounded to bf16 (to nearest even, as loading at BF16 rounds them).
-void pack_decoded_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
+// words[p] = (x[2p], x[2p + 1]) rounded to bf16 (to nearest even), zero past n; writes whole
+// 16-word vectors, so `words` has room for (n + 31) / 32 * 16 of them.
+void round_pairs(const float* x, int64_t n, Word* words) {
+    for (int64_t k = 0; k < n; k += 32) {
+        const detail::ColumnMasks left(n - k);
+        const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(left.high, x + k + 16),
+                                                   _mm512_maskz_loadu_ps(left.low, x + k));
+        _mm512_storeu_si512(words + k / 2, reinterpret_cast<const __m512i&>(pairs));
+    }
+}
+
+// pack_panel for fp32 rows, rounded to bf16, and for block-quantized ones: each row's blocks over
+// [k0, k0 + kc) (whole blocks: a K block holds whole blocks, and so does a quantized row) decoded
+// to fp32 as the fp32 kernels decode them, then rounded (as loading at BF16 rounds them).
+void pack_rounded_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
     const int64_t pairs = (kc + 1) / 2;
     alignas(64) float decoded[detail::k_block];
-    alignas(64) uint32_t words[bf16_max_pairs];
+    alignas(64) Word words[bf16_max_pairs];
     for (int64_t j = 0; j < NR; ++j) {
         if (j >= cols) {
             zero_column(panel, pairs, j);
             continue;
         }
-        dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0), kc,
-                       decoded);
-        for (int64_t k = 0; k < kc; k += 32) {
-            const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_load_ps(decoded + k + 16), _mm512_load_ps(decoded + k));
-            _mm512_store_si512(words + k / 2, reinterpret_cast<const __m512i&>(pair));
-        }
+        const float* row = decoded;
+        if (w.type == ElementType::f32)
+            row = static_cast<const float*>(w.data) + (n0 + j) * w.stride + k0;
+        else
+            dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0),
+                           kc, decoded);
+        round_pairs(row, kc, words);
         for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = words[p];
     }
+}
+
+// pack_panel for k-major fp32 or bf16 (attention's values, [k, n]): the pair of rows k0 + 2p and
+// k0 + 2p + 1 interleaved column by column, fp32 rounded to bf16; zero past kc and past cols.
+void pack_k_major_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel) {
+    // Row x's columns n0 + c .. n0 + c + 15 as bf16 in the low halves of 32-bit lanes.
+    auto halves = [&](int64_t x, int64_t c) {
+        const int64_t left = cols - c;
+        const auto mask = left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+        const int64_t first = x * w.stride + n0 + c;
+        if (w.type == ElementType::f32) {
+            const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, static_cast<const float*>(w.data) + first));
+            return _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(h));
+        }
+        const __m512i h = _mm512_maskz_loadu_epi16(__mmask32(mask), static_cast<const uint16_t*>(w.data) + first);
+        return _mm512_cvtepu16_epi32(_mm512_castsi512_si256(h));
+    };
+    for (int64_t p = 0; p < (kc + 1) / 2; ++p)
+        for (int64_t c = 0; c < NR; c += 16) {
+            __m512i pair = halves(k0 + 2 * p, c);
+            if (2 * p + 1 < kc) pair = _mm512_or_si512(pair, _mm512_slli_epi32(halves(k0 + 2 * p + 1, c), 16));
+            _mm512_storeu_si512(panel + p * NR + c, pair);
+        }
 }
 
 // Asks for rows [n0, n1) of the weights over [k0, k0 + kc) to be brought into L2: a row's run in a
@@ -129,15 +165,7 @@ void prefetch_rows(const WeightMatrix& w, int64_t n0, int64_t n1, int64_t k0, in
 
 // out[r * bf16_max_pairs + p] = (a[r, k0 + 2p], a[r, k0 + 2p + 1]) rounded to bf16 (zero past kc).
 void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, Word* out) {
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* src = a + r * lda + k0;
-        for (int64_t k = 0; k < kc; k += 32) {
-            const detail::ColumnMasks left(kc - k);
-            const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(left.high, src + k + 16),
-                                                       _mm512_maskz_loadu_ps(left.low, src + k));
-            _mm512_storeu_si512(out + r * bf16_max_pairs + k / 2, reinterpret_cast<const __m512i&>(pairs));
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r) round_pairs(a + r * lda + k0, kc, out + r * bf16_max_pairs);
 }
 
 // c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs) · panel: 8 rows x 32 columns, 16 accumulators.
@@ -165,11 +193,11 @@ void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, in
 // rounded bf16_row_group at a time and run against every panel.
 void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
                                int64_t n_end, float* c, int64_t ldc, float* scratch) {
-    const bool quantized = is_quantized(w.type);
-    if (!w.bf16_products || (w.type != ElementType::bf16 && !quantized) || w.k_major || w.cols == 0) {
+    if (!detail::takes_bf16_products(w)) {
         matmul_columns_avx512(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
         return;
     }
+    const auto pack = w.k_major ? pack_k_major_panel : w.type == ElementType::bf16 ? pack_panel : pack_rounded_panel;
     Word* panels = reinterpret_cast<Word*>(scratch);
     Word* rounded = panels + bf16_column_chunk * bf16_max_pairs;
     for (int64_t chunk = n_begin; chunk < n_end; chunk += bf16_column_chunk) {
@@ -177,13 +205,13 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
         for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block) {
             const int64_t kc = std::min(detail::k_block, w.cols - k0), pairs = (kc + 1) / 2;
             for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
-                (quantized ? pack_decoded_panel : pack_panel)(w, n0, std::min(NR, chunk_end - n0), k0, kc,
-                                                              panels + (n0 - chunk) * bf16_max_pairs);
-            // The weights packed next arrive while these are multiplied.
+                pack(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
+            // The weights packed next arrive while these are multiplied (k-major matrices are
+            // attention's values, already in cache).
             const int64_t next_k0 = k0 + detail::k_block;
-            if (next_k0 < w.cols)
+            if (!w.k_major && next_k0 < w.cols)
                 prefetch_rows(w, chunk, chunk_end, next_k0, std::min(detail::k_block, w.cols - next_k0));
-            else if (chunk_end < n_end)
+            else if (!w.k_major && chunk_end < n_end)
                 prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0,
                               std::min(detail::k_block, w.cols));
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {

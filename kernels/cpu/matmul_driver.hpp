@@ -21,9 +21,11 @@ namespace unmask::kernels::cpu::detail {
 
 inline constexpr int64_t k_block = 256;
 // The AVX512-BF16 path (matmul_avx512bf16.cpp): a K block as bf16 pairs, the columns whose
-// panels it packs at a time, and the rows of A it rounds to bf16 at a time.
+// panels it packs at a time, and the rows of A it rounds to bf16 at a time. Each row of A is
+// rounded once per chunk and K block, so the wider the chunk the less rounding; 256 columns of
+// panels are 128 KiB, which stay in a core's L2 while every row group runs against them.
 inline constexpr int64_t bf16_max_pairs = k_block / 2;
-inline constexpr int64_t bf16_column_chunk = matmul_column_block;  // one call of the CPU backend
+inline constexpr int64_t bf16_column_chunk = 2 * matmul_column_block;
 inline constexpr int64_t bf16_row_group = 32;
 
 // fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is
@@ -35,6 +37,13 @@ inline float widen_fp16(uint16_t h) noexcept {
     return fp16_to_float(h);
 #endif
 }
+// Whether the AVX512-BF16 kernel multiplies `w` with bf16 activations (else it runs the fp32 one):
+// bf16 and fp32 matrices, and row-major block-quantized ones.
+inline bool takes_bf16_products(const WeightMatrix& w) {
+    const bool bf16_or_f32 = w.type == ElementType::bf16 || w.type == ElementType::f32;
+    return w.bf16_products && w.cols > 0 && (bf16_or_f32 || (is_quantized(w.type) && !w.k_major));
+}
+
 static_assert(k_block % block_elements(ElementType::q4_k) == 0 && k_block % block_elements(ElementType::q8_0) == 0,
               "a K block must hold whole quantized blocks");
 

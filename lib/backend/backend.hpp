@@ -102,8 +102,8 @@ struct AttentionParams {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t block_size = 0;  // 0: bidirectional; else block-causal with blocks of this many positions
                              // from each sequence's block_origin (the positions before it: one block)
-    // q·kᵀ and p·v may round their inputs to bf16 (tensor cores): for bf16 models, whose matmuls
-    // round activations so anyway. The CPU computes in fp32 regardless.
+    // q·kᵀ and p·v may round their inputs to bf16 (tensor cores, AVX512-BF16): for bf16 models,
+    // whose matmuls round activations so anyway.
     bool bf16_products = false;
 };
 

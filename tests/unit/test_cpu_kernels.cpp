@@ -174,6 +174,60 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
     CHECK(differing > 0);
 }
 
+// Attention's keys and values are fp32 (or a bf16 cache), and its values k-major: with bf16
+// products they are rounded into the panels, giving the bits of the rounded values multiplied as
+// row-major bf16 weights (the path the test above checks against float64), not the fp32 product.
+TEST_CASE("fp32 and k-major matrices with bf16 products give the bits of their values rounded to bf16") {
+    size_t isa_count = 0;
+    const MatmulIsa* isas = matmul_isas(isa_count);
+    const MatmulIsa* bf16 = nullptr;
+    for (size_t i = 0; i < isa_count; ++i)
+        if (std::string(isas[i].name) == "avx512bf16") bf16 = &isas[i];
+    REQUIRE(bf16 != nullptr);
+    if (!bf16->supported) {
+        MESSAGE("this CPU has no AVX512-BF16: bf16 products are not exercised here");
+        return;
+    }
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> scratch(matmul_scratch_floats(true));
+    int64_t differing = 0;
+    for (int64_t m : {1, 9})
+        for (int64_t n : {1, 20, 33, 70})
+            for (int64_t k : {1, 2, 31, 300}) {
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                const Matrix w = random_weights(n, k, ElementType::f32, rng);
+                std::vector<uint16_t> rounded(w.f32.size()), rounded_t(w.f32.size());
+                std::vector<float> transposed(w.f32.size());
+                for (int64_t j = 0; j < n; ++j)
+                    for (int64_t x = 0; x < k; ++x) {
+                        rounded[size_t(j * k + x)] = rounded_t[size_t(x * n + j)] = float_to_bf16(w.f32[size_t(j * k + x)]);
+                        transposed[size_t(x * n + j)] = w.f32[size_t(j * k + x)];
+                    }
+                const WeightMatrix reference{rounded.data(), ElementType::bf16, n, k, k, false, true};
+                const WeightMatrix variants[] = {{w.f32.data(), ElementType::f32, n, k, k, false, true},
+                                                 {transposed.data(), ElementType::f32, n, k, n, true, true},
+                                                 {rounded_t.data(), ElementType::bf16, n, k, n, true, true}};
+                std::vector<float> a(size_t(m * k));
+                for (auto& value : a) value = normal(rng);
+                std::vector<float> expected(size_t(m * n), -1.0f), fp32(size_t(m * n), -2.0f);
+                bf16->fn(a.data(), k, m, reference, 0, n, expected.data(), n, scratch.data());
+                bf16->fn(a.data(), k, m, w.view, 0, n, fp32.data(), n, scratch.data());  // no bf16_products
+                for (const WeightMatrix& variant : variants) {
+                    CAPTURE(variant.k_major);
+                    CAPTURE(int(variant.type));
+                    std::vector<float> c(size_t(m * n), -3.0f);
+                    bf16->fn(a.data(), k, m, variant, 0, n / 2, c.data(), n, scratch.data());
+                    bf16->fn(a.data(), k, m, variant, n / 2, n, c.data(), n, scratch.data());
+                    CHECK(c == expected);
+                }
+                differing += expected != fp32;
+            }
+    CHECK(differing > 0);
+}
+
 // Each instruction set widens fp16 weights its own way (F16C in the AVX2 and AVX-512 kernels):
 // every finite fp16 value, subnormals included, must come out as fp16_to_float gives it. An
 // identity activation makes c[i, j] the weight w[j, i] itself.
@@ -586,6 +640,42 @@ TEST_CASE("attention over bf16 keys and values gives the bits of attention over 
         for (int64_t h = 0; h < heads; ++h)
             attention_tile(q.data(), k_bf16.data(), v_bf16.data(), shape, h, 0, tokens, narrow.data(), scratch);
         CHECK(narrow == wide);
+    }
+}
+
+TEST_CASE("attention with bf16 products rounds fp32 keys and values as a bf16 cache holds them") {
+    // q·kᵀ and p·v with bf16 operands (a bf16 model's attention): fp32 keys and values are rounded
+    // into the panels as a bf16 cache stores them, so both give the same bits; and the result is
+    // not the fp32 attention's, but close to it. An odd number of keys and a head of 20 columns
+    // exercise the pair and column tails.
+    std::mt19937 rng(23);
+    const int64_t tokens = 37, heads = 4, kv_heads = 2, d = 20;
+    const std::vector<float> q = random_floats(size_t(tokens * heads * d), rng);
+    const std::vector<float> k = random_floats(size_t(tokens * kv_heads * d), rng), v = random_floats(k.size(), rng);
+    std::vector<uint16_t> k_bf16(k.size()), v_bf16(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+        k_bf16[i] = float_to_bf16(k[i]);
+        v_bf16[i] = float_to_bf16(v[i]);
+    }
+    const bool rounds = std::string(matmul_isa()) == "avx512bf16";
+    for (int64_t block_size : {0, 8}) {
+        CAPTURE(block_size);
+        AttentionShape shape{tokens, tokens, heads, kv_heads, d, heads * d, kv_heads * d, block_size, 3, 0};
+        std::vector<float> fp32(q.size()), from_f32(q.size()), from_bf16(q.size());
+        AttentionScratch scratch;
+        for (int64_t h = 0; h < heads; ++h) attention_tile(q.data(), k.data(), v.data(), shape, h, 0, tokens, fp32.data(), scratch);
+        shape.bf16_products = true;
+        for (int64_t h = 0; h < heads; ++h)
+            attention_tile(q.data(), k.data(), v.data(), shape, h, 0, tokens, from_f32.data(), scratch);
+        shape.kv_type = ElementType::bf16;
+        for (int64_t h = 0; h < heads; ++h)
+            attention_tile(q.data(), k_bf16.data(), v_bf16.data(), shape, h, 0, tokens, from_bf16.data(), scratch);
+        CHECK(from_f32 == from_bf16);
+        double worst = 0;
+        for (size_t i = 0; i < q.size(); ++i) worst = std::max(worst, double(std::abs(from_f32[i] - fp32[i])));
+        CHECK(worst < 0.05);
+        if (rounds) CHECK(from_f32 != fp32);
+        else MESSAGE("this CPU has no AVX512-BF16: attention keeps fp32 products here");
     }
 }
 

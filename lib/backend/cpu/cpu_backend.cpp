@@ -30,17 +30,18 @@ constexpr int64_t row_chunk = 32;        // rows per task for row-wise ops
 constexpr int64_t attention_tile = 256;  // query rows per attention task (scores: tile x keys floats)
 
 // What one thread reuses across calls, sized by reserve_workspace.
+// A worker runs one task at a time: its matmul tasks and its attention tasks share one packing
+// panel (attention.panel).
 struct WorkerScratch {
     k::AttentionScratch attention;
     k::CandidateScratch candidates;
-    std::vector<float> panel;  // matmul's packed weight panel
 };
 
-// Floats of one WorkerScratch for `limits`: attention scores and panel, the matmul panel, the
-// scaled and sorted logits of one row.
+// Floats of one WorkerScratch for `limits`: attention scores, the packing panel, the scaled and
+// sorted logits of one row.
 uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
-    return uint64_t(attention_tile * limits.sequence_length) + k::matmul_scratch_floats() +
-           k::matmul_scratch_floats(true) + 2 * uint64_t(limits.vocab);
+    return uint64_t(attention_tile * limits.sequence_length) + k::matmul_scratch_floats(true) +
+           2 * uint64_t(limits.vocab);
 }
 
 class CpuBackend final : public Backend {
@@ -93,8 +94,7 @@ public:
         limits_ = wanted_limits;
         for (WorkerScratch& s : scratch_) {
             s.attention.scores.reserve(size_t(attention_tile * limits_.sequence_length));
-            s.attention.panel.reserve(k::matmul_scratch_floats());
-            s.panel.resize(k::matmul_scratch_floats(true));
+            s.attention.panel.resize(k::matmul_scratch_floats(true));
             s.candidates.scaled.reserve(size_t(limits_.vocab));
             s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
@@ -127,14 +127,15 @@ public:
 
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
         k::WeightMatrix m = matrix(w);
-        // A model matrix: bf16 weights may take bf16 activations (matmul.hpp), except the router's,
-        // whose logits choose experts: rounding there can flip a near tie and move a whole token.
-        m.bf16_products = bf16_products_ && w.role != Role::router;
-        const int64_t blocks = (m.rows + k::matmul_column_block - 1) / k::matmul_column_block;
-        pool_.parallel_for(blocks, [&](int64_t block) {
-            float* panel = worker().panel.data();
-            const int64_t begin = block * k::matmul_column_block;
-            const int64_t end = std::min(m.rows, begin + k::matmul_column_block);
+        // A model matrix: bf16 and quantized weights may take bf16 activations (matmul.hpp), except
+        // the router's, whose logits choose experts: rounding there can flip a near tie and move a
+        // whole token.
+        m.bf16_products = bf16_products_ && w.role != Role::router &&
+                          (m.type == k::ElementType::bf16 || kernels::is_quantized(m.type));
+        const int64_t per_task = std::max<int64_t>(1, k::matmul_task_columns(m, pool_.size()));
+        pool_.parallel_for((m.rows + per_task - 1) / per_task, [&](int64_t task) {
+            float* panel = worker().attention.panel.data();
+            const int64_t begin = task * per_task, end = std::min(m.rows, begin + per_task);
             k::matmul_columns(x, m.cols, rows, m, begin, end, out, m.rows, panel);
         });
         if (bias != nullptr) {
@@ -219,7 +220,8 @@ public:
                                           params.block_size,
                                           seq.block_origin,
                                           seq.query_position,
-                                          cached ? seq.cached_type : k::ElementType::f32};
+                                          cached ? seq.cached_type : k::ElementType::f32,
+                                          bf16_products_ && params.bf16_products};
             k::attention_tile(q + seq.first_row * q_stride, cached ? seq.cached_keys : kv_k + seq.first_row * kv_stride,
                               cached ? seq.cached_values : v + seq.first_row * kv_stride, shape, t.head, t.q_begin,
                               t.q_end, out + seq.first_row * q_stride, scratch);
