@@ -1,5 +1,6 @@
 #include "core/thread_pool.hpp"
 
+#include <chrono>
 #include <system_error>
 #include <utility>
 
@@ -8,7 +9,23 @@
 namespace unmask {
 namespace {
 thread_local int current_worker = 0;
+
+// How long a waiting thread spins before it sleeps: about the time a sleeping one takes to wake.
+constexpr auto spin_limit = std::chrono::microseconds(50);
+
+// Spins until ready() or spin_limit has passed; whether ready() held.
+template <typename Ready>
+bool spin_until(const Ready& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + spin_limit;
+    for (int i = 1;; ++i) {
+        if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    }
 }
+}  // namespace
 
 int ThreadPool::worker_index() noexcept { return current_worker; }
 
@@ -58,9 +75,11 @@ void ThreadPool::work_loop(int index) {
     current_worker = index;
     uint64_t seen = 0;
     for (;;) {
+        const auto woken = [&] { return stopping_ || generation_ != seen; };
+        spin_until(woken);
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+            wake_.wait(lock, woken);
             if (stopping_) return;
             seen = generation_;
         }
@@ -90,8 +109,10 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t)>&
     }
     wake_.notify_all();
     run_tasks();
+    const auto done = [&] { return finished_tasks_ == task_count_; };
+    spin_until(done);
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return finished_tasks_ == task_count_; });
+    done_.wait(lock, done);
     task_ = nullptr;
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
 }
