@@ -71,6 +71,10 @@ void BM_matmul(benchmark::State& state) {
     const auto x = random_activations(m * k);
     std::vector<float> out(static_cast<size_t>(m * n));
     auto backend = make_cpu_backend(threads);
+    WorkspaceLimits limits;  // as a forward reserves it: room to round the input once (bf16 products)
+    limits.tokens = m;
+    limits.matmul_input = m * k;
+    backend->reserve_workspace(limits);
     measure(state, 2.0 * double(m) * double(n) * double(k), threads, state.range(4) != 0, [&] {
         backend->matmul(x.data(), m, w.weight, nullptr, out.data());
         benchmark::DoNotOptimize(out.data());

@@ -11,6 +11,9 @@ namespace unmask::kernels::cpu {
 
 void matmul_columns_avx512bf16(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
                                float*);
+void matmul_columns_avx512bf16_rounded(const uint32_t*, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
+                                       float*);
+void round_activations_avx512bf16(const float*, int64_t, int64_t, int64_t, uint32_t*);
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 
@@ -88,6 +91,22 @@ void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& 
                     float* c, int64_t ldc, float* scratch) {
     if (m <= 0 || n_end <= n_begin) return;
     dispatch().fn(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+}
+
+bool matmul_rounds_activations() { return dispatch().fn == matmul_columns_avx512bf16; }
+
+bool matmul_takes_rounded(const WeightMatrix& w) {
+    return matmul_rounds_activations() && detail::takes_bf16_products(w) && w.cols % 2 == 0;
+}
+
+void round_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* rounded) {
+    round_activations_avx512bf16(a, lda, rows, k, rounded);
+}
+
+void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                            float* c, int64_t ldc, float* scratch) {
+    if (m <= 0 || n_end <= n_begin) return;
+    matmul_columns_avx512bf16_rounded(rounded, m, w, n_begin, n_end, c, ldc, scratch);
 }
 
 const char* matmul_isa() { return dispatch().name; }

@@ -38,6 +38,20 @@ size_t matmul_scratch_floats(bool bf16_products = false);
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                     float* c, int64_t ldc, float* scratch);
 
+// The AVX512-BF16 path rounds the activations to bf16 pairs for the product. A caller that runs
+// several column runs on the same activations (threads, or products sharing an input) may round
+// them once and give each run the rounded rows: row r's pairs (a[r, 2p], a[r, 2p + 1]) at
+// rounded[r * (k / 2) + p]. The results are the same bits as matmul_columns'.
+// Whether this CPU's products round activations (the AVX512-BF16 path), and whether products with
+// `w` take rounded rows (bf16_products, an even k):
+bool matmul_rounds_activations();
+bool matmul_takes_rounded(const WeightMatrix& w);
+// Rows [0, rows) of `a`, k (even) columns each, rounded into `rounded` (rows * k / 2 words).
+void round_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* rounded);
+// matmul_columns on rounded rows, for a `w` that matmul_takes_rounded.
+void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                            float* c, int64_t ldc, float* scratch);
+
 // The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable".
 const char* matmul_isa();
 

@@ -97,14 +97,18 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
     }
 }
 
-// words[p] = (x[2p], x[2p + 1]) rounded to bf16 (to nearest even), zero past n; writes whole
-// 16-word vectors, so `words` has room for (n + 31) / 32 * 16 of them.
+// words[p] = (x[2p], x[2p + 1]) rounded to bf16 (to nearest even) for p < (n + 1) / 2, the pair
+// past an odd n's end zero; nothing beyond is written (rows of shared rounded activations abut).
 void round_pairs(const float* x, int64_t n, Word* words) {
     for (int64_t k = 0; k < n; k += 32) {
         const detail::ColumnMasks left(n - k);
         const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(left.high, x + k + 16),
                                                    _mm512_maskz_loadu_ps(left.low, x + k));
-        _mm512_storeu_si512(words + k / 2, reinterpret_cast<const __m512i&>(pairs));
+        const __m512i vector = reinterpret_cast<const __m512i&>(pairs);
+        if (n - k >= 32)
+            _mm512_storeu_si512(words + k / 2, vector);
+        else  // (masked stores are slow on some CPUs: only the last vector's)
+            _mm512_mask_storeu_epi32(words + k / 2, __mmask16((1u << ((n - k + 1) / 2)) - 1), vector);
     }
 }
 
@@ -168,11 +172,12 @@ void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t k
     for (int64_t r = 0; r < rows; ++r) round_pairs(a + r * lda + k0, kc, out + r * bf16_max_pairs);
 }
 
-// c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs) · panel: 8 rows x 32 columns, 16 accumulators.
-void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols,
+// c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs, `a_stride` words apart) · panel: 8 rows x 32
+// columns, 16 accumulators.
+void run(const Word* a, int64_t a_stride, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols,
          bool accumulate) {
     const Word* row[MR];
-    for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * bf16_max_pairs;  // spare rows repeat the last
+    for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * a_stride;  // spare rows repeat the last
     detail::Avx512Tile tile(c, ldc, rows, cols, accumulate);
     for (int64_t p = 0; p < pairs; ++p) {
         const __m512i w0 = _mm512_loadu_si512(panel + p * NR), w1 = _mm512_loadu_si512(panel + p * NR + 16);
@@ -187,19 +192,16 @@ void run(const Word* a, int rows, const Word* panel, int64_t pairs, float* c, in
     tile.store(c, ldc, rows);
 }
 
-}  // namespace
-
 // Per chunk of bf16_column_chunk columns and K block: its panels packed once, then the rows of A
-// rounded bf16_row_group at a time and run against every panel.
-void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
-                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
-    if (!detail::takes_bf16_products(w)) {
-        matmul_columns_avx512(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
-        return;
-    }
+// run against every panel bf16_row_group at a time. The rows are A rounded here, one group at a
+// time, or, given `shared` (A rounded once for every column run: row r's pairs at r * k / 2),
+// read from there.
+void bf16_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                  float* c, int64_t ldc, float* scratch, const Word* shared) {
     const auto pack = w.k_major ? pack_k_major_panel : w.type == ElementType::bf16 ? pack_panel : pack_rounded_panel;
     Word* panels = reinterpret_cast<Word*>(scratch);
     Word* rounded = panels + bf16_column_chunk * bf16_max_pairs;
+    const int64_t shared_stride = w.cols / 2;
     for (int64_t chunk = n_begin; chunk < n_end; chunk += bf16_column_chunk) {
         const int64_t chunk_end = std::min(n_end, chunk + bf16_column_chunk);
         for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block) {
@@ -215,19 +217,49 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
                 prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0,
                               std::min(detail::k_block, w.cols));
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
-                const int64_t group = std::min(bf16_row_group, m - g0);
-                round_rows(a + g0 * lda, lda, group, k0, kc, rounded);
-                for (int64_t r = g0 + group; r < std::min(m, g0 + group + bf16_row_group); ++r)  // the next group's
-                    for (int64_t k = 0; k < kc; k += 16)
-                        _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
+                const int64_t group = std::min(bf16_row_group, m - g0), next_end = std::min(m, g0 + 2 * group);
+                const Word* rows = rounded;
+                int64_t stride = bf16_max_pairs;
+                if (shared != nullptr) {
+                    rows = shared + g0 * shared_stride + k0 / 2;
+                    stride = shared_stride;
+                    for (int64_t r = g0 + group; r < next_end; ++r)  // the next group's
+                        for (int64_t p = 0; p < pairs; p += 16)
+                            _mm_prefetch(reinterpret_cast<const char*>(shared + r * stride + k0 / 2 + p), _MM_HINT_T0);
+                } else {
+                    round_rows(a + g0 * lda, lda, group, k0, kc, rounded);
+                    for (int64_t r = g0 + group; r < next_end; ++r)  // the next group's
+                        for (int64_t k = 0; k < kc; k += 16)
+                            _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
+                }
                 for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
                     for (int64_t m0 = 0; m0 < group; m0 += MR)
-                        run(rounded + m0 * bf16_max_pairs, static_cast<int>(std::min(MR, group - m0)),
+                        run(rows + m0 * stride, stride, static_cast<int>(std::min(MR, group - m0)),
                             panels + (n0 - chunk) * bf16_max_pairs, pairs, c + (g0 + m0) * ldc + n0, ldc,
                             static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
             }
         }
     }
+}
+
+}  // namespace
+
+void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    if (!detail::takes_bf16_products(w)) {
+        matmul_columns_avx512(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+        return;
+    }
+    bf16_columns(a, lda, m, w, n_begin, n_end, c, ldc, scratch, nullptr);
+}
+
+void matmul_columns_avx512bf16_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                                       int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    bf16_columns(nullptr, 0, m, w, n_begin, n_end, c, ldc, scratch, reinterpret_cast<const Word*>(rounded));
+}
+
+void round_activations_avx512bf16(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* rounded) {
+    for (int64_t r = 0; r < rows; ++r) round_pairs(a + r * lda, k, reinterpret_cast<Word*>(rounded) + r * (k / 2));
 }
 
 }  // namespace unmask::kernels::cpu

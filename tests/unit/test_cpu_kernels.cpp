@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <cmath>
@@ -120,8 +121,9 @@ TEST_CASE("matmul matches a float64 reference and every instruction set gives th
 // activations rounded to bf16 (to nearest even) times the weights, summed in fp32. Within fp32
 // accumulation of the float64 sum of those rounded products; one summation order whatever the
 // rows of the call, the column split (chunks of 64 columns, groups of 32 rows) or the thread:
-// each row alone gives the bits of the whole batch; and not the fp32 kernel's bits, so the
-// rounding is really done.
+// each row alone gives the bits of the whole batch, and so does the input rounded once and shared
+// by the column runs (matmul_columns_rounded); and not the fp32 kernel's bits, so the rounding is
+// really done.
 TEST_CASE("bf16 products round the activations to bf16 and sum them in one order") {
     size_t isa_count = 0;
     const MatmulIsa* isas = matmul_isas(isa_count);
@@ -139,7 +141,7 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
     }
     std::mt19937 rng(5);
     std::vector<float> scratch(matmul_scratch_floats(true));
-    int64_t differing = 0;
+    int64_t differing = 0, shared_checks = 0;
     for (int64_t m : {1, 7, 8, 70})
         for (int64_t n : {1, 33, 130, 300})
             for (int64_t k : {1, 2, 31, 300, 513}) {
@@ -155,6 +157,20 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
                 bf16->fn(a.data(), k, m, w.view, 0, n / 2, c.data(), n, scratch.data());
                 bf16->fn(a.data(), k, m, w.view, n / 2, n, c.data(), n, scratch.data());
                 fp32->fn(a.data(), k, m, w.view, 0, n, unrounded.data(), n, scratch.data());
+                if (matmul_takes_rounded(w.view)) {
+                    // The input rounded once, in two halves of rows (as two threads would), to
+                    // exactly m * k / 2 words: the guard words after them stay as they were.
+                    constexpr uint32_t guard = 0xDEADBEEF;
+                    std::vector<uint32_t> rounded(size_t(m * k / 2 + 16), guard);
+                    round_activations(a.data(), k, m / 2, k, rounded.data());
+                    round_activations(a.data() + (m / 2) * k, k, m - m / 2, k, rounded.data() + (m / 2) * (k / 2));
+                    REQUIRE(std::all_of(rounded.end() - 16, rounded.end(), [](uint32_t x) { return x == guard; }));
+                    std::vector<float> shared(size_t(m * n), -1.0f);
+                    matmul_columns_rounded(rounded.data(), m, w.view, 0, n / 2, shared.data(), n, scratch.data());
+                    matmul_columns_rounded(rounded.data(), m, w.view, n / 2, n, shared.data(), n, scratch.data());
+                    REQUIRE(std::memcmp(shared.data(), c.data(), c.size() * sizeof(float)) == 0);
+                    ++shared_checks;
+                }
                 for (int64_t r = 0; r < m; ++r) {
                     std::vector<float> alone(size_t(n), -1.0f);
                     bf16->fn(a.data() + r * k, k, 1, w.view, 0, n, alone.data(), n, scratch.data());
@@ -172,6 +188,7 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
                 }
             }
     CHECK(differing > 0);
+    if (matmul_rounds_activations()) CHECK(shared_checks == 4 * 4 * 2);  // every m and n, k = 2 and 300
 }
 
 // Attention's keys and values are fp32 (or a bf16 cache), and its values k-major: with bf16

@@ -44,6 +44,11 @@ uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
            2 * uint64_t(limits.vocab);
 }
 
+// Words of the input of matmuls rounded once to bf16 pairs (matmul.hpp), where this CPU rounds.
+uint64_t rounded_words(const WorkspaceLimits& limits) {
+    return k::matmul_rounds_activations() ? (uint64_t(limits.matmul_input) + 1) / 2 : 0;
+}
+
 class CpuBackend final : public Backend {
 public:
     // `memory` must outlive the backend and every buffer it allocates; a ledger of its own (no
@@ -87,6 +92,7 @@ public:
         wanted_limits.sequence_length = std::max(limits_.sequence_length, limits.sequence_length);
         wanted_limits.vocab = std::max(limits_.vocab, limits.vocab);
         wanted_limits.tokens = std::max(limits_.tokens, limits.tokens);
+        wanted_limits.matmul_input = std::max(limits_.matmul_input, limits.matmul_input);
         wanted_limits.head_dim = std::max(limits_.head_dim, limits.head_dim);
         const uint64_t wanted = cpu_workspace_bytes(pool_.size(), wanted_limits);
         if (wanted > workspace_bytes_) memory_->charge(wanted - workspace_bytes_, "the CPU backend's workspace");
@@ -98,6 +104,7 @@ public:
             s.candidates.scaled.reserve(size_t(limits_.vocab));
             s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
+        rounded_.resize(rounded_words(limits_));
         rope_positions_.reserve(size_t(limits_.tokens));
         rope_table_.reserve(size_t(limits_.tokens * limits_.head_dim));
     }
@@ -126,24 +133,50 @@ public:
     }
 
     void matmul(const float* x, int64_t rows, const Weight& w, const Weight* bias, float* out) override {
+        const MatmulOutput output{&w, bias, out};
+        matmuls(x, rows, std::span(&output, 1));
+    }
+
+    // Products of one input (q, k and v; gate and up): where they take bf16 activations
+    // (matmul.hpp), the input is rounded once for all of them and every column run reads it.
+    void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
+        int64_t rounded_cols = 0;  // the width of x that rounded_ holds, 0 for none
+        for (const MatmulOutput& output : outputs) {
+            const k::WeightMatrix m = model_matrix(*output.weight);
+            const bool rounds = k::matmul_takes_rounded(m) && uint64_t(rows) * uint64_t(m.cols / 2) <= rounded_.size();
+            if (rounds && rounded_cols != m.cols) {
+                for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                    k::round_activations(x + begin * m.cols, m.cols, end - begin, m.cols,
+                                         rounded_.data() + begin * (m.cols / 2));
+                });
+                rounded_cols = m.cols;
+            }
+            const int64_t per_task = std::max<int64_t>(1, k::matmul_task_columns(m, pool_.size()));
+            pool_.parallel_for((m.rows + per_task - 1) / per_task, [&](int64_t task) {
+                float* panel = worker().attention.panel.data();
+                const int64_t begin = task * per_task, end = std::min(m.rows, begin + per_task);
+                if (rounds)
+                    k::matmul_columns_rounded(rounded_.data(), rows, m, begin, end, output.out, m.rows, panel);
+                else
+                    k::matmul_columns(x, m.cols, rows, m, begin, end, output.out, m.rows, panel);
+            });
+            if (output.bias != nullptr) {
+                const auto b = vector(*output.bias);
+                for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                    k::add_bias(output.out + begin * m.rows, end - begin, m.rows, m.rows, b);
+                });
+            }
+        }
+    }
+
+    // A model matrix: bf16 and quantized weights may take bf16 activations (matmul.hpp), except the
+    // router's, whose logits choose experts: rounding there can flip a near tie and move a whole
+    // token.
+    k::WeightMatrix model_matrix(const Weight& w) const {
         k::WeightMatrix m = matrix(w);
-        // A model matrix: bf16 and quantized weights may take bf16 activations (matmul.hpp), except
-        // the router's, whose logits choose experts: rounding there can flip a near tie and move a
-        // whole token.
         m.bf16_products = bf16_products_ && w.role != Role::router &&
                           (m.type == k::ElementType::bf16 || kernels::is_quantized(m.type));
-        const int64_t per_task = std::max<int64_t>(1, k::matmul_task_columns(m, pool_.size()));
-        pool_.parallel_for((m.rows + per_task - 1) / per_task, [&](int64_t task) {
-            float* panel = worker().attention.panel.data();
-            const int64_t begin = task * per_task, end = std::min(m.rows, begin + per_task);
-            k::matmul_columns(x, m.cols, rows, m, begin, end, out, m.rows, panel);
-        });
-        if (bias != nullptr) {
-            const auto b = vector(*bias);
-            for_row_chunks(rows, [&](int64_t begin, int64_t end) {
-                k::add_bias(out + begin * m.rows, end - begin, m.rows, m.rows, b);
-            });
-        }
+        return m;
     }
 
     // Every layer rotates q and k at the same positions: the table of rotations is made on the
@@ -375,6 +408,7 @@ private:
     std::shared_ptr<MemoryLedger> memory_;
     ThreadPool pool_;
     std::vector<WorkerScratch> scratch_;  // one per pool thread
+    std::vector<uint32_t> rounded_;       // a product's input rounded to bf16 pairs, shared by its column runs
     WorkspaceLimits limits_;
     uint64_t workspace_bytes_ = 0;
     // The rotations of the positions rope was last called with (rope()).
@@ -390,7 +424,8 @@ private:
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
     const uint64_t rope_table = uint64_t(limits.tokens) * uint64_t(limits.head_dim) * sizeof(float) +
                                 uint64_t(limits.tokens) * sizeof(int32_t);
-    return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float) + rope_table;
+    return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float) + rope_table +
+           rounded_words(limits) * sizeof(uint32_t);
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
