@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh build
 # The same build folder and backend as scripts/test.sh (the CPU; docs/cuda.md builds CUDA), so the
-# two commands run in either order, and again, on one clone.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=OFF >/dev/null
+# two commands run in either order, and again, on one clone. UNMASK_CMAKE_ARGS adds options, as
+# it does for test.sh.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DUNMASK_CUDA=OFF ${UNMASK_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "${UNMASK_JOBS:-2}" --target unmask_cli
 build/examples/cli/unmask version
 # The bundled default model (models/toolcall-llada-3m, made by training/): what unmask reads from
