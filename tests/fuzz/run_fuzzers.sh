@@ -22,14 +22,24 @@ while IFS= read -r -d '' file; do
   cp "$file" "$work/corpus/config/seed-$i"
 done < <(find "$work/fixtures" -name 'config.json' -print0)
 
-run() {
+# Starts a target in the background, its log and exit status in $work.
+start() {
   local target=$1 corpus=$2
   echo "== $target: $(ls "$corpus" | wc -l) seeds, ${seconds}s"
-  local rc=0
-  "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
-      -timeout=10 -print_final_stats=1 "$corpus" >"$work/$target.log" 2>&1 || rc=$?
+  { rc=0
+    "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+        -timeout=10 -print_final_stats=1 "$corpus" >"$work/$target.log" 2>&1 || rc=$?
+    echo "$rc" >"$work/$target.rc"; } &
+}
+# Waits for a started target and prints its figures; libFuzzer exits non-zero on a crash, leak or
+# timeout: then it shows why and fails.
+finish() {
+  local target=$1
+  wait
+  echo "== $target"
   grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units)" "$work/$target.log" || true
-  # libFuzzer exits non-zero on a crash, leak or timeout: show why and fail.
+  local rc
+  rc=$(cat "$work/$target.rc")
   if [ "$rc" -ne 0 ]; then
     tail -n 60 "$work/$target.log"
     return "$rc"
@@ -42,25 +52,35 @@ while IFS= read -r -d '' file; do
 done < <(find "$work/fixtures" -name 'tokenizer.json' -print0)
 printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' > "$work/corpus/tokenizer/seed-text"
 
-run fuzz_safetensors "$work/corpus/safetensors"
 # GGUF seeds: small files written from the specification (tests/fixtures/gguf_writer.py),
 /usr/bin/python3 "$source_dir/tests/fixtures/gguf_writer.py" "$work/corpus/gguf"
 # and a whole model's metadata (the spec and tokenizer paths), the smallest model fixture.
 cp "$work/fixtures/gguf/llada-q8_0.gguf" "$work/corpus/gguf/"
-run fuzz_gguf "$work/corpus/gguf"
-run fuzz_model_config "$work/corpus/config"
-run fuzz_tokenizer "$work/corpus/tokenizer"
 # Chat templates: the published ones, the bundled model's, and the engine's own test snippets.
 mkdir -p "$work/corpus/chat_template"
 cp "$source_dir"/tests/template/templates/*.jinja "$work/corpus/chat_template/"
 /usr/bin/python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["chat_template"])' \
     "$source_dir/models/toolcall-llada-3m/tokenizer_config.json" > "$work/corpus/chat_template/bundled.jinja"
 cp "$source_dir"/tests/fuzz/corpus/chat_template/* "$work/corpus/chat_template/"
-run fuzz_chat_template "$work/corpus/chat_template"
 # unmask-server's request bodies: the checked-in examples of each endpoint.
 cp -r "$source_dir/tests/fuzz/corpus/openai_request" "$work/corpus/openai_request"
-run fuzz_openai_request "$work/corpus/openai_request"
 # unmask-server's HTTP front: requests as clients send them, well-formed and not.
 cp -r "$source_dir/tests/fuzz/corpus/http_front" "$work/corpus/http_front"
-run fuzz_http_front "$work/corpus/http_front"
+
+# Every target for the same time, as many at once as there are build jobs (each is one process).
+targets=(
+  fuzz_safetensors:"$work/corpus/safetensors"
+  fuzz_gguf:"$work/corpus/gguf"
+  fuzz_model_config:"$work/corpus/config"
+  fuzz_tokenizer:"$work/corpus/tokenizer"
+  fuzz_chat_template:"$work/corpus/chat_template"
+  fuzz_openai_request:"$work/corpus/openai_request"
+  fuzz_http_front:"$work/corpus/http_front"
+)
+jobs=${UNMASK_JOBS:-2}
+for ((first = 0; first < ${#targets[@]}; first += jobs)); do
+  batch=("${targets[@]:first:jobs}")
+  for entry in "${batch[@]}"; do start "${entry%%:*}" "${entry#*:}"; done
+  for entry in "${batch[@]}"; do finish "${entry%%:*}"; done
+done
 echo "fuzzing passed"
