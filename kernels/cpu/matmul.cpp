@@ -14,6 +14,7 @@ void matmul_columns_avx512bf16(const float*, int64_t, int64_t, const WeightMatri
 void matmul_columns_avx512bf16_rounded(const uint32_t*, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
                                        float*);
 void round_activations_avx512bf16(const float*, int64_t, int64_t, int64_t, uint32_t*);
+void pack_panels_avx512bf16(const WeightMatrix&, uint32_t*);
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 
@@ -108,6 +109,13 @@ void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatr
     if (m <= 0 || n_end <= n_begin) return;
     matmul_columns_avx512bf16_rounded(rounded, m, w, n_begin, n_end, c, ldc, scratch);
 }
+
+bool matmul_packs_panels(const WeightMatrix& w) {
+    return matmul_takes_rounded(w) && w.type == ElementType::bf16 && !w.k_major && w.stride == w.cols &&
+           w.rows % detail::bf16_panel_rows == 0;
+}
+
+void pack_panels(const WeightMatrix& w, uint32_t* panels) { pack_panels_avx512bf16(w, panels); }
 
 const char* matmul_isa() { return dispatch().name; }
 

@@ -27,6 +27,9 @@ struct WeightMatrix {
     // it for the model's bf16 and quantized matrices but the router, and for attention's q·kᵀ and
     // p·v in bf16 models (AttentionShape::bf16_products).
     bool bf16_products = false;
+    // The same matrix packed once as the AVX512-BF16 kernel reads it (pack_panels), where it was
+    // loaded for the CPU; null: each call packs it from `data`.
+    const uint32_t* panels = nullptr;
 };
 
 // Floats of scratch one call of matmul_columns needs for its packed weight panel: more for a
@@ -51,6 +54,14 @@ void round_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uin
 // matmul_columns on rounded rows, for a `w` that matmul_takes_rounded.
 void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                             float* c, int64_t ldc, float* scratch);
+
+// A bf16 matrix packed once in the AVX512-BF16 kernel's layout: each run of 32 rows (output
+// features) as its column pairs in order, each pair the 32 rows' words (w[j, 2p], w[j, 2p + 1])
+// side by side: rows * cols / 2 words, the matrix's own bytes. A matrix whose products take
+// rounded rows (matmul_takes_rounded), stored bf16 and row-major in whole runs of 32 rows, can be
+// packed; matmul_columns then reads each K block's panels in place and gives the same bits.
+bool matmul_packs_panels(const WeightMatrix& w);
+void pack_panels(const WeightMatrix& w, uint32_t* panels);
 
 // The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable".
 const char* matmul_isa();

@@ -33,7 +33,7 @@ using detail::bf16_row_group;
 using Word = uint32_t __attribute__((may_alias));  // two bf16 (k, k + 1), in scratch that is float storage
 
 constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
-static_assert(bf16_column_chunk % NR == 0);
+static_assert(bf16_column_chunk % NR == 0 && NR == detail::bf16_panel_rows);
 
 // r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
 // 64-bit halves, within each 128-bit lane, then moving lanes.
@@ -167,6 +167,23 @@ void prefetch_rows(const WeightMatrix& w, int64_t n0, int64_t n1, int64_t k0, in
     }
 }
 
+// Packed panels (pack_panels) of the K block after k0 in this chunk, else of the next chunk's
+// first, asked for while K block k0 is multiplied: before the row group at g0, its share of them.
+// (Asked for all at once, rows of unpacked weights arrived no sooner than unasked.)
+void prefetch_panels(const WeightMatrix& w, const Word* packed, int64_t chunk, int64_t chunk_end, int64_t n_end,
+                     int64_t k0, int64_t g0, int64_t m) {
+    const bool same_chunk = k0 + detail::k_block < w.cols;
+    const int64_t first = same_chunk ? chunk : chunk_end, k = same_chunk ? k0 + detail::k_block : 0;
+    const int64_t end = same_chunk ? chunk_end : std::min(n_end, chunk_end + bf16_column_chunk);
+    const int64_t panels = (end - first) / NR, groups = (m + bf16_row_group - 1) / bf16_row_group;
+    const int64_t share = (panels + groups - 1) / groups, begin = g0 / bf16_row_group * share;
+    const int64_t bytes = std::min(detail::k_block, w.cols - k) / 2 * NR * int64_t(sizeof(Word));
+    for (int64_t i = begin; i < std::min(panels, begin + share); ++i) {
+        const char* panel = reinterpret_cast<const char*>(packed + (first + i * NR) * (w.cols / 2) + k / 2 * NR);
+        for (int64_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(panel + byte, _MM_HINT_T1);
+    }
+}
+
 // out[r * bf16_max_pairs + p] = (a[r, k0 + 2p], a[r, k0 + 2p + 1]) rounded to bf16 (zero past kc).
 void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, Word* out) {
     for (int64_t r = 0; r < rows; ++r) round_pairs(a + r * lda + k0, kc, out + r * bf16_max_pairs);
@@ -201,19 +218,25 @@ void bf16_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w,
     const auto pack = w.k_major ? pack_k_major_panel : w.type == ElementType::bf16 ? pack_panel : pack_rounded_panel;
     Word* panels = reinterpret_cast<Word*>(scratch);
     Word* rounded = panels + bf16_column_chunk * bf16_max_pairs;
-    const int64_t shared_stride = w.cols / 2;
+    // Panels packed once (pack_panels): rows n0.. of K block k0 at n0 * (k / 2) + (k0 / 2) * NR (a
+    // range that does not start on a panel packs its own).
+    const Word* packed = w.panels != nullptr && n_begin % NR == 0 ? reinterpret_cast<const Word*>(w.panels) : nullptr;
+    const int64_t row_pairs = w.cols / 2;  // of shared rounded rows, and of packed panels per row
     for (int64_t chunk = n_begin; chunk < n_end; chunk += bf16_column_chunk) {
         const int64_t chunk_end = std::min(n_end, chunk + bf16_column_chunk);
         for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block) {
             const int64_t kc = std::min(detail::k_block, w.cols - k0), pairs = (kc + 1) / 2;
-            for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
-                pack(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
+            const Word* chunk_panels = packed != nullptr ? packed + chunk * row_pairs + k0 / 2 * NR : panels;
+            const int64_t panel_stride = packed != nullptr ? row_pairs : bf16_max_pairs;
+            if (packed == nullptr)
+                for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                    pack(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * bf16_max_pairs);
             // The weights packed next arrive while these are multiplied (k-major matrices are
-            // attention's values, already in cache).
+            // attention's values, already in cache); packed panels are asked for below.
             const int64_t next_k0 = k0 + detail::k_block;
-            if (!w.k_major && next_k0 < w.cols)
+            if (!w.k_major && packed == nullptr && next_k0 < w.cols)
                 prefetch_rows(w, chunk, chunk_end, next_k0, std::min(detail::k_block, w.cols - next_k0));
-            else if (!w.k_major && chunk_end < n_end)
+            else if (!w.k_major && packed == nullptr && chunk_end < n_end)
                 prefetch_rows(w, chunk_end, std::min(n_end, chunk_end + bf16_column_chunk), 0,
                               std::min(detail::k_block, w.cols));
             for (int64_t g0 = 0; g0 < m; g0 += bf16_row_group) {
@@ -221,8 +244,8 @@ void bf16_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w,
                 const Word* rows = rounded;
                 int64_t stride = bf16_max_pairs;
                 if (shared != nullptr) {
-                    rows = shared + g0 * shared_stride + k0 / 2;
-                    stride = shared_stride;
+                    rows = shared + g0 * row_pairs + k0 / 2;
+                    stride = row_pairs;
                     for (int64_t r = g0 + group; r < next_end; ++r)  // the next group's
                         for (int64_t p = 0; p < pairs; p += 16)
                             _mm_prefetch(reinterpret_cast<const char*>(shared + r * stride + k0 / 2 + p), _MM_HINT_T0);
@@ -232,10 +255,11 @@ void bf16_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w,
                         for (int64_t k = 0; k < kc; k += 16)
                             _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
                 }
+                if (packed != nullptr) prefetch_panels(w, packed, chunk, chunk_end, n_end, k0, g0, m);
                 for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
                     for (int64_t m0 = 0; m0 < group; m0 += MR)
                         run(rows + m0 * stride, stride, static_cast<int>(std::min(MR, group - m0)),
-                            panels + (n0 - chunk) * bf16_max_pairs, pairs, c + (g0 + m0) * ldc + n0, ldc,
+                            chunk_panels + (n0 - chunk) * panel_stride, pairs, c + (g0 + m0) * ldc + n0, ldc,
                             static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
             }
         }
@@ -256,6 +280,13 @@ void matmul_columns_avx512bf16(const float* a, int64_t lda, int64_t m, const Wei
 void matmul_columns_avx512bf16_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin,
                                        int64_t n_end, float* c, int64_t ldc, float* scratch) {
     bf16_columns(nullptr, 0, m, w, n_begin, n_end, c, ldc, scratch, reinterpret_cast<const Word*>(rounded));
+}
+
+void pack_panels_avx512bf16(const WeightMatrix& w, uint32_t* panels) {
+    Word* out = reinterpret_cast<Word*>(panels);
+    for (int64_t n0 = 0; n0 < w.rows; n0 += NR)
+        for (int64_t k0 = 0; k0 < w.cols; k0 += detail::k_block)
+            pack_panel(w, n0, NR, k0, std::min(detail::k_block, w.cols - k0), out + n0 * (w.cols / 2) + k0 / 2 * NR);
 }
 
 void round_activations_avx512bf16(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* rounded) {

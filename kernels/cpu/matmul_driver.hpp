@@ -27,6 +27,8 @@ inline constexpr int64_t k_block = 256;
 inline constexpr int64_t bf16_max_pairs = k_block / 2;
 inline constexpr int64_t bf16_column_chunk = 2 * matmul_column_block;
 inline constexpr int64_t bf16_row_group = 32;
+// The weights' rows (columns of C) in one panel: the microkernel's width.
+inline constexpr int64_t bf16_panel_rows = 32;
 
 // fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is
 // compiled for has it (the AVX2 and AVX-512 kernels), the portable one elsewhere.

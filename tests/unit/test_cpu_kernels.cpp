@@ -191,6 +191,65 @@ TEST_CASE("bf16 products round the activations to bf16 and sum them in one order
     if (matmul_rounds_activations()) CHECK(shared_checks == 4 * 4 * 2);  // every m and n, k = 2 and 300
 }
 
+// bf16 matrices packed once (as loading for the CPU packs them, WeightMatrix::panels) give the
+// bits of packing on every call: whole and split column ranges, rows rounded per call or shared,
+// K blocks whole and partial; a column range that does not start on a panel packs per call; and
+// only the matrices the kernel can read that way may be packed.
+TEST_CASE("bf16 matrices packed once give the bits of packing on every call") {
+    if (!matmul_rounds_activations()) {
+        MESSAGE("this CPU has no AVX512-BF16: matrices are not packed here");
+        return;
+    }
+    std::mt19937 rng(11);
+    std::vector<float> scratch(matmul_scratch_floats(true));
+    int64_t compared = 0;
+    for (int64_t n : {32, 64, 288, 544})
+        for (int64_t k : {2, 64, 300, 514, 768})
+            for (int64_t m : {1, 7, 33, 70}) {
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(m);
+                Matrix w = random_weights(n, k, ElementType::bf16, rng);
+                w.view.bf16_products = true;
+                REQUIRE(matmul_packs_panels(w.view));
+                constexpr uint32_t guard = 0xDEADBEEF;
+                std::vector<uint32_t> panels(size_t(n * k / 2 + 16), guard);
+                pack_panels(w.view, panels.data());
+                REQUIRE(std::all_of(panels.end() - 16, panels.end(), [](uint32_t x) { return x == guard; }));
+                WeightMatrix packed = w.view;
+                packed.panels = panels.data();
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                std::vector<float> a(size_t(m * k));
+                for (auto& v : a) v = normal(rng);
+                std::vector<uint32_t> rounded(size_t(m * k / 2));
+                round_activations(a.data(), k, m, k, rounded.data());
+                std::vector<float> expected(size_t(m * n), -1.0f);
+                matmul_columns(a.data(), k, m, w.view, 0, n, expected.data(), n, scratch.data());
+                for (int64_t split : {n, std::min<int64_t>(n, 128), std::min<int64_t>(n, 40)}) {
+                    CAPTURE(split);
+                    std::vector<float> c(size_t(m * n), -1.0f), shared(size_t(m * n), -1.0f);
+                    matmul_columns(a.data(), k, m, packed, 0, split, c.data(), n, scratch.data());
+                    matmul_columns(a.data(), k, m, packed, split, n, c.data(), n, scratch.data());
+                    matmul_columns_rounded(rounded.data(), m, packed, 0, split, shared.data(), n, scratch.data());
+                    matmul_columns_rounded(rounded.data(), m, packed, split, n, shared.data(), n, scratch.data());
+                    REQUIRE(std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) == 0);
+                    REQUIRE(std::memcmp(shared.data(), expected.data(), c.size() * sizeof(float)) == 0);
+                    ++compared;
+                }
+            }
+    CHECK(compared == 4 * 5 * 4 * 3);
+
+    Matrix odd_rows = random_weights(48, 64, ElementType::bf16, rng), odd_k = random_weights(32, 63, ElementType::bf16, rng),
+           fp32 = random_weights(32, 64, ElementType::f32, rng), wide = random_weights(32, 64, ElementType::bf16, rng);
+    for (Matrix* w : {&odd_rows, &odd_k, &fp32, &wide}) w->view.bf16_products = true;
+    WeightMatrix k_major = wide.view, strided = wide.view, fp32_products = wide.view;
+    k_major.k_major = true;
+    strided.cols = 32;  // every row's first half: a view with a stride of 64
+    fp32_products.bf16_products = false;
+    for (const WeightMatrix& w : {odd_rows.view, odd_k.view, fp32.view, k_major, strided, fp32_products})
+        CHECK_FALSE(matmul_packs_panels(w));
+}
+
 // Attention's keys and values are fp32 (or a bf16 cache), and its values k-major: with bf16
 // products they are rounded into the panels, giving the bits of the rounded values multiplied as
 // row-major bf16 weights (the path the test above checks against float64), not the fp32 product.
