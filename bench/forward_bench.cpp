@@ -35,6 +35,7 @@ std::unique_ptr<Model> load_bench_model(const benchmark::State& state) {
     LoadOptions options;
     options.precision = state.range(2) ? Precision::bf16 : Precision::fp32;
     options.checksum_mode = ChecksumMode::skip;
+    options.cpu_panels = true;  // as a model loaded for one host device is
     return load_model(unmask_bench::synthetic_llada({}), options);
 }
 

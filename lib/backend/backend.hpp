@@ -251,6 +251,12 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
 // needs reserve_workspace first (a Forward does it). bf16_products false keeps fp32 activations in
 // bf16 weights' products (kernels/cpu/matmul.hpp), as on a CPU without AVX512-BF16.
 std::unique_ptr<Backend> make_cpu_backend(int threads, bool bf16_products = true);
+// Whether the CPU backend multiplies `w` through panels packed once (kernels/cpu/matmul.hpp
+// pack_panels): a bf16 matrix whose products take bf16 activations on this CPU (AVX512-BF16), in
+// whole runs of 32 rows, and not the embedding (whose rows are also looked up). Its panels take
+// the bytes the matrix takes. pack_cpu_panels writes them (the matrix's bytes / 4 words).
+bool cpu_packs_panels(const Weight& w);
+void pack_cpu_panels(const Weight& w, uint32_t* panels);
 // The bytes reserve_workspace charges on a CPU backend of `threads` threads.
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits);
 // The bytes a CUDA backend holds for `limits` (its cuBLASLt workspace and staging buffers).

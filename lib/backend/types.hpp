@@ -45,6 +45,9 @@ struct Weight {
     std::vector<int64_t> shape;
     uint64_t elements = 0;
     const void* data = nullptr;  // nullptr when the model was opened for metadata only
+    // The same matrix as the CPU's bf16 kernel reads it, packed once where the model was loaded
+    // for one host device (cpu_packs_panels); the CPU backend reads these in place of `data`.
+    const uint32_t* panels = nullptr;
 };
 
 }  // namespace unmask

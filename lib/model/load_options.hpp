@@ -34,6 +34,10 @@ struct LoadOptions {
     // The device's ledger: the weights are reserved in it before any is read (OUT_OF_BUDGET when
     // they do not fit) and held until the model is freed. Null: not tracked. Must outlive the model.
     MemoryLedger* memory = nullptr;
+    // For the CPU backend on one device: pack the matrices its bf16 kernel reads packed
+    // (cpu_packs_panels) once, here, into Weight::panels, in place of the file's mapped pages,
+    // which are dropped (the same bytes). Matrices converted while loading keep their one copy.
+    bool cpu_panels = false;
 };
 
 }  // namespace unmask

@@ -1,10 +1,12 @@
 // load_model: config.json (or a GGUF file's metadata) -> ModelSpec, the files' tensors by binding
 // name, checksums, binding of every expected tensor (all problems reported at once), then the
 // weights at the chosen precision.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -477,10 +479,12 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         const DType dtype = loaded_dtype(options.precision, *stored.dtype, want.role, want.shape, options.quantize_embeddings);
         const uint64_t bytes = dtype_bytes(dtype, stored.elements);
         const uint8_t* data = nullptr;
+        bool mapped = false;  // data is the file's map
         if (!options.metadata_only) {
             const bool aligned = reinterpret_cast<uintptr_t>(stored.bytes) % std::max<size_t>(dtype_size(dtype), 1) == 0;
             if (dtype == *stored.dtype && aligned && stored.interleaved_heads == 0) {
                 data = stored.bytes;
+                mapped = true;
             } else {
                 void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
                 if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, want.name);
@@ -525,6 +529,24 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
             model->weights_.push_back(std::move(weight));
         }
         if (row != want.shape.at(0)) fail(Status::internal, "the parts of '{}' cover {} of its {} rows", want.name, row, want.shape[0]);
+        if (options.cpu_panels && mapped) {
+            // The CPU's panels of the tensor's parts, where every part takes them: they hold its
+            // bytes, and its mapped pages are dropped, so that it is held once.
+            const std::span<Weight> loaded(model->weights_.end() - std::ptrdiff_t(parts.size()), model->weights_.end());
+            if (std::all_of(loaded.begin(), loaded.end(), [](const Weight& w) { return cpu_packs_panels(w); })) {
+                for (Weight& w : loaded) {
+                    const uint64_t panel_bytes = dtype_bytes(w.dtype, w.elements);
+                    void* panels = std::aligned_alloc(64, (panel_bytes + 63) / 64 * 64);
+                    if (panels == nullptr)
+                        fail(Status::out_of_budget, "cannot allocate {} bytes for the panels of '{}'", panel_bytes,
+                             w.name);
+                    model->buffers_.emplace_back(panels);
+                    pack_cpu_panels(w, static_cast<uint32_t*>(panels));
+                    w.panels = static_cast<const uint32_t*>(panels);
+                }
+                drop_mapped_pages(stored.bytes, stored.size);
+            }
+        }
     }
     description.precision = options.precision != Precision::automatic ? options.precision
                             : loaded_dtypes.size() == 1 && *loaded_dtypes.begin() == DType::f32  ? Precision::fp32

@@ -53,6 +53,7 @@ Weight row_share(const Weight& w, int64_t first, int64_t count) {
     share.shape[0] = count;
     share.elements = uint64_t(count * columns);
     share.data = static_cast<const char*>(w.data) + dtype_bytes(w.dtype, uint64_t(first * columns));
+    share.panels = nullptr;  // (models on several devices are not packed)
     return share;
 }
 
@@ -129,6 +130,7 @@ std::unique_ptr<WeightShard> shard_weights(const Model& model, int rank, int dev
         share.shape[1] = count;
         share.elements = uint64_t(rows * count);
         share.data = copy.floats();
+        share.panels = nullptr;
         return share;
     };
     const Weight* embedding = nullptr;

@@ -41,6 +41,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::filesystem::path& path
     loaded->backend_ = options.backend;
     loaded->devices_ = devices;
     options.memory = loaded->memory_.get();
+    options.cpu_panels = options.backend == BackendKind::cpu && devices == 1;
     loaded->model_ = load_model(path, options);
     // Every weight's share (the block alignment of quantized column shares too), before placing.
     if (devices > 1) weight_bytes(loaded->model_->spec(), loaded->model_->weights(), devices);

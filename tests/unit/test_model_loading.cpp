@@ -15,8 +15,10 @@
 #include "core/error.hpp"
 #include "core/float_convert.hpp"
 #include "cpu/dequantize.hpp"
+#include "cpu/matmul.hpp"
 #include "fixtures.hpp"
 #include "memory/memory_plan.hpp"
+#include "model/forward.hpp"
 #include "model/model.hpp"
 #include "unmask.h"
 
@@ -477,4 +479,46 @@ TEST_CASE("the C API describes a loaded model and each of its tensors") {
     CHECK(unmask_model_tensor(model, info.tensor_count, &t) == UNMASK_ERR_INVALID_ARGUMENT);
     CHECK(std::string(unmask_last_error()).find("outside the model's 38 tensors") != std::string::npos);
     unmask_model_free(model);
+}
+
+// A model loaded for one host device (LoadedModel, LoadOptions::cpu_panels) packs its bf16
+// matrices once for the CPU's bf16 kernel, in place of their mapped pages, and computes the same
+// bits as packing on every call; the weights still read as before (their dropped pages come back
+// from the file), so fp32 products give the unpacked model's bits too. The bundled model: its
+// projections and MLPs are whole runs of 32 rows, its LM head (945 rows) and embedding are not packed.
+TEST_CASE("a model loaded for the CPU packs its bf16 matrices once and gives the same bits") {
+    const std::string path = UNMASK_SOURCE_MODELS_DIR "/" UNMASK_BUNDLED_MODEL_NAME;
+    LoadOptions packing;
+    packing.cpu_panels = true;
+    const auto unpacked = load_model(path, {}), packed = load_model(path, packing);
+    int64_t with_panels = 0;
+    for (const Weight& w : packed->weights()) {
+        CAPTURE(w.name);
+        with_panels += w.panels != nullptr;
+        if (w.panels != nullptr) CHECK(cpu_packs_panels(w));
+        if (w.role == Role::embedding || w.role == Role::lm_head) CHECK(w.panels == nullptr);
+    }
+    for (const Weight& w : unpacked->weights()) CHECK(w.panels == nullptr);
+    const int64_t projections = 7 * packed->spec().layers;  // q, k, v, o, gate, up, down
+    if (kernels::cpu::matmul_rounds_activations())
+        CHECK(with_panels == projections);
+    else
+        CHECK(with_panels == 0);  // no AVX512-BF16: nothing reads panels
+
+    const std::vector<int32_t> tokens = {3, 17, 99, 944, 944, 944, 5, 944, 944, 944, 944, 12, 944, 944, 944, 944,
+                                         944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 944, 7};
+    for (const bool bf16_products : {true, false}) {
+        CAPTURE(bf16_products);
+        std::vector<std::vector<float>> logits;
+        for (const Model* model : {unpacked.get(), packed.get()}) {
+            auto backend = make_cpu_backend(2, bf16_products);
+            ForwardLimits limits;
+            limits.tokens = limits.sequence_length = int64_t(tokens.size());
+            Forward forward(*model, *backend, limits);
+            const ForwardSequence sequence{tokens, {}, nullptr, {}, 0.0};
+            logits.push_back(forward.run(std::span(&sequence, 1), true).logits);
+        }
+        REQUIRE(logits[0].size() == tokens.size() * 945);
+        CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);
+    }
 }

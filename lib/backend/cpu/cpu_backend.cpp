@@ -26,6 +26,17 @@ k::WeightMatrix matrix(const Weight& w) {
 
 k::WeightVector vector(const Weight& w) { return {w.data, element_type(w.dtype), w.shape.at(0)}; }
 
+// A model matrix: bf16 and quantized weights may take bf16 activations (matmul.hpp), except the
+// router's, whose logits choose experts: rounding there can flip a near tie and move a whole
+// token. Panels packed at load are read in place of the weights.
+k::WeightMatrix model_matrix(const Weight& w, bool bf16_products) {
+    k::WeightMatrix m = matrix(w);
+    m.bf16_products = bf16_products && w.role != Role::router &&
+                      (m.type == k::ElementType::bf16 || kernels::is_quantized(m.type));
+    if (m.bf16_products && k::matmul_packs_panels(m)) m.panels = w.panels;
+    return m;
+}
+
 constexpr int64_t row_chunk = 32;        // rows per task for row-wise ops
 constexpr int64_t attention_tile = 256;  // query rows per attention task (scores: tile x keys floats)
 
@@ -142,7 +153,7 @@ public:
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
         int64_t rounded_cols = 0;  // the width of x that rounded_ holds, 0 for none
         for (const MatmulOutput& output : outputs) {
-            const k::WeightMatrix m = model_matrix(*output.weight);
+            const k::WeightMatrix m = model_matrix(*output.weight, bf16_products_);
             const bool rounds = k::matmul_takes_rounded(m) && uint64_t(rows) * uint64_t(m.cols / 2) <= rounded_.size();
             if (rounds && rounded_cols != m.cols) {
                 for_row_chunks(rows, [&](int64_t begin, int64_t end) {
@@ -167,16 +178,6 @@ public:
                 });
             }
         }
-    }
-
-    // A model matrix: bf16 and quantized weights may take bf16 activations (matmul.hpp), except the
-    // router's, whose logits choose experts: rounding there can flip a near tie and move a whole
-    // token.
-    k::WeightMatrix model_matrix(const Weight& w) const {
-        k::WeightMatrix m = matrix(w);
-        m.bf16_products = bf16_products_ && w.role != Role::router &&
-                          (m.type == k::ElementType::bf16 || kernels::is_quantized(m.type));
-        return m;
     }
 
     // Every layer rotates q and k at the same positions: the table of rotations is made on the
@@ -420,6 +421,15 @@ private:
 };
 
 }  // namespace
+
+bool cpu_packs_panels(const Weight& w) {
+    return w.role != Role::embedding && w.shape.size() == 2 && k::matmul_packs_panels(model_matrix(w, true));
+}
+
+void pack_cpu_panels(const Weight& w, uint32_t* panels) {
+    if (!cpu_packs_panels(w)) fail(Status::internal, "'{}' cannot be packed for the CPU's bf16 kernel", w.name);
+    k::pack_panels(model_matrix(w, true), panels);
+}
 
 uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
     const uint64_t rope_table = uint64_t(limits.tokens) * uint64_t(limits.head_dim) * sizeof(float) +
