@@ -167,38 +167,26 @@ void prefetch_rows(const WeightMatrix& w, int64_t n0, int64_t n1, int64_t k0, in
     }
 }
 
-// Packed panels (pack_panels) of the K block after k0 in this chunk, else of the next chunk's
-// first, asked for while K block k0 is multiplied: before the row group at g0, its share of them.
-// (Asked for all at once, rows of unpacked weights arrived no sooner than unasked.)
-void prefetch_panels(const WeightMatrix& w, const Word* packed, int64_t chunk, int64_t chunk_end, int64_t n_end,
-                     int64_t k0, int64_t g0, int64_t m) {
-    const bool same_chunk = k0 + detail::k_block < w.cols;
-    const int64_t first = same_chunk ? chunk : chunk_end, k = same_chunk ? k0 + detail::k_block : 0;
-    const int64_t end = same_chunk ? chunk_end : std::min(n_end, chunk_end + bf16_column_chunk);
-    const int64_t panels = (end - first) / NR, groups = (m + bf16_row_group - 1) / bf16_row_group;
-    const int64_t share = (panels + groups - 1) / groups, begin = g0 / bf16_row_group * share;
-    const int64_t bytes = std::min(detail::k_block, w.cols - k) / 2 * NR * int64_t(sizeof(Word));
-    for (int64_t i = begin; i < std::min(panels, begin + share); ++i) {
-        const char* panel = reinterpret_cast<const char*>(packed + (first + i * NR) * (w.cols / 2) + k / 2 * NR);
-        for (int64_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(panel + byte, _MM_HINT_T1);
-    }
-}
-
 // out[r * bf16_max_pairs + p] = (a[r, k0 + 2p], a[r, k0 + 2p + 1]) rounded to bf16 (zero past kc).
 void round_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, Word* out) {
     for (int64_t r = 0; r < rows; ++r) round_pairs(a + r * lda + k0, kc, out + r * bf16_max_pairs);
 }
 
 // c[0..rows, 0..cols] (+)= rows of `a` (bf16 pairs, `a_stride` words apart) · panel: 8 rows x 32
-// columns, 16 accumulators.
+// columns, 16 accumulators. `ahead` (or null): a panel to ask for as this one is read, a pair's
+// two lines per pair, so that it streams in at the pace it will be used.
 void run(const Word* a, int64_t a_stride, int rows, const Word* panel, int64_t pairs, float* c, int64_t ldc, int cols,
-         bool accumulate) {
+         bool accumulate, const Word* ahead) {
     const Word* row[MR];
     for (int i = 0; i < MR; ++i) row[i] = a + std::min(i, rows - 1) * a_stride;  // spare rows repeat the last
     detail::Avx512Tile tile(c, ldc, rows, cols, accumulate);
     for (int64_t p = 0; p < pairs; ++p) {
         const __m512i w0 = _mm512_loadu_si512(panel + p * NR), w1 = _mm512_loadu_si512(panel + p * NR + 16);
         const __m512bh b0 = reinterpret_cast<const __m512bh&>(w0), b1 = reinterpret_cast<const __m512bh&>(w1);
+        if (ahead != nullptr) {
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + p * NR), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + p * NR + 16), _MM_HINT_T0);
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
             const __m512i x = _mm512_set1_epi32(static_cast<int>(row[i][p]));
@@ -255,12 +243,20 @@ void bf16_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w,
                         for (int64_t k = 0; k < kc; k += 16)
                             _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + k0 + k), _MM_HINT_T0);
                 }
-                if (packed != nullptr) prefetch_panels(w, packed, chunk, chunk_end, n_end, k0, g0, m);
-                for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR) {
+                    // Packed panels are first read by the first row group: each asks for the one
+                    // read after it (this K block's next, else the next K block's or chunk's first).
+                    const Word* ahead = nullptr;
+                    if (packed != nullptr && g0 == 0)
+                        ahead = n0 + NR < chunk_end     ? chunk_panels + (n0 + NR - chunk) * panel_stride
+                                : next_k0 < w.cols      ? packed + chunk * row_pairs + next_k0 / 2 * NR
+                                : chunk_end < n_end     ? packed + chunk_end * row_pairs
+                                                        : nullptr;
                     for (int64_t m0 = 0; m0 < group; m0 += MR)
                         run(rows + m0 * stride, stride, static_cast<int>(std::min(MR, group - m0)),
                             chunk_panels + (n0 - chunk) * panel_stride, pairs, c + (g0 + m0) * ldc + n0, ldc,
-                            static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
+                            static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0, m0 == 0 ? ahead : nullptr);
+                }
             }
         }
     }
