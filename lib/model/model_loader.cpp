@@ -471,6 +471,13 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
     }
 
     // Materialise the weights: zero-copy from the map when dtype and alignment allow.
+    // A buffer of `bytes` the model owns (64-byte aligned, at least one granule), for `what`.
+    auto owned_buffer = [&model](uint64_t bytes, const std::string& what) {
+        void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
+        if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, what);
+        model->buffers_.emplace_back(buffer);
+        return buffer;
+    };
     uint64_t done = verify_bytes;
     ModelDescription& description = model->description_;
     std::set<DType> loaded_dtypes;
@@ -479,16 +486,12 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
         const DType dtype = loaded_dtype(options.precision, *stored.dtype, want.role, want.shape, options.quantize_embeddings);
         const uint64_t bytes = dtype_bytes(dtype, stored.elements);
         const uint8_t* data = nullptr;
-        bool mapped = false;  // data is the file's map
         if (!options.metadata_only) {
             const bool aligned = reinterpret_cast<uintptr_t>(stored.bytes) % std::max<size_t>(dtype_size(dtype), 1) == 0;
             if (dtype == *stored.dtype && aligned && stored.interleaved_heads == 0) {
                 data = stored.bytes;
-                mapped = true;
             } else {
-                void* buffer = std::aligned_alloc(64, (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64);
-                if (buffer == nullptr) fail(Status::out_of_budget, "cannot allocate {} bytes for '{}'", bytes, want.name);
-                model->buffers_.emplace_back(buffer);
+                void* buffer = owned_buffer(bytes, want.name);
                 copy_rows(stored, static_cast<uint8_t*>(buffer), dtype);
                 drop_mapped_pages(stored.bytes, stored.size);
                 data = static_cast<const uint8_t*>(buffer);
@@ -529,18 +532,13 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
             model->weights_.push_back(std::move(weight));
         }
         if (row != want.shape.at(0)) fail(Status::internal, "the parts of '{}' cover {} of its {} rows", want.name, row, want.shape[0]);
-        if (options.cpu_panels && mapped) {
+        if (options.cpu_panels && data != nullptr && data == stored.bytes) {  // straight from the map
             // The CPU's panels of the tensor's parts, where every part takes them: they hold its
             // bytes, and its mapped pages are dropped, so that it is held once.
             const std::span<Weight> loaded(model->weights_.end() - std::ptrdiff_t(parts.size()), model->weights_.end());
             if (std::all_of(loaded.begin(), loaded.end(), [](const Weight& w) { return cpu_packs_panels(w); })) {
                 for (Weight& w : loaded) {
-                    const uint64_t panel_bytes = dtype_bytes(w.dtype, w.elements);
-                    void* panels = std::aligned_alloc(64, (panel_bytes + 63) / 64 * 64);
-                    if (panels == nullptr)
-                        fail(Status::out_of_budget, "cannot allocate {} bytes for the panels of '{}'", panel_bytes,
-                             w.name);
-                    model->buffers_.emplace_back(panels);
+                    void* panels = owned_buffer(dtype_bytes(w.dtype, w.elements), "the panels of " + w.name);
                     pack_cpu_panels(w, static_cast<uint32_t*>(panels));
                     w.panels = static_cast<const uint32_t*>(panels);
                 }
