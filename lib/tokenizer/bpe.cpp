@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/utf8.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 
 namespace unmask {
 
@@ -12,11 +13,7 @@ BpeModel::BpeModel(const nlohmann::json& model) {
     const auto vocab = model.find("vocab");
     if (vocab == model.end() || !vocab->is_object())
         fail(Status::model_format, "tokenizer.json: model.vocab must be an object of token -> id");
-    for (const auto& [token, id] : vocab->items()) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-            fail(Status::model_format, "tokenizer.json: model.vocab['{}'] is not a valid id", token);
-        vocab_.emplace(token, id.get<int32_t>());
-    }
+    for (const auto& [token, id] : vocab->items()) vocab_.emplace(token, json_token_id(id, "model.vocab['" + token + "']"));
     if (model.contains("dropout") && !model["dropout"].is_null() && model["dropout"].get<double>() > 0)
         fail(Status::unsupported, "tokenizer.json: BPE dropout is not supported at inference");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})

@@ -88,7 +88,7 @@ std::unique_ptr<Tokenizer> Tokenizer::build(const nlohmann::json& root, std::str
 
         for (const auto& entry : root.value("added_tokens", nlohmann::json::array())) {
             AddedToken a;
-            a.id = entry.at("id").get<int32_t>();
+            a.id = json_token_id(entry.at("id"), "an added token's id");
             a.content = entry.at("content").get<std::string>();
             a.special = entry.value("special", false);
             a.lstrip = entry.value("lstrip", false);
@@ -154,7 +154,7 @@ void Tokenizer::read_post_processor(const nlohmann::json& post, std::string_view
             }
             const std::string name = item.at("SpecialToken").at("id").get<std::string>();
             for (const auto& id : post.at("special_tokens").at(name).at("ids"))
-                (after_sequence ? template_suffix_ : template_prefix_).push_back(id.get<int32_t>());
+                (after_sequence ? template_suffix_ : template_prefix_).push_back(json_token_id(id, "a post-processor id"));
         }
     } else if (type != "ByteLevel") {  // ByteLevel only adjusts offsets
         fail(Status::unsupported, "{}: post_processor type '{}' is not supported", label, type);

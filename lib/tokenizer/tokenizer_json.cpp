@@ -18,6 +18,13 @@ const nlohmann::json& json_array(const nlohmann::json& object, const char* key, 
     return *it;
 }
 
+int32_t json_token_id(const nlohmann::json& value, std::string_view where) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > INT32_MAX)
+        fail(Status::model_format, "tokenizer.json: {} is not a token id (an integer from 0): {}", where,
+             value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return static_cast<int32_t>(value.get<int64_t>());
+}
+
 std::string pattern_regex(const nlohmann::json& pattern, std::string_view where) {
     if (pattern.is_object()) {
         if (auto it = pattern.find("String"); it != pattern.end() && it->is_string())

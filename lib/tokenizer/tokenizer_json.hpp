@@ -2,6 +2,7 @@
 // {"String": ...} / {"Regex": ...} patterns several components share.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,10 @@ namespace unmask {
 
 std::string json_string(const nlohmann::json& object, const char* key, std::string_view where);
 const nlohmann::json& json_array(const nlohmann::json& object, const char* key, std::string_view where);
+
+// `value` as a token id: an integer from 0 to INT32_MAX. A float, however whole, is refused (a
+// cast of 1e30 to an integer would be undefined behaviour).
+int32_t json_token_id(const nlohmann::json& value, std::string_view where);
 
 // A pattern object as a regex source: {"String": s} matches s literally, {"Regex": r} is r.
 std::string pattern_regex(const nlohmann::json& pattern, std::string_view where);

@@ -117,6 +117,14 @@ TEST_CASE("hostile tokenizer files are refused with a clear status") {
           std::string::npos);
     CHECK(status_of(R"({"model": {"type": "BPE", "vocab": {"a": 2000000000}, "merges": []}})").first == Status::model_format);
     CHECK(status_of(R"({"model": {"type": "WordPiece", "vocab": {}}})").first == Status::unsupported);
+    // Ids that are floats, however large, are refused rather than cast (found by fuzz_tokenizer).
+    CHECK(status_of(R"({"model": {"type": "BPE", "vocab": {"a": 1e30}, "merges": []}})").first == Status::model_format);
+    CHECK(status_of(base + R"("added_tokens": [{"id": 1e30, "content": "b"}]})").second.find("not a token id") !=
+          std::string::npos);
+    CHECK(status_of(base + R"("added_tokens": [{"id": 1.0, "content": "b"}]})").first == Status::model_format);
+    CHECK(status_of(base + R"("post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "a"}}],)"
+                           R"( "special_tokens": {"a": {"ids": [-1e300]}}}})")
+              .second.find("not a token id") != std::string::npos);
     CHECK(status_of(base + R"("pre_tokenizer": {"type": "Whitespace"}})").second.find("'Whitespace' is not supported") !=
           std::string::npos);
 }
