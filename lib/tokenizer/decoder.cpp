@@ -151,9 +151,11 @@ std::unique_ptr<Decoder> make_decoder(const nlohmann::json& config) {
     if (type == "Fuse") return std::make_unique<Fuse>();
     if (type == "Strip") {
         const auto bound = [&](const char* key) {
-            const int64_t v = config.value(key, int64_t{0});
-            if (v < 0 || v > 1024) fail(Status::model_format, "tokenizer.json: Strip decoder '{}' {} is outside 0..1024", key, v);
-            return static_cast<size_t>(v);
+            const auto it = config.find(key);
+            if (it == config.end()) return size_t{0};
+            if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1024)
+                fail(Status::model_format, "tokenizer.json: Strip decoder '{}' {} is not an integer in 0..1024", key, it->dump());
+            return static_cast<size_t>(it->get<int64_t>());
         };
         return std::make_unique<Strip>(single_character(config, "content", " ", "Strip decoder"), bound("start"),
                                        bound("stop"));

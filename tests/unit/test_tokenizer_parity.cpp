@@ -113,6 +113,7 @@ TEST_CASE("hostile tokenizer files are refused with a clear status") {
     CHECK(status_of(base + R"("decoder": {"type": "Metaspace", "replacement": ""}})").second.find("exactly one character") !=
           std::string::npos);
     CHECK(status_of(base + R"("decoder": {"type": "Strip", "content": " ", "start": -1}})").first == Status::model_format);
+    CHECK(status_of(base + R"("decoder": {"type": "Strip", "content": " ", "stop": 1e30}})").first == Status::model_format);
     CHECK(status_of(base + R"("normalizer": )" + std::string(500, '[') + std::string(500, ']') + "}").second.find("nested deeper") !=
           std::string::npos);
     CHECK(status_of(R"({"model": {"type": "BPE", "vocab": {"a": 2000000000}, "merges": []}})").first == Status::model_format);
