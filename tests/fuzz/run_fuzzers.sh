@@ -45,12 +45,15 @@ finish() {
     return "$rc"
   fi
 }
-# Tokenizer seeds: the fixture tokenizer.json files, and text.
+# Tokenizer seeds: the fixture tokenizer.json files, text,
 while IFS= read -r -d '' file; do
   i=$((i + 1))
   cp "$file" "$work/corpus/tokenizer/seed-$i"
 done < <(find "$work/fixtures" -name 'tokenizer.json' -print0)
 printf 'Hello, world! 123 <|x|> caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd \xff\xfe' > "$work/corpus/tokenizer/seed-text"
+# and hand-written ones reaching the components the fixtures lack (decoders, post-processors,
+# added-token options).
+cp "$source_dir"/tests/fuzz/corpus/tokenizer/* "$work/corpus/tokenizer/"
 
 # GGUF seeds: small files written from the specification (tests/fixtures/gguf_writer.py),
 /usr/bin/python3 "$source_dir/tests/fixtures/gguf_writer.py" "$work/corpus/gguf"
