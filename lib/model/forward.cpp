@@ -135,8 +135,49 @@ PackedBatch Forward::pack(std::span<const ForwardSequence> batch, bool want_logi
     const auto tokens = static_cast<int64_t>(ids.size());
     if (tokens > limits_.tokens)
         fail(Status::too_long, "the batch has {} tokens; this forward was sized for {}", tokens, limits_.tokens);
-
+    keep_output_rows(packed);
     return packed;
+}
+
+void Forward::keep_output_rows(PackedBatch& packed) const {
+    const auto tokens = packed.ids.size();
+    std::vector<bool> kept(tokens, false);
+    for (size_t i = 0; i < packed.output_rows.size(); ++i) {
+        kept[size_t(packed.output_rows[i])] = true;
+        if (packed.guidance_rows[i] >= 0) kept[size_t(packed.guidance_rows[i])] = true;
+    }
+    // Whole granules: a run's first rows left out join its kept rows up to the next multiple.
+    for (const PackedBatch::Run& run : packed.runs) {
+        const auto first = kept.begin() + run.first_row, end = first + run.rows;
+        int64_t count = std::count(first, end, true);
+        const int64_t wanted = std::min(run.rows, (count + kept_row_granule - 1) / kept_row_granule * kept_row_granule);
+        for (auto row = first; row != end && count < wanted; ++row)
+            if (!*row) *row = true, ++count;
+    }
+    if (std::find(kept.begin(), kept.end(), false) == kept.end()) return;  // the last layer runs whole
+
+    std::vector<int32_t> dense(tokens, -1);  // each kept row's place among the kept
+    for (size_t r = 0; r < packed.runs.size(); ++r) {
+        const PackedBatch::Run& run = packed.runs[r];
+        for (int64_t row = run.first_row; row < run.first_row + run.rows; ++row) {
+            if (!kept[size_t(row)]) continue;
+            const auto place = static_cast<int64_t>(packed.kept_rows.size());
+            const int32_t position = packed.positions[size_t(row)];
+            // Bidirectional attention does not look at query positions: a run is one segment.
+            const bool extends = !packed.kept.empty() && packed.kept.back().run == int64_t(r) &&
+                                 (spec_.diffusion_block_size == 0 ||
+                                  packed.kept.back().position + packed.kept.back().count == position);
+            if (extends) ++packed.kept.back().count;
+            else packed.kept.push_back({int64_t(r), place, 1, position});
+            dense[size_t(row)] = static_cast<int32_t>(place);
+            packed.kept_rows.push_back(static_cast<int32_t>(row));
+            packed.kept_positions.push_back(position);
+        }
+    }
+    for (size_t i = 0; i < packed.output_rows.size(); ++i) {
+        packed.output_rows[i] = dense[size_t(packed.output_rows[i])];
+        if (packed.guidance_rows[i] >= 0) packed.guidance_rows[i] = dense[size_t(packed.guidance_rows[i])];
+    }
 }
 
 ForwardOutput Forward::run(std::span<const ForwardSequence> batch, bool want_logits) {

@@ -73,6 +73,8 @@ public:
 private:
     // Checks `batch` and lays it out for the devices.
     PackedBatch pack(std::span<const ForwardSequence> batch, bool want_logits) const;
+    // The last layer's kept rows (PackedBatch), from the outputs.
+    void keep_output_rows(PackedBatch& packed) const;
 
     const ModelSpec& spec_;
     ForwardLimits limits_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -64,7 +65,8 @@ ForwardRank::ForwardRank(const Model& model, int rank, int devices, Backend& bac
 
     const RunStateSizes sizes = run_state_sizes(spec_, limits, devices);
     auto allocate = [&](uint64_t bytes) { return bytes == 0 ? DeviceBuffer() : backend_.allocate(bytes); };
-    state_ = RunState{allocate(sizes.token_ids), allocate(sizes.token_positions), allocate(sizes.x),
+    state_ = RunState{allocate(sizes.token_ids), allocate(sizes.token_positions), allocate(sizes.kept_rows),
+                      allocate(sizes.kept_positions), allocate(sizes.x),
                       allocate(sizes.normed), allocate(sizes.q), allocate(sizes.k), allocate(sizes.v),
                       allocate(sizes.attended), allocate(sizes.projected), allocate(sizes.gate), allocate(sizes.up),
                       allocate(sizes.router_logits), allocate(sizes.chosen_experts), allocate(sizes.expert_weights),
@@ -127,9 +129,11 @@ void ForwardRank::moe(const LayerWeights& layer, const float* x, int64_t rows, f
     }
 }
 
-void ForwardRank::hidden_states(std::span<const PackedBatch::Run> runs, int64_t tokens) {
+void ForwardRank::hidden_states(const PackedBatch& batch) {
+    const std::span<const PackedBatch::Run> runs = batch.runs;
+    const auto tokens = static_cast<int64_t>(batch.ids.size()), kept = static_cast<int64_t>(batch.kept_rows.size());
     const int64_t d = spec_.hidden_size, heads = spec_.attention_heads, kv_heads = spec_.kv_heads,
-                  hd = spec_.head_dim;
+                  hd = spec_.head_dim, kv = kv_heads * hd;
     const RunState& s = state_;
     const DeviceBuffer &x = s.x, &normed = s.normed, &q = s.q, &k = s.k, &v = s.v, &attended = s.attended,
                        &projected = s.projected;
@@ -139,61 +143,94 @@ void ForwardRank::hidden_states(std::span<const PackedBatch::Run> runs, int64_t 
     const bool bf16_model = layers_.front().q->dtype == DType::bf16;
     const AttentionParams attention{heads, kv_heads, hd, spec_.diffusion_block_size, bf16_model};
     backend_.embedding(*embedding_, s.token_ids.ints(), tokens, x.floats());
-    std::vector<SequenceRows> sequences(runs.size());
+    std::vector<SequenceRows> sequences;
     bool normed_ready = false;  // `normed` holds this layer's attention norm of x (fused with the last add)
     for (const LayerWeights& layer : layers_) {
+        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
+        // The last layer's queries and all that follows them run for the kept rows alone, packed
+        // densely (PackedBatch): `rows` of them.
+        const bool pruned = kept > 0 && &layer == &layers_.back();
+        const int64_t rows = pruned ? kept : tokens;
         if (!normed_ready)
             backend_.rmsnorm(x.floats(), tokens, d, d, *layer.attention_norm, spec_.rms_norm_eps, normed.floats(), d);
-        const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
-                                    {layer.v, layer.v_bias, v.floats()}};
-        backend_.matmuls(normed.floats(), tokens, qkv);
+        if (pruned) {
+            const MatmulOutput kv_outputs[] = {{layer.k, layer.k_bias, k.floats()}, {layer.v, layer.v_bias, v.floats()}};
+            backend_.matmuls(normed.floats(), tokens, kv_outputs);
+            backend_.gather_rows(normed.floats(), d, s.kept_rows.ints(), kept, projected.floats());
+            backend_.matmul(projected.floats(), kept, *layer.q, layer.q_bias, q.floats());
+        } else {
+            const MatmulOutput qkv[] = {{layer.q, layer.q_bias, q.floats()}, {layer.k, layer.k_bias, k.floats()},
+                                        {layer.v, layer.v_bias, v.floats()}};
+            backend_.matmuls(normed.floats(), tokens, qkv);
+        }
         if (layer.q_norm != nullptr) {  // per-head RMSNorm: rows of head_dim
-            backend_.rmsnorm(q.floats(), tokens * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
+            backend_.rmsnorm(q.floats(), rows * heads, hd, hd, *layer.q_norm, spec_.rms_norm_eps, q.floats(), hd);
             backend_.rmsnorm(k.floats(), tokens * kv_heads, hd, hd, *layer.k_norm, spec_.rms_norm_eps, k.floats(), hd);
         }
-        backend_.rope(q.floats(), tokens, heads, hd, s.token_positions.ints(), rope);
+        backend_.rope(q.floats(), rows, heads, hd, (pruned ? s.kept_positions : s.token_positions).ints(), rope);
         backend_.rope(k.floats(), tokens, kv_heads, hd, s.token_positions.ints(), rope);
         // Runs with a cache write their fed keys and values into it and attend to all of it.
-        const auto layer_index = static_cast<int64_t>(&layer - layers_.data());
-        for (size_t r = 0; r < runs.size(); ++r) {
-            const PackedBatch::Run& run = runs[r];
-            SequenceRows& view = sequences[r];
-            view = {run.first_row, run.rows, nullptr, nullptr, 0, run.feed_begin, run.block_origin};
+        for (const PackedBatch::Run& run : runs) {
             if (run.cache == nullptr) continue;
             const KVCache& cache = *run.cache;
-            const int64_t kv = kv_heads * hd;
-            view.cached_keys = cache.keys(layer_index, rank_);
-            view.cached_values = cache.values(layer_index, rank_);
-            view.cached_type = element_type(cache.element());
-            view.key_count = run.keys;
-            backend_.store(k.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+            const auto type = element_type(cache.element());
+            backend_.store(k.floats() + run.first_row * kv, run.rows * kv, type,
                            cache.row(cache.keys(layer_index, rank_), run.feed_begin));
-            backend_.store(v.floats() + run.first_row * kv, run.rows * kv, view.cached_type,
+            backend_.store(v.floats() + run.first_row * kv, run.rows * kv, type,
                            cache.row(cache.values(layer_index, rank_), run.feed_begin));
         }
+        // The queries of rows first_row..first_row + count (from `position`) of q over the run's
+        // keys: its cache's, else its rows of k and v (where the queries are, unless kept rows).
+        auto view = [&](const PackedBatch::Run& run, int64_t first_row, int64_t count, int64_t position) {
+            SequenceRows rows_view{first_row, count, nullptr, nullptr, 0, position, run.block_origin};
+            if (run.cache != nullptr) {
+                rows_view.cached_keys = run.cache->keys(layer_index, rank_);
+                rows_view.cached_values = run.cache->values(layer_index, rank_);
+                rows_view.cached_type = element_type(run.cache->element());
+                rows_view.key_count = run.keys;
+            } else if (pruned) {
+                rows_view.cached_keys = k.floats() + run.first_row * kv;
+                rows_view.cached_values = v.floats() + run.first_row * kv;
+                rows_view.key_count = run.rows;
+            }
+            return rows_view;
+        };
+        sequences.clear();
+        if (pruned)
+            for (const PackedBatch::KeptSegment& segment : batch.kept)
+                sequences.push_back(view(runs[size_t(segment.run)], segment.first, segment.count, segment.position));
+        else
+            for (const PackedBatch::Run& run : runs) sequences.push_back(view(run, run.first_row, run.rows, run.feed_begin));
         backend_.attention(q.floats(), k.floats(), v.floats(), sequences, attention, attended.floats());
-        backend_.matmul(attended.floats(), tokens, *layer.o, nullptr, projected.floats());
-        sum_over_devices(projected.floats(), tokens * d);
-        backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *layer.mlp_norm, spec_.rms_norm_eps,
-                             normed.floats());
+        backend_.matmul(attended.floats(), rows, *layer.o, nullptr, projected.floats());
+        sum_over_devices(projected.floats(), rows * d);
+        // The residual stream and the MLP's input: x and normed, or, for kept rows, the other way
+        // round (their residual gathered into normed, whose whole rows are no longer needed).
+        float* residual = x.floats();
+        float* mlp_input = normed.floats();
+        if (pruned) {
+            std::swap(residual, mlp_input);
+            backend_.gather_rows(x.floats(), d, s.kept_rows.ints(), kept, residual);
+        }
+        backend_.add_rmsnorm(residual, projected.floats(), rows, d, *layer.mlp_norm, spec_.rms_norm_eps, mlp_input);
         normed_ready = false;
         if (layer.router != nullptr) {
             if (communicator_ == nullptr) {
-                moe(layer, normed.floats(), tokens, x.floats());  // adds the experts into x itself
+                moe(layer, mlp_input, rows, residual);  // adds the experts into the residual itself
             } else {  // this device's experts (and share of the shared one), summed over the devices, then added
-                backend_.zero(projected.floats(), tokens * d);
-                moe(layer, normed.floats(), tokens, projected.floats());
-                sum_over_devices(projected.floats(), tokens * d);
-                backend_.add(x.floats(), projected.floats(), tokens * d);
+                backend_.zero(projected.floats(), rows * d);
+                moe(layer, mlp_input, rows, projected.floats());
+                sum_over_devices(projected.floats(), rows * d);
+                backend_.add(residual, projected.floats(), rows * d);
             }
         } else {
-            mlp(*layer.gate, *layer.up, *layer.down, normed.floats(), tokens, projected.floats());
-            sum_over_devices(projected.floats(), tokens * d);
+            mlp(*layer.gate, *layer.up, *layer.down, mlp_input, rows, projected.floats());
+            sum_over_devices(projected.floats(), rows * d);
             if (&layer == &layers_.back()) {
-                backend_.add(x.floats(), projected.floats(), tokens * d);  // the final norm takes the output rows only
+                backend_.add(residual, projected.floats(), rows * d);  // the final norm takes the output rows only
             } else {
-                backend_.add_rmsnorm(x.floats(), projected.floats(), tokens, d, *(&layer + 1)->attention_norm,
-                                     spec_.rms_norm_eps, normed.floats());
+                backend_.add_rmsnorm(residual, projected.floats(), rows, d, *(&layer + 1)->attention_norm,
+                                     spec_.rms_norm_eps, mlp_input);
                 normed_ready = true;
             }
         }
@@ -268,7 +305,18 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
                                    run.cache != nullptr ? run.cache->length() : 0,
                                    run.cache != nullptr ? static_cast<int64_t>(run.cache->element()) : -1});
     }
-    backend_.run_replayable(shape, [&] { hidden_states(batch.runs, tokens); });
+    if (!batch.kept.empty()) {
+        backend_.copy_to_device(state_.kept_rows, batch.kept_rows.data(), batch.kept_rows.size() * sizeof(int32_t));
+        backend_.copy_to_device(state_.kept_positions, batch.kept_positions.data(),
+                                batch.kept_positions.size() * sizeof(int32_t));
+        // Bidirectional attention reads no query position: a run's segment has the same shape
+        // whichever rows it holds.
+        for (const PackedBatch::KeptSegment& segment : batch.kept)
+            shape.insert(shape.end(), {segment.run, segment.first, segment.count,
+                                       spec_.diffusion_block_size > 0 ? segment.position : 0});
+    }
+    backend_.run_replayable(shape, [&] { hidden_states(batch); });
+    const DeviceBuffer& hidden = batch.kept.empty() ? state_.x : state_.normed;
 
     // Final norm, LM head and candidates, a chunk of output rows at a time.
     const auto outputs = static_cast<int64_t>(batch.output_rows.size());
@@ -289,7 +337,7 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
         const auto total = static_cast<int64_t>(chunk_rows.size());
         DeviceBuffer& rows = state_.output_rows;
         backend_.copy_to_device(rows, chunk_rows.data(), chunk_rows.size() * sizeof(int32_t));
-        backend_.gather_rows(s.x.floats(), d, rows.ints(), total, s.gathered.floats());
+        backend_.gather_rows(hidden.floats(), d, rows.ints(), total, s.gathered.floats());
         backend_.rmsnorm(s.gathered.floats(), total, d, d, *final_norm_, spec_.rms_norm_eps, s.gathered.floats(), d);
         // Several devices merge their shares' candidate statistics, unless the logits themselves
         // are wanted, a filter (top-k, top-p) needs whole rows or the backend cannot split the

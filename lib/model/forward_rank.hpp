@@ -21,6 +21,19 @@ namespace unmask {
 
 // A batch as every device runs it: the fed token ids and their positions, each run's rows (a
 // sequence's canvas or its CFG twin) and cache, and the rows that need outputs.
+//
+// No output reads the last layer's other rows, so that layer computes keys and values for every
+// row, which the cache and the other rows' attention need, but queries, attention, output
+// projection and MLP only for the output rows, made up to a multiple of kept_row_granule rows
+// with the run's first others. A backend that records work per shape (Backend::run_replayable)
+// then sees a run's shape change once per granule of outputs rather than at every step, and a
+// cached step's block of up to one granule is kept whole. When any row is left out, the last
+// layer packs the kept rows densely: kept_rows lists them in order (kept_positions their
+// positions), `kept` cuts them into query segments (a run's rows, of consecutive positions under
+// block-causal masks), and output_rows and guidance_rows index that dense packing. Otherwise the
+// three are empty and the outputs index the packed rows.
+inline constexpr int64_t kept_row_granule = 32;
+
 struct PackedBatch {
     // One canvas in the packed batch: its rows, the position of the first, the keys they attend
     // to, where the first block starts, and its cache (if any).
@@ -28,8 +41,15 @@ struct PackedBatch {
         int64_t first_row, rows, feed_begin, keys, block_origin;
         KVCache* cache;
     };
+    // Kept rows first..first + count of the dense packing, rows of runs[run]: under block-causal
+    // masks of consecutive positions from `position`, else any of the run's (`position` its first's).
+    struct KeptSegment {
+        int64_t run, first, count, position;
+    };
     std::vector<Run> runs;
     std::vector<int32_t> ids, positions, output_rows, guidance_rows;  // guidance_rows: -1 without CFG
+    std::vector<KeptSegment> kept;
+    std::vector<int32_t> kept_rows, kept_positions;
     std::vector<double> guidance_scales;
     std::vector<uint32_t> output_positions;
     std::vector<const CandidateParams*> output_params;
@@ -62,15 +82,17 @@ private:
     };
 
     struct RunState {
-        DeviceBuffer token_ids, token_positions, x, normed, q, k, v, attended, projected, gate, up;
+        DeviceBuffer token_ids, token_positions, kept_rows, kept_positions;
+        DeviceBuffer x, normed, q, k, v, attended, projected, gate, up;
         DeviceBuffer router_logits, chosen_experts, expert_weights, slot_rows, token_slots, token_scales,
             expert_offsets, expert_input, expert_output;
         DeviceBuffer output_rows, gathered, logits, shard_logits, candidate_shares;
     };
 
     // The embedding of the uploaded token ids and the layer stack: x holds the last layer's output
-    // for the `tokens` rows of `runs`.
-    void hidden_states(std::span<const PackedBatch::Run> runs, int64_t tokens);
+    // for the batch's rows or, when some are left out (PackedBatch), normed holds it for its kept
+    // rows (uploaded).
+    void hidden_states(const PackedBatch& batch);
     void mlp(const Weight& gate, const Weight& up, const Weight& down, const float* x, int64_t rows, float* out);
     void moe(const LayerWeights& layer, const float* x, int64_t rows, float* residual);
     // Sums a row-parallel output over the devices (nothing alone).

@@ -8,9 +8,10 @@
 namespace unmask {
 
 uint64_t RunStateSizes::total() const noexcept {
-    return token_ids + token_positions + x + normed + q + k + v + attended + projected + gate + up + router_logits +
-           chosen_experts + expert_weights + slot_rows + token_slots + token_scales + expert_offsets + expert_input +
-           expert_output + output_rows + gathered + logits + shard_logits + candidate_shares;
+    return token_ids + token_positions + kept_rows + kept_positions + x + normed + q + k + v + attended + projected +
+           gate + up + router_logits + chosen_experts + expert_weights + slot_rows + token_slots + token_scales +
+           expert_offsets + expert_input + expert_output + output_rows + gathered + logits + shard_logits +
+           candidate_shares;
 }
 
 namespace {
@@ -76,6 +77,7 @@ RunStateSizes run_state_sizes(const ModelSpec& spec, const ForwardLimits& limits
     RunStateSizes s;
     s.token_ids = allocation_bytes(t * i);
     s.token_positions = allocation_bytes(t * i);
+    s.kept_rows = s.kept_positions = allocation_bytes(t * i);
     s.x = s.normed = s.projected = allocation_bytes(t * d * f);
     s.q = s.attended = allocation_bytes(t * q_width * f);
     s.k = s.v = allocation_bytes(t * kv_width * f);

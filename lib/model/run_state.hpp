@@ -30,6 +30,7 @@ inline constexpr int64_t moe_chunk_tokens = 2048;
 // Bytes of each buffer (allocation granules included); zero for buffers the model does not use.
 struct RunStateSizes {
     uint64_t token_ids = 0, token_positions = 0;
+    uint64_t kept_rows = 0, kept_positions = 0;  // the last layer's kept rows (model/forward_rank.hpp)
     uint64_t x = 0, normed = 0, q = 0, k = 0, v = 0, attended = 0, projected = 0;
     uint64_t gate = 0, up = 0;  // SwiGLU: dense MLP, shared expert or a chunk's routed experts, the widest
     uint64_t router_logits = 0, chosen_experts = 0, expert_weights = 0;

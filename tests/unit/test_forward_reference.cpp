@@ -4,13 +4,16 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/profiled_backend.hpp"
 #include "compare.hpp"
 #include "fixtures.hpp"
 #include "core/error.hpp"
@@ -312,6 +315,78 @@ TEST_CASE("a sequence gets bit-identical logits alone, batched, and with any thr
                 offset += expected.size();
             }
             CHECK(offset == batched.logits.size());
+        }
+    }
+}
+
+// The last layer computes queries, attention and MLP only for the rows outputs read (PackedBatch
+// in model/forward_rank.hpp): what it leaves out must change no output's bits, whatever the
+// architecture (shifted outputs, block-causal masks), batch, cache, guidance or device count.
+TEST_CASE("outputs at some positions are bit-identical to the same positions of a whole forward") {
+    // All of the 7-token sequence, three positions of the 70-token one (two query segments under
+    // block-causal masks) and one of the 131-token one (Dream's shift reads position 99).
+    const std::vector<std::vector<int32_t>> positions = {{}, {40, 33, 41}, {100}};
+    for (const std::string name : architectures) {
+        CAPTURE(name);
+        const ReferenceCase reference = read_reference(reference_dir(name));
+        const auto model = load(name, Precision::bf16);
+        const size_t vocab = size_t(model->spec().embedding_rows);
+        int64_t routed_layers = 0;
+        for (int64_t layer = 0; layer < model->spec().layers; ++layer) routed_layers += model->spec().routed(layer);
+        std::vector<std::vector<int32_t>> unconditional;  // CFG twins: the canvases reversed
+        for (const auto& tokens : reference.tokens) unconditional.emplace_back(tokens.rbegin(), tokens.rend());
+        auto inner = make_cpu_backend(2);
+        auto second = make_cpu_backend(1);
+        ProfiledBackend profiled(*inner);
+        ForwardLimits limits;
+        for (const auto& tokens : reference.tokens) {
+            limits.tokens += 2 * int64_t(tokens.size());
+            limits.sequence_length = std::max(limits.sequence_length, int64_t(tokens.size()));
+        }
+        Forward one_device(*model, profiled, limits);
+        const std::array<Backend*, 2> pair = {inner.get(), second.get()};
+        Forward two_devices(*model, pair, limits);
+        for (Forward* forward : {&one_device, &two_devices}) {
+            for (const bool cached : {false, true}) {
+                for (const bool guided : {false, true}) {
+                    CAPTURE(forward->devices().size());
+                    CAPTURE(cached);
+                    CAPTURE(guided);
+                    std::vector<std::unique_ptr<KVCache>> caches;
+                    std::vector<ForwardSequence> batch;
+                    for (size_t s = 0; s < reference.tokens.size(); ++s) {
+                        const auto length = int64_t(reference.tokens[s].size());
+                        ForwardSequence sequence{reference.tokens[s], {}, nullptr, {}, 0.0};
+                        if (guided) sequence.unconditional_tokens = unconditional[s], sequence.cfg_scale = 1.5;
+                        for (int twin = 0; cached && twin < (guided ? 2 : 1); ++twin)
+                            caches.push_back(std::make_unique<KVCache>(forward->devices(), nullptr, model->spec(), length));
+                        if (cached) {
+                            sequence.cache = caches[caches.size() - (guided ? 2 : 1)].get();
+                            if (guided) sequence.unconditional_cache = caches.back().get();
+                        }
+                        batch.push_back(sequence);
+                    }
+                    const std::vector<float> whole = forward->run(batch, true).logits;
+                    for (size_t s = 0; s < batch.size(); ++s) batch[s].output_positions = positions[s];
+                    profiled.reset();
+                    const std::vector<float> some = forward->run(batch, true).logits;
+                    if (forward == &one_device)  // the outputs', the kept rows' two and one per routed layer
+                        CHECK(profiled.times().at("gather_rows").calls == 3 + routed_layers);
+                    size_t row = 0, first = 0;
+                    for (size_t s = 0; s < batch.size(); ++s) {
+                        const size_t length = reference.tokens[s].size();
+                        const std::vector<int32_t>& wanted = positions[s];
+                        for (size_t i = 0; i < (wanted.empty() ? length : wanted.size()); ++i, ++row) {
+                            const size_t p = wanted.empty() ? i : size_t(wanted[i]);
+                            CAPTURE(p);
+                            REQUIRE(std::equal(some.begin() + long(row * vocab), some.begin() + long((row + 1) * vocab),
+                                               whole.begin() + long((first + p) * vocab)));
+                        }
+                        first += length;
+                    }
+                    CHECK(row * vocab == some.size());
+                }
+            }
         }
     }
 }
