@@ -4,7 +4,11 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
+
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -15,3 +19,25 @@ inline std::string test_data_path(const std::string& relative) {
 }
 
 inline std::string fixture_path(const std::string& relative) { return test_data_path("fixtures/" + relative); }
+
+// A directory of its own under the system's temporary directory (the name and the process id
+// make it unique), removed with everything in it when the object goes, a failed assertion included.
+class ScratchDirectory {
+public:
+    explicit ScratchDirectory(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() / ("unmask-" + name + "-" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~ScratchDirectory() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    ScratchDirectory(const ScratchDirectory&) = delete;
+    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+
+    const std::filesystem::path& path() const noexcept { return path_; }
+
+private:
+    std::filesystem::path path_;
+};

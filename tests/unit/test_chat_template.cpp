@@ -269,8 +269,8 @@ TEST_CASE("chat messages the C API cannot use are INVALID_ARGUMENT naming the fi
 }
 
 TEST_CASE("a model whose chat template is broken still loads, and chatting with it is UNSUPPORTED naming the problem") {
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "unmask-broken-template";
-    std::filesystem::create_directories(dir);
+    const ScratchDirectory scratch("broken-template");
+    const std::filesystem::path& dir = scratch.path();
     std::filesystem::copy_file(std::filesystem::path(UNMASK_SOURCE_DIR) / "models/toolcall-llada-3m/tokenizer.json",
                                dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
     const std::pair<std::string, std::string> broken[] = {
@@ -292,5 +292,4 @@ TEST_CASE("a model whose chat template is broken still loads, and chatting with 
     std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}\n";
     const TokenizerHandle handle((dir / "tokenizer.json").string());
     CHECK(rendered(handle.tokenizer, {message("user", "hi")}, nullptr) == "[user]hi");
-    std::filesystem::remove_all(dir);
 }

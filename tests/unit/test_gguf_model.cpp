@@ -45,7 +45,8 @@ std::string edited_copy(const std::string& source, const std::string& from, cons
     const auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
     REQUIRE(at != bytes.end());
     std::copy(to.begin(), to.end(), at);
-    const auto path = std::filesystem::temp_directory_path() / ("unmask-test-" + to + ".gguf");
+    static const ScratchDirectory scratch("gguf-edits");  // removed when the test program ends
+    const auto path = scratch.path() / (to + ".gguf");
     std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
     return path.string();
 }

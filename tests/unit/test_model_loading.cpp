@@ -366,8 +366,8 @@ TEST_CASE("a model's fingerprint tells its files' versions apart: the verified m
 
     // Without a manifest: a changed config.json or header changes it; weight values alone do not
     // (they are not read for it, as documented).
-    const auto copy = std::filesystem::temp_directory_path() / "unmask-fingerprint-llada";
-    std::filesystem::remove_all(copy);
+    const ScratchDirectory scratch("fingerprint");
+    const auto copy = scratch.path() / "llada";
     std::filesystem::copy(fixture_path("good/llada"), copy);
     CHECK(fingerprint(copy) == llada);
     {
@@ -378,7 +378,6 @@ TEST_CASE("a model's fingerprint tells its files' versions apart: the verified m
     CHECK(fingerprint(copy) == llada);
     { std::ofstream(copy / "config.json", std::ios::app) << "\n"; }
     CHECK(fingerprint(copy) != llada);
-    std::filesystem::remove_all(copy);
 
     // The C API hands out the same text.
     unmask_model_params params;
