@@ -12,9 +12,10 @@
 
 namespace unmask::kernels::cuda {
 
-// The key splits of a sequence (flash-decoding). A sequence of one query tile (a decoding step's
-// block over a K/V cache: 32 heads make only 32 blocks, too few for a GPU) has its keys cut into
-// up to attention_max_splits ranges of at least attention_split_keys keys, one block each, whose
+// The key splits of a sequence (flash-decoding). A sequence of one query tile over a view of
+// keys (a decoding step's block over a K/V cache, or the last layer's kept rows of a long canvas:
+// 32 heads make only 32 blocks, too few for a GPU) has its keys cut into up to
+// attention_max_splits ranges of at least attention_split_keys keys, one block each, whose
 // partial softmaxes are combined after; any other sequence, one. A function of the sequence alone,
 // so that its result never depends on its batch.
 UNMASK_HOST_DEVICE inline int64_t key_splits(const AttentionSequence& s) {

@@ -64,12 +64,14 @@ struct WorkspaceLimits {
 };
 
 // One sequence's queries within a packed batch of activations, and the keys they attend to:
-// its own rows of k and v, or a K/V cache view of `key_count` positions in which the queries sit
-// at query_position.. (only part of the canvas is fed; the rest is read from the cache).
+// its own rows of k and v, or a view of `key_count` keys in which the queries sit at
+// query_position.. (a K/V cache, when only part of the canvas is fed; or, for the last layer's
+// kept rows, the canvas's rows of k and v, queries at any of its positions under bidirectional
+// attention, which reads none).
 struct SequenceRows {
     int64_t first_row = 0;
     int64_t rows = 0;
-    const void* cached_keys = nullptr;  // null: the sequence's own rows of k and v
+    const void* cached_keys = nullptr;  // null: the sequence's own rows of k and v, where its queries are
     const void* cached_values = nullptr;
     int64_t key_count = 0;       // with a cache
     int64_t query_position = 0;  // the position of the first query (block-causal masks)

@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -146,11 +147,16 @@ void Forward::keep_output_rows(PackedBatch& packed) const {
         kept[size_t(packed.output_rows[i])] = true;
         if (packed.guidance_rows[i] >= 0) kept[size_t(packed.guidance_rows[i])] = true;
     }
-    // Whole granules: a run's first rows left out join its kept rows up to the next multiple.
+    // Whole granules: rows left out join a run's kept rows up to the next multiple, first those
+    // between its first and last kept rows (under block-causal masks, a block's masked positions
+    // then attend as one segment), then its first rows.
     for (const PackedBatch::Run& run : packed.runs) {
         const auto first = kept.begin() + run.first_row, end = first + run.rows;
         int64_t count = std::count(first, end, true);
         const int64_t wanted = std::min(run.rows, (count + kept_row_granule - 1) / kept_row_granule * kept_row_granule);
+        const auto last = std::find(std::make_reverse_iterator(end), std::make_reverse_iterator(first), true).base();
+        for (auto row = std::find(first, end, true); row < last && count < wanted; ++row)
+            if (!*row) *row = true, ++count;
         for (auto row = first; row != end && count < wanted; ++row)
             if (!*row) *row = true, ++count;
     }
@@ -163,12 +169,12 @@ void Forward::keep_output_rows(PackedBatch& packed) const {
             if (!kept[size_t(row)]) continue;
             const auto place = static_cast<int64_t>(packed.kept_rows.size());
             const int32_t position = packed.positions[size_t(row)];
-            // Bidirectional attention does not look at query positions: a run is one segment.
+            // Bidirectional attention reads no query position: a run is one segment, at 0.
+            const bool causal = spec_.diffusion_block_size > 0;
             const bool extends = !packed.kept.empty() && packed.kept.back().run == int64_t(r) &&
-                                 (spec_.diffusion_block_size == 0 ||
-                                  packed.kept.back().position + packed.kept.back().count == position);
+                                 (!causal || packed.kept.back().position + packed.kept.back().count == position);
             if (extends) ++packed.kept.back().count;
-            else packed.kept.push_back({int64_t(r), place, 1, position});
+            else packed.kept.push_back({int64_t(r), place, 1, causal ? position : 0});
             dense[size_t(row)] = static_cast<int32_t>(place);
             packed.kept_rows.push_back(static_cast<int32_t>(row));
             packed.kept_positions.push_back(position);

@@ -309,11 +309,9 @@ void ForwardRank::run(const PackedBatch& batch, bool want_logits, ForwardOutput&
         backend_.copy_to_device(state_.kept_rows, batch.kept_rows.data(), batch.kept_rows.size() * sizeof(int32_t));
         backend_.copy_to_device(state_.kept_positions, batch.kept_positions.data(),
                                 batch.kept_positions.size() * sizeof(int32_t));
-        // Bidirectional attention reads no query position: a run's segment has the same shape
-        // whichever rows it holds.
+        shape.push_back(static_cast<int64_t>(batch.kept.size()));
         for (const PackedBatch::KeptSegment& segment : batch.kept)
-            shape.insert(shape.end(), {segment.run, segment.first, segment.count,
-                                       spec_.diffusion_block_size > 0 ? segment.position : 0});
+            shape.insert(shape.end(), {segment.run, segment.first, segment.count, segment.position});
     }
     backend_.run_replayable(shape, [&] { hidden_states(batch); });
     const DeviceBuffer& hidden = batch.kept.empty() ? state_.x : state_.normed;

@@ -42,7 +42,7 @@ struct PackedBatch {
         KVCache* cache;
     };
     // Kept rows first..first + count of the dense packing, rows of runs[run]: under block-causal
-    // masks of consecutive positions from `position`, else any of the run's (`position` its first's).
+    // masks of consecutive positions from `position`, else any of the run's (`position` 0).
     struct KeptSegment {
         int64_t run, first, count, position;
     };
