@@ -7,7 +7,8 @@
 # and 31 characters), 256 positions generated in 256 steps, each step one forward over all 288
 # positions, greedy, 2 threads. llama.cpp's block schedule counts its blocks from the canvas's
 # start and wants steps divisible by them, so it runs its timestep schedule (--diffusion-eps) and
-# unmask one block of 256: the same 256 full forwards. Runs alternate, medians reported.
+# unmask one block of 256: the same 256 full forwards. Runs alternate, medians reported, and the
+# speed-ups as the median of each round's ratio of neighbouring runs (unmask's file beside llama.cpp's).
 #
 # usage: bench/vs_llamacpp.sh LLAMACPP_SOURCE LLAMACPP_BUILD UNMASK_BUILD [RUNS]
 #   LLAMACPP_SOURCE: unslothai/llama.cpp at d32676d77426540327835040d5d3279728f0b4c8 (2026-08-18)
@@ -31,8 +32,11 @@ text=${text:0:31}
 ids=4093$(printf '%s' "$text" | od -An -tu1 -v | tr -s ' \n' ',' | sed 's/,$//')
 configs=(llama.cpp:F16 llama.cpp:BF16 llama.cpp:Q8_0 llama.cpp:Q4_K_M unmask:HF unmask:F16 unmask:BF16 unmask:Q8_0
          unmask:Q4_K_M)
+# The run order puts each unmask file next to its llama.cpp counterpart, for the pairwise ratios.
+order=(llama.cpp:F16 llama.cpp:BF16 unmask:BF16 unmask:HF unmask:F16 llama.cpp:Q8_0 unmask:Q8_0 llama.cpp:Q4_K_M
+       unmask:Q4_K_M)
 for ((r = 0; r < runs; ++r)); do
-  for c in "${configs[@]}"; do
+  for c in "${order[@]}"; do
     program=${c%%:*} type=${c#*:}
     if [ "$program" = llama.cpp ]; then
       /usr/bin/time -f "$c %e %U %S %M" -a -o "$work/times" "$llama/llama-diffusion-cli" -m "$work/$type.gguf" \
@@ -54,3 +58,20 @@ for c in "${configs[@]}"; do
                                       return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
     END { w = median(wall, NR); printf "%-16s %6.2f %6.2f %12.0f %13.1f\n", c, w, median(cpu, NR), median(rss, NR), 256 / w }'
 done
+# Each round's ratios of neighbouring runs (the machine's drift between rounds cancels), then
+# their median: llama.cpp's faster 16-bit file against unmask's BF16 file, and each quantized type.
+awk -v runs="$runs" '
+  function median(a, n,   i, j, x) { for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+                                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  function report(name, a,   i, lo, hi) { lo = hi = a[1]; for (i = 2; i <= runs; ++i) { lo = a[i] < lo ? a[i] : lo; hi = a[i] > hi ? a[i] : hi }
+                                          printf "%-38s %5.2fx  (rounds %.2fx..%.2fx)\n", name, median(a, runs), lo, hi }
+  { wall[$1, ++seen[$1]] = $2 }
+  END {
+    for (r = 1; r <= runs; ++r) {
+      f16 = wall["llama.cpp:F16", r]; bf16 = wall["llama.cpp:BF16", r]
+      sixteen[r] = (f16 < bf16 ? f16 : bf16) / wall["unmask:BF16", r]
+      q8[r] = wall["llama.cpp:Q8_0", r] / wall["unmask:Q8_0", r]
+      q4[r] = wall["llama.cpp:Q4_K_M", r] / wall["unmask:Q4_K_M", r]
+    }
+    print "unmask speed-up, the median of the rounds (llama.cpp wall / unmask wall, same round):"
+    report("16-bit (llama.cpp best of F16, BF16)", sixteen); report("Q8_0", q8); report("Q4_K_M", q4) }' "$work/times"
