@@ -98,24 +98,29 @@ def block_batch_tensors(rows, block, eos):
 def block_diffusion_loss(model, tokens, weight, mask_id, block, generator, eps=1e-3):
     """The block diffusion objective (BD3-LM's: Arriola et al., "Block Diffusion", ICLR 2025, which
     trains on the noisy and the clean sequence together): each block is masked with its own
-    t ~ U(eps, 1), and the model reads the noisy canvas beside the clean one (2 x length
-    tokens, both at RoPE positions 0..length-1): a noisy block attends to itself and to the clean
-    blocks before it, a clean block to the clean blocks up to itself. Every block learns, in one
-    forward, to denoise given the committed blocks before it, which is what block-causal decoding
-    shows it. Loss: cross-entropy on the masked positions weighted by 1/t, normalised by the weight's
-    sum."""
+    t ~ U(eps, 1), and the model reads the noisy canvas beside the clean one (both at their RoPE
+    positions): a noisy block attends to itself and to the clean blocks before it, a clean block to
+    the clean blocks up to itself. Every block learns, in one forward, to denoise given the committed
+    blocks before it, which is what block-causal decoding shows it. The noisy canvas starts at the
+    first block that carries loss in some row: the blocks before it (all prompt) would be computed
+    for nothing, since no query attends to a noisy block but its own. Loss: cross-entropy on the
+    masked positions weighted by 1/t, normalised by the weight's sum."""
     n, length = tokens.shape
     t = eps + (1 - eps) * torch.rand(n, length // block, generator=generator)
     t = t.repeat_interleave(block, dim=1)
     masked = (torch.rand(tokens.shape, generator=generator) < t) & (weight > 0)
-    noisy = torch.where(masked, torch.full_like(tokens, mask_id), tokens)
-    blocks = torch.arange(length) // block
-    same, before = blocks[:, None] == blocks[None, :], blocks[None, :] < blocks[:, None]
+    start = int((weight > 0).any(0).nonzero()[0]) // block * block
+    target, masked, weight, t = tokens[:, start:], masked[:, start:], weight[:, start:], t[:, start:]
+    noisy = torch.where(masked, torch.full_like(target, mask_id), target)
+    blocks, noisy_blocks = torch.arange(length) // block, torch.arange(start, length) // block
+    same = noisy_blocks[:, None] == noisy_blocks[None, :]
+    before = blocks[None, :] < noisy_blocks[:, None]
+    clean = blocks[None, :] <= blocks[:, None]
     allowed = torch.cat((torch.cat((same, before), 1),
-                         torch.cat((torch.zeros_like(same), same | before), 1)), 0)
-    positions = torch.arange(length).repeat(2)
-    logits = model(torch.cat((noisy, tokens), 1), positions, allowed)[:, :length].float()
-    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens, reduction="none")
+                         torch.cat((torch.zeros(length, length - start, dtype=torch.bool), clean), 1)), 0)
+    positions = torch.cat((torch.arange(start, length), torch.arange(length)))
+    logits = model(torch.cat((noisy, tokens), 1), positions, allowed)[:, :length - start].float()
+    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
     return ((ce * masked * weight / t).sum(1) / weight.sum(1)).mean()
 
 
