@@ -198,6 +198,40 @@ def write_model(out, args, model, tokenizer, vocab, max_length):
                 f.write("%s  %s\n" % (hashlib.sha256(g.read()).hexdigest(), name))
 
 
+CHECKPOINT = "checkpoint.pt"
+# The arguments a resumed run must share with the run that saved the checkpoint (the others, such as
+# --save-every and --threads, may change: torch's CPU results do not depend on its thread count).
+RUN_ARGUMENTS = ("data", "tokenizer", "steps", "seed", "d", "layers", "heads", "mlp", "lengths", "batch", "lr",
+                 "precision", "padding_weight", "block", "init", "tie_embeddings")
+
+
+def save_checkpoint(path, args, step, average, model, optimizer, generator, rng):
+    """Everything the steps after `step` depend on: the weights, AdamW's moments, both random
+    streams and the smoothed loss. Written beside, then renamed over, the last one."""
+    state = {"run": {name: getattr(args, name) for name in RUN_ARGUMENTS}, "step": step, "average": average,
+             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "generator": generator.get_state(), "rng": rng.getstate()}
+    torch.save(state, path + ".partial")
+    os.replace(path + ".partial", path)
+
+
+def resume(path, args, model, optimizer, generator, rng):
+    """Restores what save_checkpoint saved; returns (the first step to run, the smoothed loss)."""
+    if not os.path.exists(path):
+        raise SystemExit("--resume: no %s (a run writes it with --save-every)" % path)
+    state = torch.load(path, weights_only=False)
+    different = [name for name in RUN_ARGUMENTS if state["run"].get(name) != getattr(args, name)]
+    if different:
+        raise SystemExit("--resume: %s saved a run with other %s" % (path, ", ".join("--" + name.replace("_", "-")
+                                                                                     for name in different)))
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    generator.set_state(state["generator"])
+    rng.setstate(state["rng"])
+    print("resumed %s after step %d" % (path, state["step"]), flush=True)
+    return state["step"] + 1, state["average"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("data")
@@ -224,7 +258,11 @@ def main():
                              "block-causal attention; --lengths is then only the longest example allowed); 0: LLaDA's "
                              "bidirectional objective")
     parser.add_argument("--save-every", type=int, default=0,
-                        help="also write the model to OUT_DIR every this many steps (to score it during training)")
+                        help="also write the model to OUT_DIR every this many steps (to score it during training), "
+                             "with OUT_DIR/checkpoint.pt, which --resume continues from")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run OUT_DIR/checkpoint.pt saved (same arguments) from the step after it: "
+                             "the same weights as a run never stopped")
     parser.add_argument("--init", help="continue from a model directory this script wrote")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="the LM head is the embedding matrix (weight_tying); measured worse than untied (training/README.md)")
@@ -258,8 +296,10 @@ def main():
             for name, parameter in model.hf_state_dict().items():
                 parameter.copy_(saved[name])
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
-    started, average = time.monotonic(), None
-    for step in range(1, args.steps + 1):
+    started, average, first = time.monotonic(), None, 1
+    if args.resume:
+        first, average = resume(os.path.join(args.out, CHECKPOINT), args, model, optimizer, generator, rng)
+    for step in range(first, args.steps + 1):
         lr = args.lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -279,6 +319,7 @@ def main():
         average = loss.item() if average is None else 0.98 * average + 0.02 * loss.item()
         if args.save_every and step % args.save_every == 0 and step < args.steps:
             write_model(args.out, args, model, tokenizer, vocab, max_length)
+            save_checkpoint(os.path.join(args.out, CHECKPOINT), args, step, average, model, optimizer, generator, rng)
         if step % 50 == 0:
             print("step %d  loss %.4f  lr %.2e  %.0f s" % (step, average, lr, time.monotonic() - started), flush=True)
 
