@@ -199,10 +199,10 @@ def write_model(out, args, model, tokenizer, vocab, max_length):
 
 
 CHECKPOINT = "checkpoint.pt"
-# The arguments a resumed run must share with the run that saved the checkpoint (the others, such as
-# --save-every and --threads, may change: torch's CPU results do not depend on its thread count).
+# The arguments a resumed run must share with the run that saved the checkpoint: all but
+# --save-every (--threads too: a product's sums may split differently with another thread count).
 RUN_ARGUMENTS = ("data", "tokenizer", "steps", "seed", "d", "layers", "heads", "mlp", "lengths", "batch", "lr",
-                 "precision", "padding_weight", "block", "init", "tie_embeddings")
+                 "threads", "precision", "padding_weight", "block", "init", "tie_embeddings")
 
 
 def save_checkpoint(path, args, step, average, model, optimizer, generator, rng):
