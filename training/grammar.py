@@ -27,12 +27,13 @@ CURRENCIES = {"USD": ["dollars", "US dollars", "bucks"], "EUR": ["euros", "euro"
 
 
 class Branch:
-    """One side of the split: its syllables, word lists, frames and surface variations."""
+    """One side of the split: its syllables, word lists, frames and surface variations; `avoid`:
+    the other branch's top-level domains, which this one's open ones never spell."""
 
     def __init__(self, name, onsets, nuclei, codas, words, labels, domains, tlds, frames, openers, closers,
-                 alphabet_share=0.0):
+                 alphabet_share=0.0, avoid=()):
         self.name, self.onsets, self.nuclei, self.codas = name, onsets, nuclei, codas
-        self.alphabet_share = alphabet_share
+        self.alphabet_share, self.avoid = alphabet_share, set(avoid)
         self.words, self.labels, self.domains, self.tlds = words, labels, domains, tlds
         self.frames, self.openers, self.closers = frames, openers, closers
 
@@ -62,9 +63,20 @@ class Branch:
             user += rng.choice([".", "_"]) + self.syllables(rng, 1, 2).lower()
         if rng.random() < 0.2:
             user += str(rng.randint(1, 99))
-        if rng.random() < 0.5:
+        if rng.random() < 0.5 * (1 - self.alphabet_share):  # the more open a branch's names, the fewer list domains
             return "%s@%s" % (user, rng.choice(self.domains))
-        return "%s@%s.%s" % (user, self.syllables(rng, 1, 2).lower(), rng.choice(self.tlds))
+        return "%s@%s.%s" % (user, self.syllables(rng, 1, 2).lower(), self.tld(rng))
+
+    def tld(self, rng):
+        """A top-level domain: one of the branch's, or (alphabet_share of the time) two to four
+        letters of the whole alphabet, never one of `avoid` (the other branch's), so that the end
+        of an address is copied from the request like the rest of it, not recalled from a list."""
+        if rng.random() >= self.alphabet_share:
+            return rng.choice(self.tlds)
+        while True:
+            tld = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 4)))
+            if tld not in self.avoid:
+                return tld
 
     def word(self, rng):
         """A word of the branch's list, or (half the time) one made from its syllables: the pool is
@@ -232,7 +244,9 @@ TRAIN = Branch(
                   "Shoot an email to {to} on {subject}.", "Send {to} an email about the {subject}.",
                   "New email to {to}, it's about {subject}.", "Email {to}. Subject: {subject}",
                   "Can you message {to} by email about {subject}?", "{subject}: email {to}",
-                  "Get in touch with {to} by mail about the {subject}."],
+                  "Get in touch with {to} by mail about the {subject}.", "Email {to} on the subject of {subject}.",
+                  "Write an email to {to} (subject: {subject})", "Send {to} a note, subject line {subject}",
+                  "Email to {to} - {subject}", "Mail {to} w/ subject {subject}"],
         "booking": ["Book a table at {restaurant} for {people} at {time}.", "Reserve {restaurant} for {people} people at {time}.",
                     "Table for {people} at {restaurant}, {time}", "Get us a table for {people} at {restaurant} at {time}.",
                     "{restaurant}, {people} guests, {time}", "Book {restaurant} at {time} for {people}.",
@@ -254,6 +268,7 @@ TRAIN = Branch(
     openers=["", "", "", "Please ", "Can you ", "Could you ", "Hey, ", "Hi! ", "Quick one: "],
     closers=["", "", "", " please", ", thanks", " thank you", "!"],
     alphabet_share=0.5,
+    avoid=["dev", "co", "me", "us"],  # UNSEEN's top-level domains
 )
 
 UNSEEN = Branch(
