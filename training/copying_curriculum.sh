@@ -2,24 +2,34 @@
 # The copying curriculum for the grammar's data (training/README.md; bench/RESULTS.md, 2026-12-02
 # and 2026-12-07 entries), block diffusion throughout: one-item copying drills from scratch, more
 # one-item drills, one to three items, then the grammar with 20% drills, each stage continuing
-# from the one before. Writes WORK_DIR/stage{1,2,3,4}; stage 4 also every SAVE_EVERY steps, so a
-# long run can be scored while it trains. Not yet the bundled model's recipe: its figures on the
+# from the one before. Writes WORK_DIR/stage{1,2,3,4}; stage 4 also every SAVE_EVERY steps, with
+# the checkpoint a stopped run resumes from: run the same command again and it skips what is done
+# (the data, the tokenizer, finished stages) and resumes stage 4 from its last checkpoint, so a
+# long run can span several sittings. Not yet the bundled model's recipe: its figures on the
 # unseen-template split are below issue 32's bar.
 # usage: training/copying_curriculum.sh WORK_DIR [STAGE4_STEPS [SAVE_EVERY]]
 set -euo pipefail
 cd "$(dirname "$0")"
 work=$1 steps=${2:-1500} save_every=${3:-0}
 python=/usr/bin/python3
-$python make_data.py "$work/grammar" --seed 1234 --train 100000 --test 600 --unseen 600 --repeat-share 0.2
-$python make_data.py "$work/drills1" --seed 1235 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-1
-$python make_data.py "$work/drills3" --seed 1236 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-3
-$python train_tokenizer.py "$work/grammar" "$work/tokenizer.json" --vocab 1024
+data() {  # NAME make_data.py-arguments...
+    local name=$1; shift
+    [ -f "$work/$name/train.jsonl" ] || $python make_data.py "$work/$name" "$@"
+}
+data grammar --seed 1234 --train 100000 --test 600 --unseen 600 --repeat-share 0.2
+data drills1 --seed 1235 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-1
+data drills3 --seed 1236 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-3
+[ -f "$work/tokenizer.json" ] || $python train_tokenizer.py "$work/grammar" "$work/tokenizer.json" --vocab 1024
 shape=(--d 256 --layers 4 --heads 8 --mlp 512 --batch 64 --threads 2 --precision bf16 --block 16 --lengths 192:1)
 stage() {  # NAME DATA STEPS LR [--init DIR] ...
     local name=$1 data=$2 count=$3 lr=$4; shift 4
+    [ -f "$work/$name.done" ] && return
+    local resume=()
+    [ -f "$work/$name/checkpoint.pt" ] && resume=(--resume)
     $python train.py "$work/$data" "$work/tokenizer.json" "$work/$name" --steps "$count" --lr "$lr" "${shape[@]}" "$@" \
-        > "$work/$name.log"
+        "${resume[@]}" >> "$work/$name.log"
     tail -n 1 "$work/$name.log"
+    touch "$work/$name.done"
 }
 stage stage1 drills1 300 2e-3
 stage stage2 drills1 600 1e-3 --init "$work/stage1"
