@@ -5,12 +5,14 @@
 # from the one before. Writes WORK_DIR/stage{1,2,3,4}; stage 4 also every SAVE_EVERY steps, with
 # the checkpoint a stopped run resumes from: run the same command again and it skips what is done
 # (the data, the tokenizer, finished stages) and resumes stage 4 from its last checkpoint, so a
-# long run can span several sittings. Not yet the bundled model's recipe: its figures on the
-# unseen-template split are below issue 32's bar.
-# usage: training/copying_curriculum.sh WORK_DIR [STAGE4_STEPS [SAVE_EVERY]]
+# long run can span several sittings. VOCAB 260 is characters (256 bytes and 4 specials, no
+# merges), which copy names of an unseen inventory far better than BPE pieces and take about
+# twice the positions (bench/RESULTS.md, 2026-12-07, third session). Not yet the bundled model's
+# recipe: its figures on the unseen-template split are below issue 32's bar.
+# usage: training/copying_curriculum.sh WORK_DIR [STAGE4_STEPS [SAVE_EVERY [VOCAB]]]
 set -euo pipefail
 cd "$(dirname "$0")"
-work=$1 steps=${2:-1500} save_every=${3:-0}
+work=$1 steps=${2:-1500} save_every=${3:-0} vocab=${4:-1024}
 python=/usr/bin/python3
 data() {  # NAME make_data.py-arguments...
     local name=$1; shift
@@ -19,8 +21,11 @@ data() {  # NAME make_data.py-arguments...
 data grammar --seed 1234 --train 100000 --test 600 --unseen 600 --repeat-share 0.2
 data drills1 --seed 1235 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-1
 data drills3 --seed 1236 --train 30000 --test 0 --unseen 0 --repeat-share 1 --repeat-items 1-3
-[ -f "$work/tokenizer.json" ] || $python train_tokenizer.py "$work/grammar" "$work/tokenizer.json" --vocab 1024
-shape=(--d 256 --layers 4 --heads 8 --mlp 512 --batch 64 --threads 2 --precision bf16 --block 16 --lengths 192:1)
+[ -f "$work/tokenizer.json" ] || $python train_tokenizer.py "$work/grammar" "$work/tokenizer.json" --vocab "$vocab"
+longest=192  # positions of the longest example: a grammar request and its answer in BPE pieces
+if [ "$vocab" -le 260 ]; then longest=384; fi  # in characters
+shape=(--d 256 --layers 4 --heads 8 --mlp 512 --batch 64 --threads 2 --precision bf16 --block 16
+       --lengths "$longest:1")
 stage() {  # NAME DATA STEPS LR [--init DIR] ...
     local name=$1 data=$2 count=$3 lr=$4; shift 4
     [ -f "$work/$name.done" ] && return
