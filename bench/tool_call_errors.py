@@ -46,12 +46,22 @@ def main():
     parser.add_argument("--gen-length", type=int, default=64)
     parser.add_argument("--examples", type=int, default=4)
     args = parser.parse_args()
-    with open(args.split) as f:
-        rows = [json.loads(line) for line in f]
+    try:
+        with open(args.split) as f:
+            rows = [json.loads(line) for line in f]
+        for row in rows:
+            if not all(isinstance(row.get(key), str) for key in ("task", "prompt", "answer")):
+                raise ValueError("a line without a task, a prompt and an answer")
+    except (OSError, ValueError) as e:
+        raise SystemExit("tool_call_errors.py: %s: %s" % (args.split, e))
     rows = rows[:args.limit] if args.limit else rows
     kinds, fields, exact = collections.Counter(), collections.Counter(), collections.Counter()
     tasks = collections.Counter(row["task"] for row in rows)
-    with unmask.Model.load(args.model) as model:
+    try:
+        model = unmask.Model.load(args.model)
+    except unmask.UnmaskError as e:
+        raise SystemExit("tool_call_errors.py: %s" % e)
+    with model:
         for row in rows:
             answer = model.generate(row["prompt"], gen_length=args.gen_length).text.strip()
             if answer == row["answer"]:

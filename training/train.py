@@ -219,8 +219,11 @@ def resume(path, args, model, optimizer, generator, rng):
     """Restores what save_checkpoint saved; returns (the first step to run, the smoothed loss)."""
     if not os.path.exists(path):
         raise SystemExit("--resume: no %s (a run writes it with --save-every)" % path)
-    state = torch.load(path, weights_only=False)
-    different = [name for name in RUN_ARGUMENTS if state["run"].get(name) != getattr(args, name)]
+    try:
+        state = torch.load(path, weights_only=False)
+        different = [name for name in RUN_ARGUMENTS if state["run"].get(name) != getattr(args, name)]
+    except Exception as e:  # a truncated or foreign file: whatever torch.load or the lookups raise
+        raise SystemExit("--resume: %s is not a checkpoint this script wrote (%s)" % (path, e))
     if different:
         raise SystemExit("--resume: %s saved a run with other %s" % (path, ", ".join("--" + name.replace("_", "-")
                                                                                      for name in different)))

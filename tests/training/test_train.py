@@ -105,12 +105,18 @@ class Resume(unittest.TestCase):
         other = self.train(os.path.join(self.scratch.name, "other"), "--seed", "99")
         self.assertNotEqual(self.weights(unbroken), self.weights(os.path.join(self.scratch.name, "other")), other.stdout)
 
-    def test_resuming_with_other_arguments_or_no_checkpoint_is_refused(self):
+    def test_resuming_with_other_arguments_or_a_bad_or_missing_checkpoint_is_refused(self):
         out = os.path.join(self.scratch.name, "refused")
         self.train(out, "--save-every", "3")
         changed = self.train(out, "--resume", "--lr", "1e-3", check=False)
         self.assertNotEqual(changed.returncode, 0)
         self.assertIn("other --lr", changed.stderr)
+        with open(os.path.join(out, "checkpoint.pt"), "wb") as f:
+            f.write(b"not a checkpoint")
+        corrupt = self.train(out, "--resume", check=False)
+        self.assertNotEqual(corrupt.returncode, 0)
+        self.assertIn("is not a checkpoint this script wrote", corrupt.stderr)
+        self.assertNotIn("Traceback", corrupt.stderr)
         missing = self.train(os.path.join(self.scratch.name, "never"), "--resume", check=False)
         self.assertNotEqual(missing.returncode, 0)
         self.assertIn("no ", missing.stderr)
