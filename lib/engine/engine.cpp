@@ -160,7 +160,13 @@ std::shared_ptr<Request> Engine::submit(RequestInput input, std::optional<std::c
 
     std::unique_lock lock(mutex_);
     auto shutting_down = [&] { return draining_ || stopping_ || health_ == Health::failed; };
-    auto full = [&] { return static_cast<int64_t>(queue_.size()) >= options_.max_queued_requests; };
+    // A request that finds a free running slot does not count against the queue, even before the
+    // scheduler wakes up to admit it: the engine holds max_concurrent + max_queued requests in all.
+    auto full = [&] {
+        const int64_t free_slots =
+            std::max<int64_t>(0, options_.max_concurrent_requests - static_cast<int64_t>(running_.size()));
+        return static_cast<int64_t>(queue_.size()) >= options_.max_queued_requests + free_slots;
+    };
     if (!shutting_down() && full() && wait_for_room)
         room_.wait_for(lock, std::min(*wait_for_room, std::chrono::duration<double>(max_wait_seconds)),
                        [&] { return shutting_down() || !full(); });

@@ -212,6 +212,35 @@ TEST_CASE("a full queue is QUEUE_FULL at exactly its bound, and a blocking submi
     CHECK(stats_of(engine.engine).requests_rejected == 2);
 }
 
+TEST_CASE("a burst on an idle engine fills the free running slots before the queue counts") {
+    // Submitted back to back, faster than the scheduler wakes: the first takes the free slot (held
+    // in its first step by the gate), the second the one queue place, and only the third is refused,
+    // whether or not the scheduler admitted the first in between.
+    Model model("good/llada-long");
+    for (int round = 0; round < 20; ++round) {
+        Engine engine(model.model, 1, 1);
+        Gate gate;
+        unmask_generate_params held = defaults(16, 4);
+        held.stream_callback = &Gate::callback;
+        held.stream_user_data = &gate;
+        held.stream_steps = 1;
+        const unmask_generate_params p = defaults(16, 4);
+        const std::vector<int32_t> prompt = {1, 2, 3};
+        unmask_request *first = nullptr, *second = nullptr, *third = nullptr;
+        REQUIRE(unmask_engine_submit(engine.engine, &held, prompt.data(), 3, 0, &first) == UNMASK_OK);
+        CHECK_MESSAGE(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &second) == UNMASK_OK,
+                      unmask_last_error());
+        CHECK(unmask_engine_submit(engine.engine, &p, prompt.data(), 3, 0, &third) == UNMASK_ERR_QUEUE_FULL);
+        CHECK(third == nullptr);
+        gate.release();
+        for (unmask_request* r : {first, second}) {
+            if (r == nullptr) continue;
+            CHECK(outcome_of(r).info.finish_reason == UNMASK_FINISH_LENGTH);
+            unmask_request_free(r);
+        }
+    }
+}
+
 TEST_CASE("a deadline ends a request within one step, and cancel works from another thread") {
     Model model("good/llada-long");
     Engine engine(model.model, 4, 8);
