@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "core/float_convert.hpp"
 #include "cpu/matmul.hpp"
+#include "cpu/quantize.hpp"
 #include "peak.hpp"
 
 using namespace unmask;
@@ -20,6 +21,7 @@ namespace {
 struct RandomWeight {
     std::vector<uint16_t> bf16;
     std::vector<float> f32;
+    std::vector<uint8_t> blocks;
     Weight weight;
 
     RandomWeight(int64_t rows, int64_t cols, DType dtype) {
@@ -33,6 +35,14 @@ struct RandomWeight {
             bf16.resize(weight.elements);
             for (auto& v : bf16) v = float_to_bf16(normal(rng));
             weight.data = bf16.data();
+        } else if (dtype == DType::q8_0) {
+            std::vector<float> values(weight.elements);
+            for (auto& v : values) v = normal(rng);
+            blocks.resize(size_t(kernels::row_bytes(kernels::ElementType::q8_0, int64_t(weight.elements))));
+            for (int64_t r = 0; r < rows; ++r)
+                kernels::cpu::quantize_row(kernels::ElementType::q8_0, values.data() + r * cols, cols,
+                                           blocks.data() + kernels::row_bytes(kernels::ElementType::q8_0, r * cols));
+            weight.data = blocks.data();
         } else {
             f32.resize(weight.elements);
             for (auto& v : f32) v = normal(rng);
@@ -63,11 +73,13 @@ void measure(benchmark::State& state, double flops_per_iteration, int threads, b
     state.SetLabel(kernels::cpu::matmul_isa());
 }
 
-// args: tokens, n (out features), k (in features), threads, bf16 (1) or fp32 (0) weights
+// args: tokens, n (out features), k (in features), threads, weights: fp32 (0), bf16 (1) or Q8_0 (2,
+// int8 products where the CPU has AVX512-VNNI; its peak_fraction is of the bf16 dot-product peak)
 void BM_matmul(benchmark::State& state) {
     const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
     const int threads = static_cast<int>(state.range(3));
-    const RandomWeight w(n, k, state.range(4) ? DType::bf16 : DType::f32);
+    const DType types[] = {DType::f32, DType::bf16, DType::q8_0};
+    const RandomWeight w(n, k, types[state.range(4)]);
     const auto x = random_activations(m * k);
     std::vector<float> out(static_cast<size_t>(m * n));
     auto backend = make_cpu_backend(threads);
@@ -85,8 +97,8 @@ void matmul_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t tokens : {256, 1024})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {16384, 768}})
             for (int64_t threads : {1, 2})
-                for (int64_t bf16 : {1, 0}) b->Args({tokens, n, k, threads, bf16});
-    b->ArgNames({"tokens", "n", "k", "threads", "bf16"});
+                for (int64_t type : {1, 0, 2}) b->Args({tokens, n, k, threads, type});
+    b->ArgNames({"tokens", "n", "k", "threads", "weights"});
 }
 
 // args: tokens, threads. 12 heads of 64, bidirectional over the whole sequence.

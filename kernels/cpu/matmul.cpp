@@ -15,6 +15,8 @@ void matmul_columns_avx512bf16_rounded(const uint32_t*, int64_t, const WeightMat
                                        float*);
 void round_activations_avx512bf16(const float*, int64_t, int64_t, int64_t, uint32_t*);
 void pack_panels_avx512bf16(const WeightMatrix&, uint32_t*);
+void matmul_columns_avx512vnni(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
+                               float*);
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 
@@ -73,6 +75,15 @@ const MatmulIsa& dispatch() {
     return chosen;
 }
 
+// Whether products with `w` take the int8 path: an int8_products matrix, on a CPU with
+// AVX512-VNNI whose chosen instruction set is an AVX-512 one (UNMASK_CPU_ISA=avx2 or portable
+// turns it off with the rest).
+bool int8_path(const WeightMatrix& w) {
+    static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+                             std::string_view(dispatch().name).starts_with("avx512");
+    return vnni && detail::takes_int8_products(w);
+}
+
 }  // namespace
 
 const MatmulIsa* matmul_isas(size_t& count) {
@@ -80,24 +91,33 @@ const MatmulIsa* matmul_isas(size_t& count) {
     return all_isas();
 }
 
-// The fp32 kernels' panel (a K block of 32 columns); with bf16 products, the larger of that and
-// the AVX512-BF16 path's panels (a K block of a column chunk, as bf16 pairs) with its rounded rows.
+// The fp32 kernels' panel (a K block of 32 columns); with bf16 products, the largest of that, the
+// AVX512-BF16 path's panels (a K block of a column chunk, as bf16 pairs) with its rounded rows,
+// and the int8 path's (a K block of its column chunk as bytes, a scale per block and column) with
+// its quantized rows (bytes, a scale and a sum per block).
 size_t matmul_scratch_floats(bool bf16_products) {
     const int64_t fp32 = detail::k_block * 32;
     const int64_t bf16 = (detail::bf16_column_chunk + detail::bf16_row_group) * detail::bf16_max_pairs;
-    return static_cast<size_t>(bf16_products ? std::max(fp32, bf16) : fp32);
+    const int64_t blocks = detail::k_block / 32;
+    const int64_t int8 = (detail::int8_column_chunk + detail::int8_row_group) * (detail::k_block / 4 + blocks) +
+                         detail::int8_row_group * blocks;
+    return static_cast<size_t>(bf16_products ? std::max({fp32, bf16, int8}) : fp32);
 }
 
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                     float* c, int64_t ldc, float* scratch) {
     if (m <= 0 || n_end <= n_begin) return;
+    if (int8_path(w)) {
+        matmul_columns_avx512vnni(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
+        return;
+    }
     dispatch().fn(a, lda, m, w, n_begin, n_end, c, ldc, scratch);
 }
 
 bool matmul_rounds_activations() { return dispatch().fn == matmul_columns_avx512bf16; }
 
 bool matmul_takes_rounded(const WeightMatrix& w) {
-    return matmul_rounds_activations() && detail::takes_bf16_products(w) && w.cols % 2 == 0;
+    return matmul_rounds_activations() && detail::takes_bf16_products(w) && w.cols % 2 == 0 && !int8_path(w);
 }
 
 void round_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* rounded) {
@@ -117,10 +137,14 @@ bool matmul_packs_panels(const WeightMatrix& w) {
 
 void pack_panels(const WeightMatrix& w, uint32_t* panels) { pack_panels_avx512bf16(w, panels); }
 
+bool matmul_takes_int8(const WeightMatrix& w) { return int8_path(w); }
+
 const char* matmul_isa() { return dispatch().name; }
 
 int64_t matmul_task_columns(const WeightMatrix& w, int threads) {
-    if (dispatch().fn != matmul_columns_avx512bf16 || !detail::takes_bf16_products(w)) return matmul_column_block;
+    // The int8 path quantizes its activations once per call and column chunk: as the bf16 one.
+    const bool once_per_call = int8_path(w) || (dispatch().fn == matmul_columns_avx512bf16 && detail::takes_bf16_products(w));
+    if (!once_per_call) return matmul_column_block;
     const int64_t blocks = (w.rows + matmul_column_block - 1) / matmul_column_block, tasks = std::max(threads, 1);
     return std::max<int64_t>(1, (blocks + tasks - 1) / tasks) * matmul_column_block;
 }

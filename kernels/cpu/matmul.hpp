@@ -1,8 +1,9 @@
 // C = A · Wᵀ for activations A (fp32, row-major [m, k]) and weights W (fp32, bf16, fp16 or a quantized type,
 // row-major [n, k], as stored in model files). The K dimension is summed in one fixed order
 // whatever m, the column range or the thread that runs it, so results do not depend on batch
-// composition or thread count. Implementations: AVX512-BF16 (bf16_products only), AVX-512,
-// AVX2+FMA and portable C++, chosen at run time; all but the first give the same bits.
+// composition or thread count. Implementations: AVX512-VNNI (int8_products only), AVX512-BF16
+// (bf16_products only), AVX-512, AVX2+FMA and portable C++, chosen at run time; all but the first
+// two give the same bits.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,11 @@ struct WeightMatrix {
     // it for the model's bf16 and quantized matrices but the router, and for attention's q·kᵀ and
     // p·v in bf16 models (AttentionShape::bf16_products).
     bool bf16_products = false;
+    // The product may quantize the activations to int8 in blocks of 32 (as Q8_0 is) and multiply
+    // them with the weights' int8 values, where the matrix is row-major Q8_0 (the int8 precision
+    // loads as Q8_0) and the CPU has AVX512-VNNI (matmul_avx512vnni.cpp): four times the
+    // multiply-adds of fp32 per instruction. Set by the CPU backend with bf16_products.
+    bool int8_products = false;
     // The same matrix packed once as the AVX512-BF16 kernel reads it (pack_panels), where it was
     // loaded for the CPU; null: each call packs it from `data`.
     const uint32_t* panels = nullptr;
@@ -62,6 +68,9 @@ void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatr
 // packed; matmul_columns then reads each K block's panels in place and gives the same bits.
 bool matmul_packs_panels(const WeightMatrix& w);
 void pack_panels(const WeightMatrix& w, uint32_t* panels);
+
+// Whether products with `w` quantize the activations to int8 on this CPU (WeightMatrix::int8_products).
+bool matmul_takes_int8(const WeightMatrix& w);
 
 // The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable".
 const char* matmul_isa();

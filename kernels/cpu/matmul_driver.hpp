@@ -30,6 +30,12 @@ inline constexpr int64_t bf16_row_group = 32;
 // The weights' rows (columns of C) in one panel: the microkernel's width.
 inline constexpr int64_t bf16_panel_rows = 32;
 
+// The int8 path (matmul_avx512vnni.cpp): the columns whose panels it packs at a time (a quarter
+// of the bf16 panel's bytes per column, so twice bf16_column_chunk's columns in 128 KiB plus their
+// scales), and the rows of A it quantizes at a time.
+inline constexpr int64_t int8_column_chunk = 2 * bf16_column_chunk;
+inline constexpr int64_t int8_row_group = 32;
+
 // fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is
 // compiled for has it (the AVX2 and AVX-512 kernels), the portable one elsewhere.
 inline float widen_fp16(uint16_t h) noexcept {
@@ -44,6 +50,11 @@ inline float widen_fp16(uint16_t h) noexcept {
 inline bool takes_bf16_products(const WeightMatrix& w) {
     const bool bf16_or_f32 = w.type == ElementType::bf16 || w.type == ElementType::f32;
     return w.bf16_products && w.cols > 0 && (bf16_or_f32 || (is_quantized(w.type) && !w.k_major));
+}
+
+// Whether `w` may take int8 products where the CPU has AVX512-VNNI: row-major Q8_0 blocks.
+inline bool takes_int8_products(const WeightMatrix& w) {
+    return w.int8_products && w.type == ElementType::q8_0 && !w.k_major && w.cols > 0;
 }
 
 static_assert(k_block % block_elements(ElementType::q4_k) == 0 && k_block % block_elements(ElementType::q8_0) == 0,

@@ -251,7 +251,8 @@ kernels::ElementType element_type(DType dtype);
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory);
 // The same with a ledger of its own and no limit (tests, benchmarks). Work beyond the workspace
 // needs reserve_workspace first (a Forward does it). bf16_products false keeps fp32 activations in
-// bf16 weights' products (kernels/cpu/matmul.hpp), as on a CPU without AVX512-BF16.
+// bf16 and quantized weights' products (kernels/cpu/matmul.hpp), as on a CPU without AVX512-BF16
+// or AVX512-VNNI.
 std::unique_ptr<Backend> make_cpu_backend(int threads, bool bf16_products = true);
 // Whether the CPU backend multiplies `w` through panels packed once (kernels/cpu/matmul.hpp
 // pack_panels): a bf16 matrix whose products take bf16 activations on this CPU (AVX512-BF16), in

@@ -27,6 +27,7 @@
 #include "cpu/matmul.hpp"
 #include "cpu/matmul_isa.hpp"
 #include "cpu/ops.hpp"
+#include "cpu/quantize.hpp"
 #include "cpu/vector_math.hpp"
 #include "online_softmax.hpp"
 #include "random_values.hpp"
@@ -403,6 +404,82 @@ TEST_CASE("quantized weights give the bits of their decoded fp32 values on every
         for (int64_t r = 0; r < 3; ++r)
             CHECK(std::equal(rows.begin() + r * k, rows.begin() + (r + 1) * k, decoded.begin() + ids[r] * k));
     }
+}
+
+TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the definition, however split") {
+    // n not a multiple of the panel width, K two whole K blocks and a tail of three Q8_0 blocks.
+    const int64_t n = 45, k = 608, blocks = k / 32;
+    std::mt19937 rng(31);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> w(size_t(n * k));
+    for (auto& v : w) v = normal(rng) * 0.05f;
+    std::vector<uint8_t> q(size_t(row_bytes(ElementType::q8_0, n * k)));
+    for (int64_t r = 0; r < n; ++r)
+        quantize_row(ElementType::q8_0, w.data() + r * k, k, q.data() + row_bytes(ElementType::q8_0, r * k));
+    WeightMatrix int8{q.data(), ElementType::q8_0, n, k, k};
+    int8.bf16_products = int8.int8_products = true;
+    if (!matmul_takes_int8(int8)) {
+        MESSAGE("this CPU has no AVX512-VNNI: int8 products not checked");
+        return;
+    }
+    const int64_t m = 21;  // two row groups' worth of tiles and a ragged tile
+    std::vector<float> a(size_t(m * k));
+    for (auto& v : a) v = normal(rng);
+    a[5] = 0.0f;
+    std::fill(a.begin() + 3 * k + 64, a.begin() + 3 * k + 96, 0.0f);  // an all-zero block: scale 0
+
+    // The definition (matmul_avx512vnni.cpp), in scalar code.
+    std::vector<int8_t> qa(a.size());
+    std::vector<float> da(size_t(m * blocks));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t b = 0; b < blocks; ++b) {
+            const float* x = a.data() + i * k + b * 32;
+            float amax = 0.0f;
+            for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[e]));
+            const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+            da[size_t(i * blocks + b)] = amax / 127.0f;
+            for (int e = 0; e < 32; ++e) qa[size_t(i * k + b * 32 + e)] = int8_t(std::nearbyint(x[e] * inverse));
+        }
+    std::vector<float> expected(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            float acc = 0.0f;
+            for (int64_t b = 0; b < blocks; ++b) {
+                const uint8_t* block = q.data() + row_bytes(ElementType::q8_0, j * k + b * 32);
+                uint16_t half;
+                std::memcpy(&half, block, 2);
+                int32_t dot = 0;
+                for (int e = 0; e < 32; ++e) dot += int32_t(int8_t(block[2 + e])) * qa[size_t(i * k + b * 32 + e)];
+                acc = std::fma(float(dot), fp16_to_float(half) * da[size_t(i * blocks + b)], acc);
+            }
+            expected[size_t(i * n + j)] = acc;
+        }
+
+    std::vector<float> scratch(matmul_scratch_floats(true));
+    std::vector<float> whole(size_t(m * n), -1.0f), split(size_t(m * n), -2.0f), rows(size_t(m * n), -3.0f);
+    matmul_columns(a.data(), k, m, int8, 0, n, whole.data(), n, scratch.data());
+    CHECK(whole == expected);
+    for (int64_t begin : {int64_t(0), int64_t(7), int64_t(39)})  // column runs that start off the panel grid
+        matmul_columns(a.data(), k, m, int8, begin, begin == 0 ? 7 : begin == 7 ? 39 : n, split.data(), n,
+                       scratch.data());
+    CHECK(split == whole);
+    for (int64_t i = 0; i < m; ++i)  // one row at a time: the same bits as in a batch
+        matmul_columns(a.data() + i * k, k, 1, int8, 0, n, rows.data() + i * n, n, scratch.data());
+    CHECK(rows == whole);
+    // And close to the exact product of the Q8_0 weights: each block's activations are off by at
+    // most half a quantization step.
+    std::vector<float> decoded(size_t(n * k));
+    for (int64_t r = 0; r < n; ++r)
+        dequantize_row(ElementType::q8_0, q.data() + row_bytes(ElementType::q8_0, r * k), k, decoded.data() + r * k);
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double exact = 0.0, bound = 1e-5;
+            for (int64_t e = 0; e < k; ++e) {
+                exact += double(a[size_t(i * k + e)]) * decoded[size_t(j * k + e)];
+                bound += 0.5 * da[size_t(i * blocks + e / 32)] * std::fabs(decoded[size_t(j * k + e)]);
+            }
+            REQUIRE(std::fabs(whole[size_t(i * n + j)] - exact) <= bound);
+        }
 }
 
 TEST_CASE("Philox4x32-10 reproduces the Random123 known answers") {

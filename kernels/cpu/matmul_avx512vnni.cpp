@@ -1,0 +1,166 @@
+// int8 products for Q8_0 weights (and the int8 precision, which loads as Q8_0): the activations
+// are quantized on the fly in blocks of 32 along k, as Q8_0 itself is (d = max|x| / 127,
+// q = x · (127 / max|x|) rounded to nearest even), and VPDPBUSD multiplies four int8 pairs per
+// 32-bit lane and adds them in int32: 64 multiply-adds per instruction, against AVX512-BF16's 32,
+// with a quarter of the fp32 panel's bytes. Each block's integer dot product is then exact, and
+//     c[i, j] += float(dot_ij) · (d_w[j] · d_a[i])      (one fused multiply-add)
+// block by block in ascending k, so every output element is summed in one order whatever m, the
+// column range or the thread. VPDPBUSD takes one operand unsigned: the weights go in as q + 128
+// (their sign bit flipped) and each block's integer sum starts from -128 · Σq_a, which cancels
+// the bias exactly. Only matrices with WeightMatrix::int8_products take this path (matmul.cpp).
+// Compiled with -mavx512f -mavx512bw -mavx512vnni.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "cpu/matmul_avx512_tile.hpp"
+#include "cpu/matmul_driver.hpp"
+
+// GCC 12's reduction and conversion intrinsics pass an undefined vector as the unused merge
+// source of their mask (all ones), which its flow analysis reports as maybe uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace unmask::kernels::cpu {
+
+namespace {
+
+using Word = uint32_t __attribute__((may_alias));  // four int8, in scratch that is float storage
+
+constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
+constexpr int64_t q8_block = 32, k_block = detail::k_block, blocks_per_k_block = k_block / q8_block;
+constexpr int64_t words_per_block = q8_block / 4;
+using detail::int8_column_chunk;
+using detail::int8_row_group;
+static_assert(int8_column_chunk % NR == 0 && k_block % q8_block == 0);
+
+// A K block of `rows` rows of activations quantized in blocks of 32: row r's values at
+// q + r * k_block, its blocks' scales at d + r * blocks_per_k_block and their -128 · Σq at bias.
+struct QuantizedRows {
+    int8_t* q;
+    float* d;
+    int32_t* bias;
+};
+
+// Rows [0, rows) of `a` over [k0, k0 + kc) (kc a multiple of 32) quantized into `out`.
+void quantize_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, const QuantizedRows& out) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* x = a + r * lda + k0;
+        for (int64_t b = 0; b < kc / q8_block; ++b) {
+            const __m512 low = _mm512_loadu_ps(x + b * q8_block), high = _mm512_loadu_ps(x + b * q8_block + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high)));
+            const float scale = amax / 127.0f, inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+            const __m512 by = _mm512_set1_ps(inverse);
+            const __m512i q_low = _mm512_cvtps_epi32(_mm512_mul_ps(low, by));  // to nearest even
+            const __m512i q_high = _mm512_cvtps_epi32(_mm512_mul_ps(high, by));
+            int8_t* q = out.q + r * k_block + b * q8_block;
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q_low));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q_high));
+            out.d[r * blocks_per_k_block + b] = scale;
+            out.bias[r * blocks_per_k_block + b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_low, q_high));
+        }
+    }
+}
+
+// The panel of weight rows n0.. (cols of them, the rest zero) over [k0, k0 + kc): for block b and
+// group g of 4, word (b * 8 + g) * NR + j holds w[n0 + j, k0 + 32b + 4g ..][0..3] + 128 as bytes;
+// scales[b * NR + j] is the block's d (zero past cols, so the spare columns add nothing).
+void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel, float* scales) {
+    const int64_t blocks = kc / q8_block;
+    for (int64_t j = 0; j < NR; ++j) {
+        if (j >= cols) {
+            for (int64_t b = 0; b < blocks; ++b) {
+                scales[b * NR + j] = 0.0f;
+                for (int64_t g = 0; g < words_per_block; ++g) panel[(b * words_per_block + g) * NR + j] = 0x80808080u;
+            }
+            continue;
+        }
+        const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0);
+        for (int64_t b = 0; b < blocks; ++b) {
+            const uint8_t* block = row + b * block_bytes(ElementType::q8_0);
+            uint16_t half;
+            std::memcpy(&half, block, sizeof half);
+            scales[b * NR + j] = _cvtsh_ss(half);
+            for (int64_t g = 0; g < words_per_block; ++g) {
+                uint32_t word;
+                std::memcpy(&word, block + 2 + 4 * g, sizeof word);
+                panel[(b * words_per_block + g) * NR + j] = word ^ 0x80808080u;
+            }
+        }
+    }
+}
+
+// c[0..rows, 0..cols] (+)= the quantized rows · the panel over `blocks` blocks: 8 rows x 32
+// columns, each block's sums in 16 int32 registers, then added into 16 fp32 ones.
+void run(const QuantizedRows& a, int rows, const Word* panel, const float* scales, int64_t blocks, float* c,
+         int64_t ldc, int cols, bool accumulate) {
+    int row[MR];
+    for (int i = 0; i < MR; ++i) row[i] = std::min(i, rows - 1);  // spare rows repeat the last
+    detail::Avx512Tile tile(c, ldc, rows, cols, accumulate);
+    for (int64_t b = 0; b < blocks; ++b) {
+        const Word* words = panel + b * words_per_block * NR;
+        const Word* x[MR];
+        __m512i sum[MR][2];
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            x[i] = reinterpret_cast<const Word*>(a.q + row[i] * k_block + b * q8_block);
+            sum[i][0] = sum[i][1] = _mm512_set1_epi32(a.bias[row[i] * blocks_per_k_block + b]);
+        }
+#pragma GCC unroll 8
+        for (int64_t g = 0; g < words_per_block; ++g) {
+            const __m512i w0 = _mm512_loadu_si512(words + g * NR), w1 = _mm512_loadu_si512(words + g * NR + 16);
+#pragma GCC unroll 8
+            for (int i = 0; i < MR; ++i) {
+                const __m512i four = _mm512_set1_epi32(static_cast<int>(x[i][g]));
+                sum[i][0] = _mm512_dpbusd_epi32(sum[i][0], w0, four);
+                sum[i][1] = _mm512_dpbusd_epi32(sum[i][1], w1, four);
+            }
+        }
+        const __m512 d_low = _mm512_loadu_ps(scales + b * NR), d_high = _mm512_loadu_ps(scales + b * NR + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512 d_a = _mm512_set1_ps(a.d[row[i] * blocks_per_k_block + b]);
+            tile.acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][0]), _mm512_mul_ps(d_low, d_a), tile.acc[i][0]);
+            tile.acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][1]), _mm512_mul_ps(d_high, d_a), tile.acc[i][1]);
+        }
+    }
+    tile.store(c, ldc, rows);
+}
+
+}  // namespace
+
+// Per chunk of int8_column_chunk columns and K block: its panels packed once, then the rows of A
+// quantized and run against every panel int8_row_group at a time.
+void matmul_columns_avx512vnni(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    Word* panels = reinterpret_cast<Word*>(scratch);
+    float* scales = scratch + int8_column_chunk * k_block / 4;
+    const QuantizedRows rows{reinterpret_cast<int8_t*>(scales + int8_column_chunk * blocks_per_k_block),
+                             scales + int8_column_chunk * blocks_per_k_block + int8_row_group * k_block / 4,
+                             reinterpret_cast<int32_t*>(scales + int8_column_chunk * blocks_per_k_block +
+                                                        int8_row_group * (k_block / 4 + blocks_per_k_block))};
+    for (int64_t chunk = n_begin; chunk < n_end; chunk += int8_column_chunk) {
+        const int64_t chunk_end = std::min(n_end, chunk + int8_column_chunk);
+        for (int64_t k0 = 0; k0 < w.cols; k0 += k_block) {
+            const int64_t kc = std::min(k_block, w.cols - k0), blocks = kc / q8_block;
+            for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                pack_panel(w, n0, std::min(NR, chunk_end - n0), k0, kc, panels + (n0 - chunk) * (k_block / 4),
+                           scales + (n0 - chunk) * blocks_per_k_block);
+            for (int64_t g0 = 0; g0 < m; g0 += int8_row_group) {
+                const int64_t group = std::min(int8_row_group, m - g0);
+                quantize_rows(a + g0 * lda, lda, group, k0, kc, rows);
+                for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
+                    for (int64_t m0 = 0; m0 < group; m0 += MR) {
+                        const QuantizedRows tile_rows{rows.q + m0 * k_block, rows.d + m0 * blocks_per_k_block,
+                                                      rows.bias + m0 * blocks_per_k_block};
+                        run(tile_rows, static_cast<int>(std::min(MR, group - m0)), panels + (n0 - chunk) * (k_block / 4),
+                            scales + (n0 - chunk) * blocks_per_k_block, blocks, c + (g0 + m0) * ldc + n0, ldc,
+                            static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
+                    }
+            }
+        }
+    }
+}
+
+}  // namespace unmask::kernels::cpu
