@@ -17,6 +17,9 @@ void round_activations_avx512bf16(const float*, int64_t, int64_t, int64_t, uint3
 void pack_panels_avx512bf16(const WeightMatrix&, uint32_t*);
 void matmul_columns_avx512vnni(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t,
                                float*);
+void matmul_columns_avx512vnni_quantized(const uint32_t*, int64_t, const WeightMatrix&, int64_t, int64_t, float*,
+                                         int64_t, float*);
+void quantize_activations_avx512vnni(const float*, int64_t, int64_t, int64_t, uint32_t*);
 void matmul_columns_avx512(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 void matmul_columns_avx2(const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t, float*, int64_t, float*);
 
@@ -62,11 +65,18 @@ const MatmulIsa* all_isas() {
 
 constexpr size_t isa_count = 4;
 
-// The fastest supported implementation; UNMASK_CPU_ISA=avx512|avx2|portable asks for a lower one
-// (to compare paths in benchmarks; avx512 keeps bf16 weights' products in fp32).
+// UNMASK_CPU_ISA, where set and not "avx512vnni" (which names the default, the fastest of all):
+// avx512bf16|avx512|avx2|portable asks for that kernel, or a lower one where the CPU lacks it, for
+// every type (to compare paths in benchmarks; avx512 keeps bf16 weights' products in fp32, and
+// only the default multiplies Q8_0 in int8).
+const char* forced_isa() {
+    const char* forced = std::getenv("UNMASK_CPU_ISA");
+    return forced != nullptr && std::string_view(forced) != "avx512vnni" ? forced : nullptr;
+}
+
 const MatmulIsa& dispatch() {
     static const MatmulIsa& chosen = [] () -> const MatmulIsa& {
-        const char* forced = std::getenv("UNMASK_CPU_ISA");
+        const char* forced = forced_isa();
         const MatmulIsa* isas = all_isas();
         for (size_t i = 0; i < isa_count; ++i)
             if (isas[i].supported && (forced == nullptr || std::string_view(forced) == isas[i].name)) return isas[i];
@@ -76,13 +86,13 @@ const MatmulIsa& dispatch() {
 }
 
 // Whether products with `w` take the int8 path: an int8_products matrix, on a CPU with
-// AVX512-VNNI whose chosen instruction set is an AVX-512 one (UNMASK_CPU_ISA=avx2 or portable
-// turns it off with the rest).
-bool int8_path(const WeightMatrix& w) {
+// AVX512-VNNI, with no lower kernel asked for.
+bool has_int8_path() {
     static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-                             std::string_view(dispatch().name).starts_with("avx512");
-    return vnni && detail::takes_int8_products(w);
+                             forced_isa() == nullptr;
+    return vnni;
 }
+bool int8_path(const WeightMatrix& w) { return has_int8_path() && detail::takes_int8_products(w); }
 
 }  // namespace
 
@@ -130,6 +140,18 @@ void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatr
     matmul_columns_avx512bf16_rounded(rounded, m, w, n_begin, n_end, c, ldc, scratch);
 }
 
+void quantize_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* quantized) {
+    quantize_activations_avx512vnni(a, lda, rows, k, quantized);
+}
+
+void matmul_columns_quantized(const uint32_t* quantized, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                              int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    if (m <= 0 || n_end <= n_begin) return;
+    matmul_columns_avx512vnni_quantized(quantized, m, w, n_begin, n_end, c, ldc, scratch);
+}
+
+bool matmul_prepares_activations() { return matmul_rounds_activations() || has_int8_path(); }
+
 bool matmul_packs_panels(const WeightMatrix& w) {
     return matmul_takes_rounded(w) && w.type == ElementType::bf16 && !w.k_major && w.stride == w.cols &&
            w.rows % detail::bf16_panel_rows == 0;
@@ -142,7 +164,8 @@ bool matmul_takes_int8(const WeightMatrix& w) { return int8_path(w); }
 const char* matmul_isa() { return dispatch().name; }
 
 int64_t matmul_task_columns(const WeightMatrix& w, int threads) {
-    // The int8 path quantizes its activations once per call and column chunk: as the bf16 one.
+    // The int8 path quantizes its activations (where not given them) once per call and column
+    // chunk, as the bf16 one rounds them.
     const bool once_per_call = int8_path(w) || (dispatch().fn == matmul_columns_avx512bf16 && detail::takes_bf16_products(w));
     if (!once_per_call) return matmul_column_block;
     const int64_t blocks = (w.rows + matmul_column_block - 1) / matmul_column_block, tasks = std::max(threads, 1);

@@ -61,6 +61,18 @@ void round_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uin
 void matmul_columns_rounded(const uint32_t* rounded, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                             float* c, int64_t ldc, float* scratch);
 
+// The same for the int8 path: a caller may quantize the activations once (row r's k bytes, then
+// its k / 32 scales, then its k / 32 sums, quantized_row_words(k) words from
+// quantized[r * quantized_row_words(k)]) and give each column run the quantized rows, for the same
+// bits. A `w` that matmul_takes_int8 takes them; k is a multiple of 32 (whole Q8_0 blocks).
+constexpr int64_t quantized_row_words(int64_t k) { return k / 4 + 2 * (k / 32); }
+void quantize_activations(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* quantized);
+void matmul_columns_quantized(const uint32_t* quantized, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                              int64_t n_end, float* c, int64_t ldc, float* scratch);
+// Whether this CPU takes any activations prepared once (rounded or quantized): the callers that
+// keep room for them. Both forms take at most k / 2 words a row.
+bool matmul_prepares_activations();
+
 // A bf16 matrix packed once in the AVX512-BF16 kernel's layout: each run of 32 rows (output
 // features) as its column pairs in order, each pair the 32 rows' words (w[j, 2p], w[j, 2p + 1])
 // side by side: rows * cols / 2 words, the matrix's own bytes. A matrix whose products take
@@ -72,7 +84,8 @@ void pack_panels(const WeightMatrix& w, uint32_t* panels);
 // Whether products with `w` quantize the activations to int8 on this CPU (WeightMatrix::int8_products).
 bool matmul_takes_int8(const WeightMatrix& w);
 
-// The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable".
+// The instruction set in use: "avx512bf16", "avx512", "avx2" or "portable" (Q8_0 products take
+// the int8 path besides, where matmul_takes_int8).
 const char* matmul_isa();
 
 // Column blocks the caller should split work into (a multiple of every kernel's panel width).

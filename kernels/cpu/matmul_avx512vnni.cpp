@@ -35,15 +35,21 @@ using detail::int8_column_chunk;
 using detail::int8_row_group;
 static_assert(int8_column_chunk % NR == 0 && k_block % q8_block == 0);
 
-// A K block of `rows` rows of activations quantized in blocks of 32: row r's values at
-// q + r * k_block, its blocks' scales at d + r * blocks_per_k_block and their -128 · Σq at bias.
+// Rows of activations quantized in blocks of 32: row r's values at q + r * q_stride, its blocks'
+// scales at d + r * block_stride and their -128 · Σq at bias + r * block_stride.
 struct QuantizedRows {
     int8_t* q;
     float* d;
     int32_t* bias;
+    int64_t q_stride, block_stride;
+
+    QuantizedRows from(int64_t row, int64_t k0) const {  // the same rows from `row` and column k0
+        return {q + row * q_stride + k0, d + row * block_stride + k0 / q8_block,
+                bias + row * block_stride + k0 / q8_block, q_stride, block_stride};
+    }
 };
 
-// Rows [0, rows) of `a` over [k0, k0 + kc) (kc a multiple of 32) quantized into `out`.
+// Rows [0, rows) of `a` over [k0, k0 + kc) (kc a multiple of 32) quantized into `out`, from its k0.
 void quantize_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_t kc, const QuantizedRows& out) {
     for (int64_t r = 0; r < rows; ++r) {
         const float* x = a + r * lda + k0;
@@ -54,13 +60,22 @@ void quantize_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_
             const __m512 by = _mm512_set1_ps(inverse);
             const __m512i q_low = _mm512_cvtps_epi32(_mm512_mul_ps(low, by));  // to nearest even
             const __m512i q_high = _mm512_cvtps_epi32(_mm512_mul_ps(high, by));
-            int8_t* q = out.q + r * k_block + b * q8_block;
+            int8_t* q = out.q + r * out.q_stride + b * q8_block;
             _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q_low));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q_high));
-            out.d[r * blocks_per_k_block + b] = scale;
-            out.bias[r * blocks_per_k_block + b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_low, q_high));
+            out.d[r * out.block_stride + b] = scale;
+            out.bias[r * out.block_stride + b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_low, q_high));
         }
     }
+}
+
+// The layout of matmul.hpp's quantize_activations for rows of k values: each row's k bytes, then
+// its k / 32 scales, then its k / 32 sums, in quantized_row_words(k) words.
+QuantizedRows shared_rows(const uint32_t* quantized, int64_t k) {
+    auto* base = const_cast<uint32_t*>(quantized);
+    const int64_t words = quantized_row_words(k);
+    return {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + k / 4),
+            reinterpret_cast<int32_t*>(base + k / 4 + k / q8_block), 4 * words, words};
 }
 
 // The panel of weight rows n0.. (cols of them, the rest zero) over [k0, k0 + kc): for block b and
@@ -104,8 +119,8 @@ void run(const QuantizedRows& a, int rows, const Word* panel, const float* scale
         __m512i sum[MR][2];
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-            x[i] = reinterpret_cast<const Word*>(a.q + row[i] * k_block + b * q8_block);
-            sum[i][0] = sum[i][1] = _mm512_set1_epi32(a.bias[row[i] * blocks_per_k_block + b]);
+            x[i] = reinterpret_cast<const Word*>(a.q + row[i] * a.q_stride + b * q8_block);
+            sum[i][0] = sum[i][1] = _mm512_set1_epi32(a.bias[row[i] * a.block_stride + b]);
         }
 #pragma GCC unroll 8
         for (int64_t g = 0; g < words_per_block; ++g) {
@@ -120,7 +135,7 @@ void run(const QuantizedRows& a, int rows, const Word* panel, const float* scale
         const __m512 d_low = _mm512_loadu_ps(scales + b * NR), d_high = _mm512_loadu_ps(scales + b * NR + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-            const __m512 d_a = _mm512_set1_ps(a.d[row[i] * blocks_per_k_block + b]);
+            const __m512 d_a = _mm512_set1_ps(a.d[row[i] * a.block_stride + b]);
             tile.acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][0]), _mm512_mul_ps(d_low, d_a), tile.acc[i][0]);
             tile.acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i][1]), _mm512_mul_ps(d_high, d_a), tile.acc[i][1]);
         }
@@ -128,18 +143,17 @@ void run(const QuantizedRows& a, int rows, const Word* panel, const float* scale
     tile.store(c, ldc, rows);
 }
 
-}  // namespace
-
 // Per chunk of int8_column_chunk columns and K block: its panels packed once, then the rows of A
-// quantized and run against every panel int8_row_group at a time.
-void matmul_columns_avx512vnni(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
-                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
+// run against every panel int8_row_group at a time: A quantized here, one group at a time, or,
+// given `shared` (A quantized once for every column run, quantize_activations), read from there.
+void int8_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
+                  float* c, int64_t ldc, float* scratch, const uint32_t* shared) {
     Word* panels = reinterpret_cast<Word*>(scratch);
     float* scales = scratch + int8_column_chunk * k_block / 4;
-    const QuantizedRows rows{reinterpret_cast<int8_t*>(scales + int8_column_chunk * blocks_per_k_block),
-                             scales + int8_column_chunk * blocks_per_k_block + int8_row_group * k_block / 4,
-                             reinterpret_cast<int32_t*>(scales + int8_column_chunk * blocks_per_k_block +
-                                                        int8_row_group * (k_block / 4 + blocks_per_k_block))};
+    float* group_rows = scales + int8_column_chunk * blocks_per_k_block;
+    const QuantizedRows own{reinterpret_cast<int8_t*>(group_rows), group_rows + int8_row_group * k_block / 4,
+                            reinterpret_cast<int32_t*>(group_rows + int8_row_group * (k_block / 4 + blocks_per_k_block)),
+                            k_block, blocks_per_k_block};
     for (int64_t chunk = n_begin; chunk < n_end; chunk += int8_column_chunk) {
         const int64_t chunk_end = std::min(n_end, chunk + int8_column_chunk);
         for (int64_t k0 = 0; k0 < w.cols; k0 += k_block) {
@@ -149,18 +163,35 @@ void matmul_columns_avx512vnni(const float* a, int64_t lda, int64_t m, const Wei
                            scales + (n0 - chunk) * blocks_per_k_block);
             for (int64_t g0 = 0; g0 < m; g0 += int8_row_group) {
                 const int64_t group = std::min(int8_row_group, m - g0);
-                quantize_rows(a + g0 * lda, lda, group, k0, kc, rows);
+                QuantizedRows rows = own;
+                if (shared != nullptr)
+                    rows = shared_rows(shared, w.cols).from(g0, k0);
+                else
+                    quantize_rows(a + g0 * lda, lda, group, k0, kc, own);
                 for (int64_t n0 = chunk; n0 < chunk_end; n0 += NR)
-                    for (int64_t m0 = 0; m0 < group; m0 += MR) {
-                        const QuantizedRows tile_rows{rows.q + m0 * k_block, rows.d + m0 * blocks_per_k_block,
-                                                      rows.bias + m0 * blocks_per_k_block};
-                        run(tile_rows, static_cast<int>(std::min(MR, group - m0)), panels + (n0 - chunk) * (k_block / 4),
-                            scales + (n0 - chunk) * blocks_per_k_block, blocks, c + (g0 + m0) * ldc + n0, ldc,
-                            static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
-                    }
+                    for (int64_t m0 = 0; m0 < group; m0 += MR)
+                        run(rows.from(m0, 0), static_cast<int>(std::min(MR, group - m0)),
+                            panels + (n0 - chunk) * (k_block / 4), scales + (n0 - chunk) * blocks_per_k_block, blocks,
+                            c + (g0 + m0) * ldc + n0, ldc, static_cast<int>(std::min(NR, chunk_end - n0)), k0 > 0);
             }
         }
     }
+}
+
+}  // namespace
+
+void matmul_columns_avx512vnni(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                               int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    int8_columns(a, lda, m, w, n_begin, n_end, c, ldc, scratch, nullptr);
+}
+
+void matmul_columns_avx512vnni_quantized(const uint32_t* quantized, int64_t m, const WeightMatrix& w, int64_t n_begin,
+                                         int64_t n_end, float* c, int64_t ldc, float* scratch) {
+    int8_columns(nullptr, 0, m, w, n_begin, n_end, c, ldc, scratch, quantized);
+}
+
+void quantize_activations_avx512vnni(const float* a, int64_t lda, int64_t rows, int64_t k, uint32_t* quantized) {
+    quantize_rows(a, lda, rows, 0, k, shared_rows(quantized, k));
 }
 
 }  // namespace unmask::kernels::cpu

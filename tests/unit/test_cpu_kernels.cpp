@@ -466,6 +466,14 @@ TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the d
     for (int64_t i = 0; i < m; ++i)  // one row at a time: the same bits as in a batch
         matmul_columns(a.data() + i * k, k, 1, int8, 0, n, rows.data() + i * n, n, scratch.data());
     CHECK(rows == whole);
+    // Activations quantized once (in two parts, as threads would) and shared by two column runs.
+    std::vector<uint32_t> quantized(size_t(m * quantized_row_words(k)));
+    quantize_activations(a.data(), k, m / 2, k, quantized.data());
+    quantize_activations(a.data() + (m / 2) * k, k, m - m / 2, k, quantized.data() + (m / 2) * quantized_row_words(k));
+    std::vector<float> shared(size_t(m * n), -4.0f);
+    matmul_columns_quantized(quantized.data(), m, int8, 0, 20, shared.data(), n, scratch.data());
+    matmul_columns_quantized(quantized.data(), m, int8, 20, n, shared.data(), n, scratch.data());
+    CHECK(shared == whole);
     // And close to the exact product of the Q8_0 weights: each block's activations are off by at
     // most half a quantization step.
     std::vector<float> decoded(size_t(n * k));

@@ -56,9 +56,10 @@ uint64_t worker_scratch_floats(const WorkspaceLimits& limits) {
            2 * uint64_t(limits.vocab);
 }
 
-// Words of the input of matmuls rounded once to bf16 pairs (matmul.hpp), where this CPU rounds.
-uint64_t rounded_words(const WorkspaceLimits& limits) {
-    return k::matmul_rounds_activations() ? (uint64_t(limits.matmul_input) + 1) / 2 : 0;
+// Words of the input of matmuls prepared once, rounded to bf16 pairs or quantized to int8 blocks
+// (matmul.hpp; at most half a word per value), where this CPU prepares them.
+uint64_t prepared_words(const WorkspaceLimits& limits) {
+    return k::matmul_prepares_activations() ? (uint64_t(limits.matmul_input) + 1) / 2 : 0;
 }
 
 class CpuBackend final : public Backend {
@@ -116,7 +117,7 @@ public:
             s.candidates.scaled.reserve(size_t(limits_.vocab));
             s.candidates.sorted.reserve(size_t(limits_.vocab));
         }
-        rounded_.resize(rounded_words(limits_));
+        prepared_.resize(prepared_words(limits_));
         rope_positions_.reserve(size_t(limits_.tokens));
         rope_table_.reserve(size_t(limits_.tokens * limits_.head_dim));
     }
@@ -149,26 +150,36 @@ public:
         matmuls(x, rows, std::span(&output, 1));
     }
 
-    // Products of one input (q, k and v; gate and up): where they take bf16 activations
-    // (matmul.hpp), the input is rounded once for all of them and every column run reads it.
+    // Products of one input (q, k and v; gate and up): where they take bf16 or int8 activations
+    // (matmul.hpp), the input is prepared once for all of them and every column run reads it.
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
-        int64_t rounded_cols = 0;  // the width of x that rounded_ holds, 0 for none
+        enum class Form { floats, bf16_pairs, int8_blocks };
+        Form prepared = Form::floats;  // what prepared_ holds of x
         for (const MatmulOutput& output : outputs) {
             const k::WeightMatrix m = model_matrix(*output.weight, bf16_products_);
-            const bool rounds = k::matmul_takes_rounded(m) && uint64_t(rows) * uint64_t(m.cols / 2) <= rounded_.size();
-            if (rounds && rounded_cols != m.cols) {
+            const Form form = k::matmul_takes_int8(m)      ? Form::int8_blocks
+                              : k::matmul_takes_rounded(m) ? Form::bf16_pairs
+                                                           : Form::floats;
+            const int64_t words = form == Form::int8_blocks ? k::quantized_row_words(m.cols) : m.cols / 2;
+            const bool shares = form != Form::floats && uint64_t(rows) * uint64_t(words) <= prepared_.size();
+            if (shares && prepared != form) {
                 for_row_chunks(rows, [&](int64_t begin, int64_t end) {
-                    k::round_activations(x + begin * m.cols, m.cols, end - begin, m.cols,
-                                         rounded_.data() + begin * (m.cols / 2));
+                    uint32_t* out = prepared_.data() + begin * words;
+                    if (form == Form::int8_blocks)
+                        k::quantize_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
+                    else
+                        k::round_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
                 });
-                rounded_cols = m.cols;
+                prepared = form;
             }
             const int64_t per_task = std::max<int64_t>(1, k::matmul_task_columns(m, pool_.size()));
             pool_.parallel_for((m.rows + per_task - 1) / per_task, [&](int64_t task) {
                 float* panel = worker().attention.panel.data();
                 const int64_t begin = task * per_task, end = std::min(m.rows, begin + per_task);
-                if (rounds)
-                    k::matmul_columns_rounded(rounded_.data(), rows, m, begin, end, output.out, m.rows, panel);
+                if (shares && form == Form::int8_blocks)
+                    k::matmul_columns_quantized(prepared_.data(), rows, m, begin, end, output.out, m.rows, panel);
+                else if (shares)
+                    k::matmul_columns_rounded(prepared_.data(), rows, m, begin, end, output.out, m.rows, panel);
                 else
                     k::matmul_columns(x, m.cols, rows, m, begin, end, output.out, m.rows, panel);
             });
@@ -410,7 +421,7 @@ private:
     std::shared_ptr<MemoryLedger> memory_;
     ThreadPool pool_;
     std::vector<WorkerScratch> scratch_;  // one per pool thread
-    std::vector<uint32_t> rounded_;       // a product's input rounded to bf16 pairs, shared by its column runs
+    std::vector<uint32_t> prepared_;      // a product's input as its kernel takes it, shared by its column runs
     WorkspaceLimits limits_;
     uint64_t workspace_bytes_ = 0;
     // The rotations of the positions rope was last called with (rope()).
@@ -436,7 +447,7 @@ uint64_t cpu_workspace_bytes(int threads, const WorkspaceLimits& limits) {
     const uint64_t rope_table = uint64_t(limits.tokens) * uint64_t(limits.head_dim) * sizeof(float) +
                                 uint64_t(limits.tokens) * sizeof(int32_t);
     return uint64_t(threads) * worker_scratch_floats(limits) * sizeof(float) + rope_table +
-           rounded_words(limits) * sizeof(uint32_t);
+           prepared_words(limits) * sizeof(uint32_t);
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int threads, MemoryLedger& memory) {
