@@ -2,7 +2,7 @@
 // - BM_engine_concurrency: the same requests served at 1, 4, 8 and 16 concurrent, reported
 //   together from one run: generated tokens/s at each level and the ratio to concurrency 1;
 //   exact (no cache) or with the dual cache and threshold decoding (blocks of 32, threshold 0.9:
-//   the setting users run);
+//   the setting users run); at concurrency 1 also the milliseconds of one step;
 // - BM_engine_latency: requests arriving at a fixed rate (open loop), latency percentiles from
 //   the engine's own stats.
 #include <benchmark/benchmark.h>
@@ -42,8 +42,13 @@ std::vector<int32_t> prompt_of(int i) {
     return prompt;
 }
 
-// Serves `count` requests submitted together; returns the seconds until the last one finished.
-double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps, bool dual) {
+struct Served {
+    double seconds;     // until the last request finished
+    uint64_t forwards;  // model evaluations, summed over requests (the engine's forwards_total)
+};
+
+// Serves `count` requests submitted together.
+Served serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps, bool dual) {
     unmask_generate_params params;
     unmask_generate_params_init(&params);
     params.gen_length = gen_length;
@@ -61,7 +66,11 @@ double serve(unmask_engine* engine, int count, int64_t gen_length, int64_t steps
         if (unmask_engine_submit(engine, &params, prompt.data(), 16, 60.0, &r) == UNMASK_OK) requests.push_back(r);
     }
     finish_all(requests);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    unmask_engine_stats stats;
+    stats.struct_size = sizeof stats;
+    unmask_engine_stats_get(engine, &stats);
+    return {seconds, stats.forwards_total};
 }
 
 // args: gen_length, steps, dual (1: dual cache and threshold 0.9 over blocks of 32; 0: exact).
@@ -83,12 +92,15 @@ void BM_engine_concurrency(benchmark::State& state) {
                 state.SkipWithError(unmask_last_error());
                 return;
             }
-            const double seconds = serve(engine, requests, gen_length, steps, dual);
+            const Served served = serve(engine, requests, gen_length, steps, dual);
             unmask_engine_free(engine);
-            const double rate = double(requests) * double(gen_length) / seconds;
+            const double rate = double(requests) * double(gen_length) / served.seconds;
             if (concurrency == 1) baseline = rate;
             state.counters["tokens/s@" + std::to_string(concurrency)] = rate;
             state.counters["ratio@" + std::to_string(concurrency)] = rate / baseline;
+            // At 1, the wall time of one request's step (its forward and all around it): batching
+            // can at best bring 8 requests' steps down to one forward over their rows together.
+            if (concurrency == 1) state.counters["ms/step@1"] = 1e3 * served.seconds / double(served.forwards);
         }
     }
 }

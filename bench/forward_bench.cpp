@@ -112,7 +112,7 @@ void BM_forward_devices(benchmark::State& state) {
 
 BENCHMARK(BM_forward_devices)->ArgsProduct({{256}, {1, 2}, {2}, {1}})->ArgNames({"tokens", "devices", "threads", "bf16"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_forward)->ArgsProduct({{256, 1024}, {1, 2}, {1, 0}})->ArgNames({"tokens", "threads", "bf16"})
+BENCHMARK(BM_forward)->ArgsProduct({{32, 256, 1024}, {1, 2}, {1, 0}})->ArgNames({"tokens", "threads", "bf16"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_forward_profile)->Args({256, 2, 1})->ArgNames({"tokens", "threads", "bf16"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -35,13 +35,14 @@ struct RandomWeight {
             bf16.resize(weight.elements);
             for (auto& v : bf16) v = float_to_bf16(normal(rng));
             weight.data = bf16.data();
-        } else if (dtype == DType::q8_0) {
+        } else if (dtype == DType::q8_0 || dtype == DType::q4_0) {
+            const auto type = element_type(dtype);
             std::vector<float> values(weight.elements);
             for (auto& v : values) v = normal(rng);
-            blocks.resize(size_t(kernels::row_bytes(kernels::ElementType::q8_0, int64_t(weight.elements))));
+            blocks.resize(size_t(kernels::row_bytes(type, int64_t(weight.elements))));
             for (int64_t r = 0; r < rows; ++r)
-                kernels::cpu::quantize_row(kernels::ElementType::q8_0, values.data() + r * cols, cols,
-                                           blocks.data() + kernels::row_bytes(kernels::ElementType::q8_0, r * cols));
+                kernels::cpu::quantize_row(type, values.data() + r * cols, cols,
+                                           blocks.data() + kernels::row_bytes(type, r * cols));
             weight.data = blocks.data();
         } else {
             f32.resize(weight.elements);
@@ -73,12 +74,13 @@ void measure(benchmark::State& state, double flops_per_iteration, int threads, b
     state.SetLabel(kernels::cpu::matmul_isa());
 }
 
-// args: tokens, n (out features), k (in features), threads, weights: fp32 (0), bf16 (1) or Q8_0 (2,
-// int8 products where the CPU has AVX512-VNNI; its peak_fraction is of the bf16 dot-product peak)
+// args: tokens, n (out features), k (in features), threads, weights: fp32 (0), bf16 (1), Q8_0 (2)
+// or Q4_0 (3); the last two take int8 products where the CPU has AVX512-VNNI, and their
+// peak_fraction is of the bf16 dot-product peak (BM_int8_dot_peak_avx512 is twice that)
 void BM_matmul(benchmark::State& state) {
     const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
     const int threads = static_cast<int>(state.range(3));
-    const DType types[] = {DType::f32, DType::bf16, DType::q8_0};
+    const DType types[] = {DType::f32, DType::bf16, DType::q8_0, DType::q4_0};
     const RandomWeight w(n, k, types[state.range(4)]);
     const auto x = random_activations(m * k);
     std::vector<float> out(static_cast<size_t>(m * n));
@@ -97,7 +99,7 @@ void matmul_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t tokens : {256, 1024})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {2048, 768}, {768, 2048}, {16384, 768}})
             for (int64_t threads : {1, 2})
-                for (int64_t type : {1, 0, 2}) b->Args({tokens, n, k, threads, type});
+                for (int64_t type : {1, 0, 2, 3}) b->Args({tokens, n, k, threads, type});
     b->ArgNames({"tokens", "n", "k", "threads", "weights"});
 }
 

@@ -29,9 +29,9 @@ struct WeightMatrix {
     // p·v in bf16 models (AttentionShape::bf16_products).
     bool bf16_products = false;
     // The product may quantize the activations to int8 in blocks of 32 (as Q8_0 is) and multiply
-    // them with the weights' int8 values, where the matrix is row-major Q8_0 (the int8 precision
-    // loads as Q8_0) and the CPU has AVX512-VNNI (matmul_avx512vnni.cpp): four times the
-    // multiply-adds of fp32 per instruction. Set by the CPU backend with bf16_products.
+    // them with the weights' integer values, where the matrix is row-major Q8_0 or Q4_0 (the int8
+    // and q4 precisions load as these) and the CPU has AVX512-VNNI (matmul_avx512vnni.cpp): four
+    // times the multiply-adds of fp32 per instruction. Set by the CPU backend with bf16_products.
     bool int8_products = false;
     // The same matrix packed once as the AVX512-BF16 kernel reads it (pack_panels), where it was
     // loaded for the CPU; null: each call packs it from `data`.

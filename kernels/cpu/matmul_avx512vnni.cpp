@@ -1,4 +1,4 @@
-// int8 products for Q8_0 weights (and the int8 precision, which loads as Q8_0): the activations
+// int8 products for Q8_0 and Q4_0 weights (the int8 and q4 precisions load as these): the activations
 // are quantized on the fly in blocks of 32 along k, as Q8_0 itself is (d = max|x| / 127,
 // q = x · (127 / max|x|) rounded to nearest even), and VPDPBUSD multiplies four int8 pairs per
 // 32-bit lane and adds them in int32: 64 multiply-adds per instruction, against AVX512-BF16's 32,
@@ -6,8 +6,7 @@
 //     c[i, j] += float(dot_ij) · (d_w[j] · d_a[i])      (one fused multiply-add)
 // block by block in ascending k, so every output element is summed in one order whatever m, the
 // column range or the thread. VPDPBUSD takes one operand unsigned: the weights go in as q + 128
-// (their sign bit flipped) and each block's integer sum starts from -128 · Σq_a, which cancels
-// the bias exactly. Only matrices with WeightMatrix::int8_products take this path (matmul.cpp).
+// and each block's integer sum starts from -128 · Σq_a, which cancels the bias exactly. Only matrices with WeightMatrix::int8_products take this path (matmul.cpp).
 // Compiled with -mavx512f -mavx512bw -mavx512vnni.
 #include <immintrin.h>
 
@@ -78,6 +77,19 @@ QuantizedRows shared_rows(const uint32_t* quantized, int64_t k) {
             reinterpret_cast<int32_t*>(base + k / 4 + k / q8_block), 4 * words, words};
 }
 
+// The 4 weights of group g (k = 4g .. 4g + 3) of a block, each + 128, as the bytes of one word:
+// Q8_0's int8 values with their sign bit flipped; Q4_0's nibbles (low ones hold elements 0-15,
+// high ones 16-31, each value nibble - 8), + 120.
+uint32_t group_word(ElementType type, const uint8_t* values, int64_t g) {
+    uint32_t word;
+    if (type == ElementType::q8_0) {
+        std::memcpy(&word, values + 4 * g, sizeof word);
+        return word ^ 0x80808080u;
+    }
+    std::memcpy(&word, values + 4 * (g % 4), sizeof word);
+    return ((g < 4 ? word : word >> 4) & 0x0F0F0F0Fu) + 0x78787878u;
+}
+
 // The panel of weight rows n0.. (cols of them, the rest zero) over [k0, k0 + kc): for block b and
 // group g of 4, word (b * 8 + g) * NR + j holds w[n0 + j, k0 + 32b + 4g ..][0..3] + 128 as bytes;
 // scales[b * NR + j] is the block's d (zero past cols, so the spare columns add nothing).
@@ -93,15 +105,12 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
         }
         const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0);
         for (int64_t b = 0; b < blocks; ++b) {
-            const uint8_t* block = row + b * block_bytes(ElementType::q8_0);
+            const uint8_t* block = row + b * block_bytes(w.type);  // an fp16 d, then the values
             uint16_t half;
             std::memcpy(&half, block, sizeof half);
             scales[b * NR + j] = _cvtsh_ss(half);
-            for (int64_t g = 0; g < words_per_block; ++g) {
-                uint32_t word;
-                std::memcpy(&word, block + 2 + 4 * g, sizeof word);
-                panel[(b * words_per_block + g) * NR + j] = word ^ 0x80808080u;
-            }
+            for (int64_t g = 0; g < words_per_block; ++g)
+                panel[(b * words_per_block + g) * NR + j] = group_word(w.type, block + 2, g);
         }
     }
 }

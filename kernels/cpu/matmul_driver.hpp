@@ -52,9 +52,10 @@ inline bool takes_bf16_products(const WeightMatrix& w) {
     return w.bf16_products && w.cols > 0 && (bf16_or_f32 || (is_quantized(w.type) && !w.k_major));
 }
 
-// Whether `w` may take int8 products where the CPU has AVX512-VNNI: row-major Q8_0 blocks.
+// Whether `w` may take int8 products where the CPU has AVX512-VNNI: row-major Q8_0 or Q4_0 blocks
+// (one fp16 scale per 32 signed values, which VPDPBUSD can multiply as they are).
 inline bool takes_int8_products(const WeightMatrix& w) {
-    return w.int8_products && w.type == ElementType::q8_0 && !w.k_major && w.cols > 0;
+    return w.int8_products && (w.type == ElementType::q8_0 || w.type == ElementType::q4_0) && !w.k_major && w.cols > 0;
 }
 
 static_assert(k_block % block_elements(ElementType::q4_k) == 0 && k_block % block_elements(ElementType::q8_0) == 0,

@@ -406,17 +406,25 @@ TEST_CASE("quantized weights give the bits of their decoded fp32 values on every
     }
 }
 
-TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the definition, however split") {
-    // n not a multiple of the panel width, K two whole K blocks and a tail of three Q8_0 blocks.
+namespace {
+
+// Element e of a Q8_0 or Q4_0 block's values as the integer its fp16 d multiplies (ggml's layouts).
+int32_t integer_value(ElementType type, const uint8_t* values, int e) {
+    if (type == ElementType::q8_0) return int8_t(values[e]);
+    return e < 16 ? (values[e] & 15) - 8 : (values[e - 16] >> 4) - 8;
+}
+
+void check_int8_products(ElementType type) {
+    // n not a multiple of the panel width, K two whole K blocks and a tail of three blocks.
     const int64_t n = 45, k = 608, blocks = k / 32;
     std::mt19937 rng(31);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> w(size_t(n * k));
     for (auto& v : w) v = normal(rng) * 0.05f;
-    std::vector<uint8_t> q(size_t(row_bytes(ElementType::q8_0, n * k)));
+    std::vector<uint8_t> q(size_t(row_bytes(type, n * k)));
     for (int64_t r = 0; r < n; ++r)
-        quantize_row(ElementType::q8_0, w.data() + r * k, k, q.data() + row_bytes(ElementType::q8_0, r * k));
-    WeightMatrix int8{q.data(), ElementType::q8_0, n, k, k};
+        quantize_row(type, w.data() + r * k, k, q.data() + row_bytes(type, r * k));
+    WeightMatrix int8{q.data(), type, n, k, k};
     int8.bf16_products = int8.int8_products = true;
     if (!matmul_takes_int8(int8)) {
         MESSAGE("this CPU has no AVX512-VNNI: int8 products not checked");
@@ -445,11 +453,11 @@ TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the d
         for (int64_t j = 0; j < n; ++j) {
             float acc = 0.0f;
             for (int64_t b = 0; b < blocks; ++b) {
-                const uint8_t* block = q.data() + row_bytes(ElementType::q8_0, j * k + b * 32);
+                const uint8_t* block = q.data() + row_bytes(type, j * k + b * 32);
                 uint16_t half;
                 std::memcpy(&half, block, 2);
                 int32_t dot = 0;
-                for (int e = 0; e < 32; ++e) dot += int32_t(int8_t(block[2 + e])) * qa[size_t(i * k + b * 32 + e)];
+                for (int e = 0; e < 32; ++e) dot += integer_value(type, block + 2, e) * qa[size_t(i * k + b * 32 + e)];
                 acc = std::fma(float(dot), fp16_to_float(half) * da[size_t(i * blocks + b)], acc);
             }
             expected[size_t(i * n + j)] = acc;
@@ -478,7 +486,7 @@ TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the d
     // most half a quantization step.
     std::vector<float> decoded(size_t(n * k));
     for (int64_t r = 0; r < n; ++r)
-        dequantize_row(ElementType::q8_0, q.data() + row_bytes(ElementType::q8_0, r * k), k, decoded.data() + r * k);
+        dequantize_row(type, q.data() + row_bytes(type, r * k), k, decoded.data() + r * k);
     for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
             double exact = 0.0, bound = 1e-5;
@@ -488,6 +496,15 @@ TEST_CASE("int8 products quantize activations as Q8_0 and give the bits of the d
             }
             REQUIRE(std::fabs(whole[size_t(i * n + j)] - exact) <= bound);
         }
+}
+
+}  // namespace
+
+TEST_CASE("int8 products with Q8_0 and Q4_0 weights give the bits of the definition, however split") {
+    for (ElementType type : {ElementType::q8_0, ElementType::q4_0}) {
+        CAPTURE(int(type));
+        check_int8_products(type);
+    }
 }
 
 TEST_CASE("Philox4x32-10 reproduces the Random123 known answers") {

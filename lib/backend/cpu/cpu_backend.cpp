@@ -26,14 +26,14 @@ k::WeightMatrix matrix(const Weight& w) {
 
 k::WeightVector vector(const Weight& w) { return {w.data, element_type(w.dtype), w.shape.at(0)}; }
 
-// A model matrix: bf16 and quantized weights may take bf16 activations, and Q8_0 ones int8
-// activations (matmul.hpp), except the router's, whose logits choose experts: rounding there can
+// A model matrix: bf16 and quantized weights may take bf16 activations, and Q8_0 and Q4_0 ones
+// int8 activations (matmul.hpp), except the router's, whose logits choose experts: rounding there can
 // flip a near tie and move a whole token. Panels packed at load are read in place of the weights.
 k::WeightMatrix model_matrix(const Weight& w, bool bf16_products) {
     k::WeightMatrix m = matrix(w);
     m.bf16_products = bf16_products && w.role != Role::router &&
                       (m.type == k::ElementType::bf16 || kernels::is_quantized(m.type));
-    m.int8_products = m.bf16_products && m.type == k::ElementType::q8_0;
+    m.int8_products = m.bf16_products;  // taken by the types the int8 kernel multiplies (Q8_0, Q4_0)
     if (m.bf16_products && k::matmul_packs_panels(m)) m.panels = w.panels;
     return m;
 }
