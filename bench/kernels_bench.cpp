@@ -103,6 +103,45 @@ void matmul_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"tokens", "n", "k", "threads", "weights"});
 }
 
+// One MoE layer's expert products as LLaDA2.0-mini's (hidden 2048, 256 experts of 512, top 8),
+// 64 of its experts on this device (as with 4 devices): each token's 8 slots spread evenly over
+// them, gate and up from the slots' rows, bf16 weights, 2 threads. args: tokens, mode: 0 each
+// expert's matmuls in turn (Backend's default), 1 the CPU backend's one loop over experts and
+// columns together.
+void BM_moe_experts(benchmark::State& state) {
+    constexpr int64_t hidden = 2048, width = 512, experts = 64, top = 8;
+    const int64_t tokens = state.range(0), slots = tokens * top;
+    std::vector<RandomWeight> gate, up;
+    std::vector<const Weight*> gate_list, up_list;
+    gate.reserve(experts);
+    up.reserve(experts);
+    for (int64_t e = 0; e < experts; ++e) {
+        gate.emplace_back(width, hidden, DType::bf16);
+        up.emplace_back(width, hidden, DType::bf16);
+    }
+    for (int64_t e = 0; e < experts; ++e) {
+        gate_list.push_back(&gate[size_t(e)].weight);
+        up_list.push_back(&up[size_t(e)].weight);
+    }
+    std::vector<int32_t> offsets(experts + 1);
+    for (int64_t e = 0; e <= experts; ++e) offsets[size_t(e)] = static_cast<int32_t>(slots * e / experts);
+    const auto x = random_activations(slots * hidden);
+    std::vector<float> gate_out(size_t(slots * width)), up_out(size_t(slots * width));
+    auto backend = make_cpu_backend(2);
+    WorkspaceLimits limits;
+    limits.tokens = slots;
+    limits.matmul_input = slots * hidden;
+    backend->reserve_workspace(limits);
+    const GroupedMatmulOutput outputs[] = {{gate_list, gate_out.data()}, {up_list, up_out.data()}};
+    measure(state, 2.0 * 2.0 * double(slots) * double(width) * double(hidden), 2, true, [&] {
+        if (state.range(1) == 0)
+            backend->Backend::grouped_matmuls(x.data(), slots, offsets.data(), outputs);
+        else
+            backend->grouped_matmuls(x.data(), slots, offsets.data(), outputs);
+        benchmark::DoNotOptimize(gate_out.data());
+    });
+}
+
 // args: tokens, threads. 12 heads of 64, bidirectional over the whole sequence.
 void BM_attention(benchmark::State& state) {
     const int64_t t = state.range(0), heads = 12, hd = 64;
@@ -151,6 +190,8 @@ void BM_candidates(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_matmul)->Apply(matmul_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_moe_experts)->ArgsProduct({{32, 256}, {0, 1}})->ArgNames({"tokens", "mode"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_attention)->ArgsProduct({{256, 1024}, {1, 2}})->ArgNames({"tokens", "threads"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_candidates)->ArgsProduct({{1, 2}, {0, 1, 2}})->ArgNames({"threads", "mode"})

@@ -896,3 +896,72 @@ TEST_CASE("the CPU backend's reused RoPE table gives the bits of a fresh rotatio
         CHECK(got != x);  // it rotated
     }
 }
+
+TEST_CASE("the CPU backend's grouped matmuls give each group's bits of a matmul of its rows alone") {
+    // Groups of 0, 1, 5 and 23 rows and one held by another device (no weight), each with its own
+    // weights, gate and up sharing their input: one parallel loop over groups, outputs and column
+    // runs must give what a matmul of the group's rows alone gives, with its activations prepared
+    // as that would (bf16 pairs, int8 blocks or fp32 by type), and leave the other device's rows.
+    std::mt19937 rng(41);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t k = 96, n = 160, groups = 5;
+    const int32_t offsets[] = {0, 0, 1, 6, 29, 33};  // group 4's 4 rows are another device's
+    const int64_t slots = offsets[groups];
+    for (const DType dtype : {DType::f32, DType::bf16, DType::q8_0}) {
+        CAPTURE(int(dtype));
+        std::vector<std::vector<float>> floats(2 * groups);
+        std::vector<std::vector<uint16_t>> halves(2 * groups);
+        std::vector<std::vector<uint8_t>> blocks(2 * groups);
+        std::vector<Weight> weights(2 * groups);
+        for (size_t i = 0; i < weights.size(); ++i) {
+            Weight& w = weights[i];
+            w.name = "expert";
+            w.dtype = w.file_dtype = dtype;
+            w.shape = {n, k};
+            w.elements = uint64_t(n * k);
+            floats[i].resize(w.elements);
+            for (auto& v : floats[i]) v = normal(rng) * 0.1f;
+            if (dtype == DType::bf16) {
+                for (float v : floats[i]) halves[i].push_back(float_to_bf16(v));
+                w.data = halves[i].data();
+            } else if (dtype == DType::q8_0) {
+                blocks[i].resize(size_t(kernels::row_bytes(kernels::ElementType::q8_0, n * k)));
+                for (int64_t r = 0; r < n; ++r)
+                    quantize_row(kernels::ElementType::q8_0, floats[i].data() + r * k, k,
+                                 blocks[i].data() + kernels::row_bytes(kernels::ElementType::q8_0, r * k));
+                w.data = blocks[i].data();
+            } else {
+                w.data = floats[i].data();
+            }
+        }
+        std::vector<const Weight*> gate(groups), up(groups);
+        for (int64_t e = 0; e < groups; ++e) {
+            gate[size_t(e)] = e == 4 ? nullptr : &weights[size_t(e)];
+            up[size_t(e)] = e == 4 ? nullptr : &weights[size_t(groups + e)];
+        }
+        std::vector<float> x(size_t(slots * k));
+        for (auto& v : x) v = normal(rng);
+        const auto backend = make_cpu_backend(2);
+        WorkspaceLimits limits;
+        limits.tokens = slots;
+        limits.matmul_input = slots * k;
+        backend->reserve_workspace(limits);
+        std::vector<float> gate_out(size_t(slots * n), -7.0f), up_out(size_t(slots * n), -7.0f);
+        const GroupedMatmulOutput outputs[] = {{gate, gate_out.data()}, {up, up_out.data()}};
+        backend->grouped_matmuls(x.data(), slots, offsets, outputs);
+        for (int64_t e = 0; e < groups; ++e) {
+            const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+            CAPTURE(e);
+            for (const auto& [list, got] : {std::pair{&gate, &gate_out}, std::pair{&up, &up_out}}) {
+                const auto begin = got->begin() + first * n, end = got->begin() + (first + rows) * n;
+                if ((*list)[size_t(e)] == nullptr) {
+                    CHECK(std::all_of(begin, end, [](float v) { return v == -7.0f; }));
+                    continue;
+                }
+                std::vector<float> alone(size_t(std::max<int64_t>(rows, 1) * n));
+                if (rows > 0) backend->matmul(x.data() + first * k, rows, *(*list)[size_t(e)], nullptr, alone.data());
+                CHECK(std::equal(begin, end, alone.begin()));
+            }
+        }
+    }
+}

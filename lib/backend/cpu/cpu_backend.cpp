@@ -153,35 +153,14 @@ public:
     // Products of one input (q, k and v; gate and up): where they take bf16 or int8 activations
     // (matmul.hpp), the input is prepared once for all of them and every column run reads it.
     void matmuls(const float* x, int64_t rows, std::span<const MatmulOutput> outputs) override {
-        enum class Form { floats, bf16_pairs, int8_blocks };
         Form prepared = Form::floats;  // what prepared_ holds of x
         for (const MatmulOutput& output : outputs) {
             const k::WeightMatrix m = model_matrix(*output.weight, bf16_products_);
-            const Form form = k::matmul_takes_int8(m)      ? Form::int8_blocks
-                              : k::matmul_takes_rounded(m) ? Form::bf16_pairs
-                                                           : Form::floats;
-            const int64_t words = form == Form::int8_blocks ? k::quantized_row_words(m.cols) : m.cols / 2;
-            const bool shares = form != Form::floats && uint64_t(rows) * uint64_t(words) <= prepared_.size();
-            if (shares && prepared != form) {
-                for_row_chunks(rows, [&](int64_t begin, int64_t end) {
-                    uint32_t* out = prepared_.data() + begin * words;
-                    if (form == Form::int8_blocks)
-                        k::quantize_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
-                    else
-                        k::round_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
-                });
-                prepared = form;
-            }
+            const Form form = prepare(x, rows, m, prepared);
             const int64_t per_task = std::max<int64_t>(1, k::matmul_task_columns(m, pool_.size()));
             pool_.parallel_for((m.rows + per_task - 1) / per_task, [&](int64_t task) {
-                float* panel = worker().attention.panel.data();
                 const int64_t begin = task * per_task, end = std::min(m.rows, begin + per_task);
-                if (shares && form == Form::int8_blocks)
-                    k::matmul_columns_quantized(prepared_.data(), rows, m, begin, end, output.out, m.rows, panel);
-                else if (shares)
-                    k::matmul_columns_rounded(prepared_.data(), rows, m, begin, end, output.out, m.rows, panel);
-                else
-                    k::matmul_columns(x, m.cols, rows, m, begin, end, output.out, m.rows, panel);
+                columns(x, 0, rows, m, form, begin, end, output.out);
             });
             if (output.bias != nullptr) {
                 const auto b = vector(*output.bias);
@@ -190,6 +169,38 @@ public:
                 });
             }
         }
+    }
+
+    // Every group's products at once: the input prepared once for all groups (a layer's experts
+    // are stored alike), then one task per group, output and run of columns, all in one parallel
+    // loop, so that experts with few rows keep every thread busy rather than each running alone.
+    void grouped_matmuls(const float* x, int64_t slots, const int32_t* offsets,
+                         std::span<const GroupedMatmulOutput> outputs) override {
+        const int64_t groups = grouped_matmul_groups(outputs);
+        struct Task {
+            k::WeightMatrix m;
+            Form form;
+            int64_t first, rows, begin, end;
+            float* out;
+        };
+        std::vector<Task> tasks;
+        Form prepared = Form::floats;
+        for (const GroupedMatmulOutput& output : outputs)
+            for (int64_t e = 0; e < groups; ++e) {
+                const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+                check_group_rows(e, first, rows, slots);
+                const Weight* w = outputs.front().weights[size_t(e)];
+                if (rows == 0 || w == nullptr) continue;  // another device's group
+                const k::WeightMatrix m = model_matrix(*output.weights[size_t(e)], bf16_products_);
+                const Form form = prepare(x, slots, m, prepared, true);  // the tasks run after
+                for (int64_t begin = 0; begin < m.rows; begin += k::matmul_column_block)
+                    tasks.push_back({m, form, first, rows, begin, std::min(m.rows, begin + k::matmul_column_block),
+                                     output.out + first * m.rows});
+            }
+        pool_.parallel_for(int64_t(tasks.size()), [&](int64_t i) {
+            const Task& t = tasks[size_t(i)];
+            columns(x, t.first, t.rows, t.m, t.form, t.begin, t.end, t.out);
+        });
     }
 
     // Every layer rotates q and k at the same positions: the table of rotations is made on the
@@ -398,6 +409,50 @@ public:
 
 private:
     WorkerScratch& worker() { return scratch_[size_t(ThreadPool::worker_index())]; }
+
+    // The form a product's input takes (matmul.hpp): as it is, rounded to bf16 pairs, or quantized
+    // to int8 blocks; prepared once into prepared_ where it fits.
+    enum class Form { floats, bf16_pairs, int8_blocks };
+    static int64_t prepared_row_words(Form form, int64_t k) {
+        return form == Form::int8_blocks ? k::quantized_row_words(k) : k / 2;
+    }
+
+    // The form products with `m` take of x's `rows` rows, prepared into prepared_ unless `prepared`
+    // (what prepared_ holds of x, updated) has it already; floats where it does not fit, or where
+    // prepared_ holds another form that `keep` says is still to be read.
+    Form prepare(const float* x, int64_t rows, const k::WeightMatrix& m, Form& prepared, bool keep = false) {
+        const Form form = k::matmul_takes_int8(m)      ? Form::int8_blocks
+                          : k::matmul_takes_rounded(m) ? Form::bf16_pairs
+                                                       : Form::floats;
+        const int64_t words = prepared_row_words(form, m.cols);
+        if (form == Form::floats || uint64_t(rows) * uint64_t(words) > prepared_.size()) return Form::floats;
+        if (keep && prepared != Form::floats && prepared != form) return Form::floats;
+        if (prepared != form) {
+            for_row_chunks(rows, [&](int64_t begin, int64_t end) {
+                uint32_t* out = prepared_.data() + begin * words;
+                if (form == Form::int8_blocks)
+                    k::quantize_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
+                else
+                    k::round_activations(x + begin * m.cols, m.cols, end - begin, m.cols, out);
+            });
+            prepared = form;
+        }
+        return form;
+    }
+
+    // Columns [begin, end) of x's rows [first, first + rows) · mᵀ into out (those rows' outputs),
+    // reading x in `form` (prepared_ unless floats).
+    void columns(const float* x, int64_t first, int64_t rows, const k::WeightMatrix& m, Form form, int64_t begin,
+                 int64_t end, float* out) {
+        float* panel = worker().attention.panel.data();
+        const uint32_t* prepared = prepared_.data() + first * prepared_row_words(form, m.cols);
+        if (form == Form::int8_blocks)
+            k::matmul_columns_quantized(prepared, rows, m, begin, end, out, m.rows, panel);
+        else if (form == Form::bf16_pairs)
+            k::matmul_columns_rounded(prepared, rows, m, begin, end, out, m.rows, panel);
+        else
+            k::matmul_columns(x + first * m.cols, m.cols, rows, m, begin, end, out, m.rows, panel);
+    }
 
     void check_share(const LogitShare& share) const {
         if (share.count > limits_.vocab || share.count > share.stride)
