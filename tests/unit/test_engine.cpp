@@ -111,6 +111,14 @@ struct Gate {
         open = true;
         changed.notify_all();
     }
+    // Parameters of a request that the gate holds inside its first step.
+    unmask_generate_params held(int64_t gen_length, int64_t steps) {
+        unmask_generate_params p = defaults(gen_length, steps);
+        p.stream_callback = &Gate::callback;
+        p.stream_user_data = this;
+        p.stream_steps = 1;
+        return p;
+    }
 };
 
 }  // namespace
@@ -182,10 +190,7 @@ TEST_CASE("a full queue is QUEUE_FULL at exactly its bound, and a blocking submi
     Model model("good/llada-long");
     Engine engine(model.model, 1, 3);
     Gate gate;
-    unmask_generate_params held = defaults(16, 4);
-    held.stream_callback = &Gate::callback;
-    held.stream_user_data = &gate;
-    held.stream_steps = 1;
+    const unmask_generate_params held = gate.held(16, 4);
     const std::vector<int32_t> prompt = {1, 2, 3};
     unmask_request* running = nullptr;
     REQUIRE(unmask_engine_submit(engine.engine, &held, prompt.data(), 3, 0, &running) == UNMASK_OK);
@@ -220,10 +225,7 @@ TEST_CASE("a burst on an idle engine fills the free running slots before the que
     for (int round = 0; round < 20; ++round) {
         Engine engine(model.model, 1, 1);
         Gate gate;
-        unmask_generate_params held = defaults(16, 4);
-        held.stream_callback = &Gate::callback;
-        held.stream_user_data = &gate;
-        held.stream_steps = 1;
+        const unmask_generate_params held = gate.held(16, 4);
         const unmask_generate_params p = defaults(16, 4);
         const std::vector<int32_t> prompt = {1, 2, 3};
         unmask_request *first = nullptr, *second = nullptr, *third = nullptr;
