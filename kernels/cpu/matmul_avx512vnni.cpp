@@ -26,6 +26,9 @@ namespace unmask::kernels::cpu {
 namespace {
 
 using Word = uint32_t __attribute__((may_alias));  // four int8, in scratch that is float storage
+// A quantized row's scales and sums, in scratch that is float storage or in the caller's words.
+using Scale = float __attribute__((may_alias));
+using Sum = int32_t __attribute__((may_alias));
 
 constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
 constexpr int64_t q8_block = 32, k_block = detail::k_block, blocks_per_k_block = k_block / q8_block;
@@ -38,8 +41,8 @@ static_assert(int8_column_chunk % NR == 0 && k_block % q8_block == 0);
 // scales at d + r * block_stride and their -128 · Σq at bias + r * block_stride.
 struct QuantizedRows {
     int8_t* q;
-    float* d;
-    int32_t* bias;
+    Scale* d;
+    Sum* bias;
     int64_t q_stride, block_stride;
 
     QuantizedRows from(int64_t row, int64_t k0) const {  // the same rows from `row` and column k0
@@ -73,8 +76,8 @@ void quantize_rows(const float* a, int64_t lda, int64_t rows, int64_t k0, int64_
 QuantizedRows shared_rows(const uint32_t* quantized, int64_t k) {
     auto* base = const_cast<uint32_t*>(quantized);
     const int64_t words = quantized_row_words(k);
-    return {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + k / 4),
-            reinterpret_cast<int32_t*>(base + k / 4 + k / q8_block), 4 * words, words};
+    return {reinterpret_cast<int8_t*>(base), reinterpret_cast<Scale*>(base + k / 4),
+            reinterpret_cast<Sum*>(base + k / 4 + k / q8_block), 4 * words, words};
 }
 
 // The 4 weights of group g (k = 4g .. 4g + 3) of a block, each + 128, as the bytes of one word:
@@ -161,7 +164,7 @@ void int8_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w,
     float* scales = scratch + int8_column_chunk * k_block / 4;
     float* group_rows = scales + int8_column_chunk * blocks_per_k_block;
     const QuantizedRows own{reinterpret_cast<int8_t*>(group_rows), group_rows + int8_row_group * k_block / 4,
-                            reinterpret_cast<int32_t*>(group_rows + int8_row_group * (k_block / 4 + blocks_per_k_block)),
+                            reinterpret_cast<Sum*>(group_rows + int8_row_group * (k_block / 4 + blocks_per_k_block)),
                             k_block, blocks_per_k_block};
     for (int64_t chunk = n_begin; chunk < n_end; chunk += int8_column_chunk) {
         const int64_t chunk_end = std::min(n_end, chunk + int8_column_chunk);

@@ -445,13 +445,15 @@ private:
     void columns(const float* x, int64_t first, int64_t rows, const k::WeightMatrix& m, Form form, int64_t begin,
                  int64_t end, float* out) {
         float* panel = worker().attention.panel.data();
+        if (form == Form::floats) {
+            k::matmul_columns(x + first * m.cols, m.cols, rows, m, begin, end, out, m.rows, panel);
+            return;
+        }
         const uint32_t* prepared = prepared_.data() + first * prepared_row_words(form, m.cols);
         if (form == Form::int8_blocks)
             k::matmul_columns_quantized(prepared, rows, m, begin, end, out, m.rows, panel);
-        else if (form == Form::bf16_pairs)
-            k::matmul_columns_rounded(prepared, rows, m, begin, end, out, m.rows, panel);
         else
-            k::matmul_columns(x + first * m.cols, m.cols, rows, m, begin, end, out, m.rows, panel);
+            k::matmul_columns_rounded(prepared, rows, m, begin, end, out, m.rows, panel);
     }
 
     void check_share(const LogitShare& share) const {
