@@ -103,6 +103,18 @@ void matmul_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"tokens", "n", "k", "threads", "weights"});
 }
 
+// LLaDA-8B's shapes (hidden 4096, MLP 12288, vocabulary 126464) over one block of 32 positions
+// (a cached step) and a 256-position canvas, 2 threads: q/k/v/o, gate/up, down, and the LM head
+// (bf16 only: its Q8_0 copy would take 2 GB of fp32 to make).
+void real_model_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t tokens : {32, 256}) {
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {12288, 4096}, {4096, 12288}})
+            for (int64_t type : {1, 2}) b->Args({tokens, n, k, 2, type});
+        b->Args({tokens, 126464, 4096, 2, 1});
+    }
+    b->ArgNames({"tokens", "n", "k", "threads", "weights"});
+}
+
 // One MoE layer's expert products as LLaDA2.0-mini's (hidden 2048, 256 experts of 512, top 8),
 // 64 of its experts on this device (as with 4 devices): each token's 8 slots spread evenly over
 // them, gate and up from the slots' rows, bf16 weights, 2 threads. args: tokens, mode: 0 each
@@ -190,6 +202,7 @@ void BM_candidates(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_matmul)->Apply(matmul_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_matmul)->Name("BM_matmul_llada8b")->Apply(real_model_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_moe_experts)->ArgsProduct({{32, 256}, {0, 1}})->ArgNames({"tokens", "mode"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_attention)->ArgsProduct({{256, 1024}, {1, 2}})->ArgNames({"tokens", "threads"})

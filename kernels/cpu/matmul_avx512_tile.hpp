@@ -1,7 +1,8 @@
-// The 8 x 32 fp32 tile of C that both AVX-512 microkernels accumulate in registers
-// (matmul_avx512.cpp, matmul_avx512bf16.cpp): started from C when a K block adds to the blocks
-// before it, from zero otherwise; stored back leaving the rows past `rows` and the columns past
-// `cols` untouched. Included only by files compiled for AVX-512.
+// What the AVX-512 microkernels share (matmul_avx512.cpp, matmul_avx512bf16.cpp,
+// matmul_avx512vnni.cpp): the 8 x 32 fp32 tile of C they accumulate in registers, started from C
+// when a K block adds to the blocks before it, from zero otherwise, and stored back leaving the
+// rows past `rows` and the columns past `cols` untouched; and the word transpose their panel
+// packers use. Included only by files compiled for AVX-512.
 #pragma once
 
 #include <immintrin.h>
@@ -18,6 +19,33 @@ struct ColumnMasks {
         : low(n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1)),
           high(n >= 32 ? __mmask16(0xFFFF) : n <= 16 ? __mmask16(0) : __mmask16((1u << (n - 16)) - 1)) {}
 };
+
+// r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
+// 64-bit halves, within each 128-bit lane, then moving lanes.
+inline void transpose_16x16(__m512i (&r)[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // r[4i + c], lane L: column 4L + c of rows 4i..4i + 3
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
+        const __m512i ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
+        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
+        const __m512i de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_i32x4(ab_low, de_low, 0x88);
+        t[4 + c] = _mm512_shuffle_i32x4(ab_low, de_low, 0xDD);
+        t[8 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
 
 struct Avx512Tile {
     static constexpr int MR = 8, NR = 32;

@@ -35,33 +35,6 @@ using Word = uint32_t __attribute__((may_alias));  // two bf16 (k, k + 1), in sc
 constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
 static_assert(bf16_column_chunk % NR == 0 && NR == detail::bf16_panel_rows);
 
-// r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
-// 64-bit halves, within each 128-bit lane, then moving lanes.
-inline void transpose_16x16(__m512i (&r)[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {  // r[4i + c], lane L: column 4L + c of rows 4i..4i + 3
-        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int c = 0; c < 4; ++c) {
-        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
-        const __m512i ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
-        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
-        const __m512i de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
-        t[c] = _mm512_shuffle_i32x4(ab_low, de_low, 0x88);
-        t[4 + c] = _mm512_shuffle_i32x4(ab_low, de_low, 0xDD);
-        t[8 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0x88);
-        t[12 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0xDD);
-    }
-    for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
 // Column j of a panel past the matrix's columns: zero pairs, so the microkernel needs no mask.
 void zero_column(Word* panel, int64_t pairs, int64_t j) {
     for (int64_t p = 0; p < pairs; ++p) panel[p * NR + j] = 0;
@@ -78,7 +51,7 @@ void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int
         for (int64_t p0 = 0; full && p0 < blocked; p0 += 16) {
             __m512i r[16];
             for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_si512(source(j0 + j) + 2 * p0);
-            transpose_16x16(r);
+            detail::transpose_16x16(r);
             for (int p = 0; p < 16; ++p) _mm512_storeu_si512(panel + (p0 + p) * NR + j0, r[p]);
         }
         for (int64_t j = j0; j < j0 + 16; ++j) {

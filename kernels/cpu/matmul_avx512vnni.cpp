@@ -93,29 +93,49 @@ uint32_t group_word(ElementType type, const uint8_t* values, int64_t g) {
     return ((g < 4 ? word : word >> 4) & 0x0F0F0F0Fu) + 0x78787878u;
 }
 
+// A block's 8 group words (group_word) in one vector.
+__m256i block_words(ElementType type, const uint8_t* values) {
+    if (type == ElementType::q8_0)
+        return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(values)), _mm256_set1_epi8(-128));
+    const __m128i nibbles = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values)), low = _mm_set1_epi8(0x0F);
+    const __m256i both = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(nibbles, 4), low), _mm_and_si128(nibbles, low));
+    return _mm256_add_epi8(both, _mm256_set1_epi8(120));
+}
+
 // The panel of weight rows n0.. (cols of them, the rest zero) over [k0, k0 + kc): for block b and
 // group g of 4, word (b * 8 + g) * NR + j holds w[n0 + j, k0 + 32b + 4g ..][0..3] + 128 as bytes;
-// scales[b * NR + j] is the block's d (zero past cols, so the spare columns add nothing).
+// scales[b * NR + j] is the block's d (zero past cols, so the spare columns add nothing). Pairs
+// of blocks of 16 whole columns are transposed in registers (a column's 16 words per register),
+// the rest written a word at a time.
 void pack_panel(const WeightMatrix& w, int64_t n0, int64_t cols, int64_t k0, int64_t kc, Word* panel, float* scales) {
-    const int64_t blocks = kc / q8_block;
-    for (int64_t j = 0; j < NR; ++j) {
-        if (j >= cols) {
-            for (int64_t b = 0; b < blocks; ++b) {
-                scales[b * NR + j] = 0.0f;
-                for (int64_t g = 0; g < words_per_block; ++g) panel[(b * words_per_block + g) * NR + j] = 0x80808080u;
+    const int64_t blocks = kc / q8_block, paired = blocks / 2 * 2, bytes = block_bytes(w.type);
+    auto row = [&](int64_t j) {
+        return static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0);
+    };
+    for (int64_t j0 = 0; j0 < NR; j0 += 16) {
+        const bool full = j0 + 16 <= cols;
+        for (int64_t b = 0; full && b < paired; b += 2) {
+            __m512i r[16];
+            for (int j = 0; j < 16; ++j) {
+                const uint8_t* block = row(j0 + j) + b * bytes;  // an fp16 d, then the values
+                r[j] = _mm512_inserti64x4(_mm512_castsi256_si512(block_words(w.type, block + 2)),
+                                          block_words(w.type, block + bytes + 2), 1);
             }
-            continue;
+            detail::transpose_16x16(r);
+            for (int p = 0; p < 16; ++p) _mm512_storeu_si512(panel + (b * words_per_block + p) * NR + j0, r[p]);
         }
-        const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes(w.type, (n0 + j) * w.stride + k0);
-        for (int64_t b = 0; b < blocks; ++b) {
-            const uint8_t* block = row + b * block_bytes(w.type);  // an fp16 d, then the values
-            uint16_t half;
-            std::memcpy(&half, block, sizeof half);
-            scales[b * NR + j] = _cvtsh_ss(half);
-            for (int64_t g = 0; g < words_per_block; ++g)
-                panel[(b * words_per_block + g) * NR + j] = group_word(w.type, block + 2, g);
-        }
+        for (int64_t j = j0; j < j0 + 16; ++j)
+            for (int64_t b = full ? paired : 0; b < blocks; ++b)
+                for (int64_t g = 0; g < words_per_block; ++g)
+                    panel[(b * words_per_block + g) * NR + j] =
+                        j < cols ? group_word(w.type, row(j) + b * bytes + 2, g) : 0x80808080u;
     }
+    for (int64_t j = 0; j < NR; ++j)
+        for (int64_t b = 0; b < blocks; ++b) {
+            uint16_t half = 0;
+            if (j < cols) std::memcpy(&half, row(j) + b * bytes, sizeof half);
+            scales[b * NR + j] = _cvtsh_ss(half);
+        }
 }
 
 // c[0..rows, 0..cols] (+)= the quantized rows · the panel over `blocks` blocks: 8 rows x 32
