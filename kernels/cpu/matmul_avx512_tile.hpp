@@ -21,28 +21,32 @@ struct ColumnMasks {
 };
 
 // r[i] = column i of the 16 x 16 matrix of 32-bit words whose rows r held: unpacking words, then
-// 64-bit halves, within each 128-bit lane, then moving lanes.
+// 64-bit halves, within each 128-bit lane, then moving lanes. (The zero-masked forms with every
+// lane kept are the same instructions; the plain intrinsics pass GCC an undefined vector, which
+// it reports as used uninitialized at -O1.)
 inline void transpose_16x16(__m512i (&r)[16]) {
+    constexpr __mmask16 words = 0xFFFF;
+    constexpr __mmask8 halves = 0xFF;
     __m512i t[16];
     for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i] = _mm512_maskz_unpacklo_epi32(words, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(words, r[2 * i], r[2 * i + 1]);
     }
     for (int i = 0; i < 4; ++i) {  // r[4i + c], lane L: column 4L + c of rows 4i..4i + 3
-        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i] = _mm512_maskz_unpacklo_epi64(halves, t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_maskz_unpackhi_epi64(halves, t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_maskz_unpacklo_epi64(halves, t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_maskz_unpackhi_epi64(halves, t[4 * i + 1], t[4 * i + 3]);
     }
     for (int c = 0; c < 4; ++c) {
-        const __m512i ab_low = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
-        const __m512i ab_high = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
-        const __m512i de_low = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
-        const __m512i de_high = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
-        t[c] = _mm512_shuffle_i32x4(ab_low, de_low, 0x88);
-        t[4 + c] = _mm512_shuffle_i32x4(ab_low, de_low, 0xDD);
-        t[8 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0x88);
-        t[12 + c] = _mm512_shuffle_i32x4(ab_high, de_high, 0xDD);
+        const __m512i ab_low = _mm512_maskz_shuffle_i32x4(words, r[c], r[4 + c], 0x44);
+        const __m512i ab_high = _mm512_maskz_shuffle_i32x4(words, r[c], r[4 + c], 0xEE);
+        const __m512i de_low = _mm512_maskz_shuffle_i32x4(words, r[8 + c], r[12 + c], 0x44);
+        const __m512i de_high = _mm512_maskz_shuffle_i32x4(words, r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_maskz_shuffle_i32x4(words, ab_low, de_low, 0x88);
+        t[4 + c] = _mm512_maskz_shuffle_i32x4(words, ab_low, de_low, 0xDD);
+        t[8 + c] = _mm512_maskz_shuffle_i32x4(words, ab_high, de_high, 0x88);
+        t[12 + c] = _mm512_maskz_shuffle_i32x4(words, ab_high, de_high, 0xDD);
     }
     for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
