@@ -620,7 +620,7 @@ UNMASK_API unmask_status unmask_infill(const unmask_model *model, const unmask_g
 typedef struct unmask_engine_params {
     uint32_t struct_size;             /* sizeof(unmask_engine_params); set by unmask_engine_params_init */
     int32_t max_concurrent_requests;  /* running at once; default 8 */
-    int32_t max_queued_requests;      /* waiting beyond the free running slots; 64 */
+    int32_t max_queued_requests;      /* waiting beyond the free running slots; default 64 */
     int32_t threads;                  /* CPU threads (max(1, threads / devices) each); 0 (default): all */
     int64_t max_sequence_length;      /* prompt + generation admitted; 0 (default): the model's; a block
                                          diffusion model's engine rounds it up to whole blocks */

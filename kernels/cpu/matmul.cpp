@@ -108,10 +108,7 @@ const MatmulIsa* matmul_isas(size_t& count) {
 size_t matmul_scratch_floats(bool bf16_products) {
     const int64_t fp32 = detail::k_block * 32;
     const int64_t bf16 = (detail::bf16_column_chunk + detail::bf16_row_group) * detail::bf16_max_pairs;
-    const int64_t blocks = detail::k_block / 32;
-    const int64_t int8 = (detail::int8_column_chunk + detail::int8_row_group) * (detail::k_block / 4 + blocks) +
-                         detail::int8_row_group * blocks;
-    return static_cast<size_t>(bf16_products ? std::max({fp32, bf16, int8}) : fp32);
+    return static_cast<size_t>(bf16_products ? std::max({fp32, bf16, detail::int8_scratch_floats}) : fp32);
 }
 
 void matmul_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,

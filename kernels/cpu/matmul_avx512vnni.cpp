@@ -31,7 +31,7 @@ using Scale = float __attribute__((may_alias));
 using Sum = int32_t __attribute__((may_alias));
 
 constexpr int64_t MR = detail::Avx512Tile::MR, NR = detail::Avx512Tile::NR;
-constexpr int64_t q8_block = 32, k_block = detail::k_block, blocks_per_k_block = k_block / q8_block;
+constexpr int64_t q8_block = 32, k_block = detail::k_block, blocks_per_k_block = detail::int8_blocks_per_k_block;
 constexpr int64_t words_per_block = q8_block / 4;
 using detail::int8_column_chunk;
 using detail::int8_row_group;
@@ -180,9 +180,9 @@ void run(const QuantizedRows& a, int rows, const Word* panel, const float* scale
 // given `shared` (A quantized once for every column run, quantize_activations), read from there.
 void int8_columns(const float* a, int64_t lda, int64_t m, const WeightMatrix& w, int64_t n_begin, int64_t n_end,
                   float* c, int64_t ldc, float* scratch, const uint32_t* shared) {
-    Word* panels = reinterpret_cast<Word*>(scratch);
-    float* scales = scratch + int8_column_chunk * k_block / 4;
-    float* group_rows = scales + int8_column_chunk * blocks_per_k_block;
+    Word* panels = reinterpret_cast<Word*>(scratch);  // the layout of int8_scratch_floats
+    float* scales = scratch + detail::int8_panel_floats;
+    float* group_rows = scales + detail::int8_panel_scale_floats;
     const QuantizedRows own{reinterpret_cast<int8_t*>(group_rows), group_rows + int8_row_group * k_block / 4,
                             reinterpret_cast<Sum*>(group_rows + int8_row_group * (k_block / 4 + blocks_per_k_block)),
                             k_block, blocks_per_k_block};

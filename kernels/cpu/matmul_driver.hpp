@@ -35,6 +35,13 @@ inline constexpr int64_t bf16_panel_rows = 32;
 // scales), and the rows of A it quantizes at a time.
 inline constexpr int64_t int8_column_chunk = 2 * bf16_column_chunk;
 inline constexpr int64_t int8_row_group = 32;
+// Its scratch, in floats: a K block of the chunk's panels (bytes), their scales (one per block of
+// 32 and column), then a row group's quantized rows (bytes, and a scale and a sum per block).
+inline constexpr int64_t int8_blocks_per_k_block = k_block / 32;
+inline constexpr int64_t int8_panel_floats = int8_column_chunk * k_block / 4;
+inline constexpr int64_t int8_panel_scale_floats = int8_column_chunk * int8_blocks_per_k_block;
+inline constexpr int64_t int8_scratch_floats =
+    int8_panel_floats + int8_panel_scale_floats + int8_row_group * (k_block / 4 + 2 * int8_blocks_per_k_block);
 
 // fp16 -> fp32 as fp16_to_float, inline: F16C's conversion where the instruction set this is
 // compiled for has it (the AVX2 and AVX-512 kernels), the portable one elsewhere.
