@@ -65,6 +65,15 @@ UNMASK_HOST_DEVICE inline float fp8_value(uint8_t code) {
 #endif
 }
 
+// v in e4m3, rounded to nearest even and saturated to ±448 (NaN stays NaN): float_to_fp8_e4m3.
+UNMASK_HOST_DEVICE inline uint8_t fp8_code(float v) {
+#if defined(__CUDA_ARCH__)
+    return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+#else
+    return float_to_fp8_e4m3(v);
+#endif
+}
+
 // Q4_K's and Q5_K's 6-bit scale and min of sub-block j from their 12 packed bytes.
 UNMASK_HOST_DEVICE inline void scale_and_min(int j, const uint8_t* packed, int& scale, int& min) {
     if (j < 4) {

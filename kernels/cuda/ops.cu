@@ -1,8 +1,11 @@
 #include "cuda/ops.hpp"
 
+#include <cfloat>
+
 #include "cuda/alignment.hpp"
 #include "cuda/device_math.cuh"
 #include "cuda/launch.cuh"
+#include "fp8_tiles.hpp"
 #include "quantized_runs.hpp"
 
 namespace unmask::kernels::cuda {
@@ -135,6 +138,33 @@ __global__ void round_to_kernel(const float* x, int64_t n, ElementType type, voi
     }
 }
 
+// One warp per group of 128 values, 4 to a lane: the group's largest finite magnitude, then its
+// codes (a magnitude of at most FLT_MAX is finite: NaN compares false).
+__global__ void quantize_fp8_groups_kernel(const float* x, int64_t rows, int64_t k, uint8_t* values, float* scales) {
+    const int64_t groups = k / fp8_group, warps = int64_t(gridDim.x) * blockDim.x / 32;
+    const int lane = int(threadIdx.x % 32);
+    for (int64_t group = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; group < rows * groups; group += warps) {
+        const int64_t r = group / groups, at = r * k + group % groups * fp8_group + lane * 4;
+        float v[4];
+        float amax = 0.0f;
+        for (int j = 0; j < 4; ++j) {
+            v[j] = x[at + j];
+            if (fabsf(v[j]) <= FLT_MAX) amax = fmaxf(amax, fabsf(v[j]));
+        }
+        for (int offset = 16; offset > 0; offset >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, offset));
+        const float scale = amax / 448.0f;
+        uint32_t codes = 0;
+        for (int j = 0; j < 4; ++j) {
+            const uint8_t code = !(fabsf(v[j]) <= FLT_MAX) ? uint8_t(0x7F)
+                                 : scale != 0.0f           ? quantized::fp8_code(v[j] / scale)
+                                                           : uint8_t(0);
+            codes |= uint32_t(code) << (8 * j);
+        }
+        *reinterpret_cast<uint32_t*>(values + at) = codes;
+        if (lane == 0) scales[r + group % groups * rows] = scale;
+    }
+}
+
 #undef UNMASK_GRID_STRIDE
 
 }  // namespace
@@ -218,6 +248,14 @@ cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cud
     if (type == ElementType::f32) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     return launch_kernel(round_to_kernel, grid_for(n, threads), threads, 0, stream, x, n, type, out);
+}
+
+cudaError_t quantize_fp8_groups(const float* x, int64_t rows, int64_t k, uint8_t* values, float* scales,
+                                cudaStream_t stream) {
+    if (k % fp8_group != 0 || rows < 0) return cudaErrorInvalidValue;
+    if (rows * k == 0) return cudaSuccess;
+    return launch_kernel(quantize_fp8_groups_kernel, grid_for(rows * k / 4, threads), threads, 0, stream, x, rows, k,
+                         values, scales);
 }
 
 }  // namespace unmask::kernels::cuda

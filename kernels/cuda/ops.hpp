@@ -56,5 +56,11 @@ cudaError_t gather_rows(const float* x, int64_t dim, const int32_t* rows, int64_
 cudaError_t combine_guidance(float* cond, const float* uncond, float factor, int64_t n, cudaStream_t stream);
 // out = x rounded to nearest-even in `type` (bf16 or f16), for matmuls at the weights' precision
 cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cudaStream_t stream);
+// Rows of x [rows, k] (k a multiple of 128) quantized for a block-scaled fp8 product
+// (fp8_tiles.hpp): per 128 of a row s = max|x| / 448 over its finite x, q = e4m3(x / s) (0 where s
+// is 0, NaN for a non-finite x), the bits kernels::cpu::quantize_row gives F8_E4M3_B128 blocks;
+// the codes into values [rows, k], s into scales[row + (col / 128) * rows].
+cudaError_t quantize_fp8_groups(const float* x, int64_t rows, int64_t k, uint8_t* values, float* scales,
+                                cudaStream_t stream);
 
 }  // namespace unmask::kernels::cuda

@@ -45,6 +45,12 @@ struct Weight {
     std::vector<int64_t> shape;
     uint64_t elements = 0;
     const void* data = nullptr;  // nullptr when the model was opened for metadata only
+    // A dense matrix of an fp8 checkpoint made as DeepSeek-V3's is (128x128 weight blocks, and
+    // activations quantized to e4m3 as they come, quantization_config's activation_scheme
+    // "dynamic"): a backend with block-scaled fp8 products (CUDA on sm_90) multiplies it so, the
+    // others (the CPU among them) multiply its F8_E4M3_B128 rows by unquantized activations
+    // (docs/loading.md).
+    bool fp8_w8a8 = false;
     // The same matrix as the CPU's bf16 kernel reads it, packed once where the model was loaded
     // for one host device (cpu_packs_panels); the CPU backend reads these in place of `data`.
     const uint32_t* panels = nullptr;

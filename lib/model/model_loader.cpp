@@ -148,6 +148,21 @@ bool quantizable(Role role) noexcept {
     }
 }
 
+namespace {
+
+// The dense matrices of a layer: those a backend may multiply in fp8 with quantized activations
+// (Weight::fp8_w8a8). Not the embedding and LM head, nor routed experts (grouped matmuls).
+bool takes_w8a8(Role role) noexcept {
+    switch (role) {
+        case Role::q_proj: case Role::k_proj: case Role::v_proj: case Role::o_proj: case Role::mlp_gate:
+        case Role::mlp_up: case Role::mlp_down: case Role::shared_gate: case Role::shared_up: case Role::shared_down:
+            return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
 DType loaded_dtype(Precision precision, DType file_dtype, Role role, const std::vector<int64_t>& shape,
                    bool quantize_embeddings) noexcept {
     const auto whole_blocks = [&](DType blocks) {
@@ -517,6 +532,9 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadO
             weight.dtype = dtype;
             weight.shape = want.shape;
             weight.shape[0] = part.rows;
+            weight.fp8_w8a8 = dtype == DType::f8_e4m3_b128 && *stored.dtype == DType::f8_e4m3 && takes_w8a8(part.role) &&
+                              spec.fp8_dynamic_activations && spec.fp8_block_rows == 128 && spec.fp8_block_cols == 128 &&
+                              row % 128 == 0;
             weight.elements = uint64_t(part.rows) * row_elements;
             if (data != nullptr) weight.data = data + dtype_bytes(dtype, uint64_t(row) * row_elements);
             row += part.rows;

@@ -60,6 +60,9 @@ struct ModelSpec {
     bool fp8_weights = false;
     int64_t fp8_block_rows = 0;
     int64_t fp8_block_cols = 0;
+    // Its quantization_config's activation_scheme is "dynamic": activations quantized to e4m3 as
+    // they come, per 128 inputs (as DeepSeek-V3's act_quant does), where a backend can (Weight::fp8_w8a8).
+    bool fp8_dynamic_activations = false;
 
     int64_t mask_token_id = 0;
     int64_t eos_token_id = -1;  // -1: none declared

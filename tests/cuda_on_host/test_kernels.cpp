@@ -8,6 +8,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "cpu/attention.hpp"
 #include "cpu/dequantize.hpp"
 #include "cpu/ops.hpp"
+#include "cpu/quantize.hpp"
 #include "cpu/route.hpp"
 #include "cuda/attention.hpp"
 #include "cuda/grouped_matmul.hpp"
@@ -305,6 +307,38 @@ TEST_CASE("embedding, norms, rope, swiglu, additions, gathers, guidance and roun
         CHECK(rounded == to_half(x, type));
     }
     CHECK(cuda::round_to(x.data(), int64_t(n), ElementType::f32, got.data(), nullptr) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("activations quantized for block-scaled fp8 products are F8_E4M3_B128's blocks, split into codes and scales") {
+    std::mt19937 rng(31);
+    constexpr int64_t k = 384, groups = k / 128;
+    for (const int64_t rows : {1, 3, 8, 17}) {
+        CAPTURE(rows);
+        std::vector<float> x = random_floats(size_t(rows * k), rng, 3.0f);
+        x[5] = 1e-30f;                                                  // below e4m3's smallest step
+        std::fill(x.begin() + 128, x.begin() + 256, 0.0f);             // a group of zeros: scale 0
+        x[size_t(k) * size_t(rows - 1) + 300] = std::nanf("");          // a NaN: its code, and no scale from it
+        x[size_t(k) * size_t(rows - 1) + 301] = -INFINITY;
+        std::vector<uint8_t> values(size_t(rows * k), 0xAA);
+        std::vector<float> scales(size_t(rows * groups), -1.0f);
+        REQUIRE_LAUNCHED(cuda::quantize_fp8_groups(x.data(), rows, k, values.data(), scales.data(), nullptr));
+        std::vector<uint8_t> blocks(size_t(rows * groups) * 132);
+        cpu::quantize_row(ElementType::f8_e4m3_b128, x.data(), rows * k, blocks.data());
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t g = 0; g < groups; ++g) {
+                const uint8_t* block = blocks.data() + (r * groups + g) * 132;
+                float scale;
+                std::memcpy(&scale, block, 4);
+                CHECK(std::bit_cast<uint32_t>(scales[size_t(r + g * rows)]) == std::bit_cast<uint32_t>(scale));
+                CHECK(std::memcmp(values.data() + r * k + g * 128, block + 4, 128) == 0);
+            }
+        CHECK(scales[size_t(rows)] == 0.0f);  // row 0's group of zeros
+        CHECK(values[size_t(k * (rows - 1) + 300)] == 0x7F);
+        CHECK(std::isfinite(scales[size_t(rows - 1 + 2 * rows)]));
+    }
+    float unused = 0;
+    uint8_t code = 0;
+    CHECK(cuda::quantize_fp8_groups(&unused, 1, 100, &code, &unused, nullptr) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("norms and SwiGLU take 16-byte loads where they can, and write their output rounded as round_to would") {

@@ -20,6 +20,7 @@
 #include "cpu/quantize.hpp"
 #include "fixtures.hpp"
 #include "format/tensor_catalog.hpp"
+#include "fp8_tiles.hpp"
 #include "memory/memory_plan.hpp"
 #include "model/model.hpp"
 #include "unmask.h"
@@ -202,4 +203,46 @@ TEST_CASE("precision fp8 quantizes a float model's matrices at load, and an fp8 
     const std::vector<float> decoded = row_values(checkpoint->weight(q.name), 0);
     for (size_t j = 0; j < decoded.size(); ++j)
         CHECK(bf16_to_float(static_cast<const uint16_t*>(q.data)[j]) == bf16_to_float(float_to_bf16(decoded[j])));
+}
+
+TEST_CASE("a checkpoint of 128x128 blocks and dynamic activations marks its dense matrices for fp8 products, in tiles") {
+    const auto blocks = load_reference("llada-fp8-block", Precision::automatic);
+    int64_t marked = 0;
+    for (const Weight& w : blocks->weights()) {
+        CAPTURE(w.name);
+        const bool dense = w.role != Role::embedding && w.role != Role::lm_head && w.dtype == DType::f8_e4m3_b128;
+        CHECK(w.fp8_w8a8 == dense);
+        if (!w.fp8_w8a8) continue;
+        ++marked;
+        // Its rows split into cuBLASLt's operand: every value and its tile's scale give the value loaded.
+        const int64_t n = w.shape[0], k = w.shape[1];
+        std::vector<uint8_t> values(size_t(n * k));
+        std::vector<float> scales(size_t(kernels::fp8_tile_scales(n, k)), -1.0f);
+        REQUIRE(kernels::split_fp8_tiles(static_cast<const uint8_t*>(w.data), n, k, values.data(), scales.data()));
+        for (int64_t r = 0; r < n; ++r) {
+            const std::vector<float> loaded = row_values(w, r);
+            for (int64_t c = 0; c < k; ++c) {
+                const float scale = scales[size_t(r / 128 * kernels::fp8_tile_stride(k) + c / 128)];
+                REQUIRE(fp8_e4m3_to_float(values[size_t(r * k + c)]) * scale == loaded[size_t(c)]);
+            }
+        }
+        for (int64_t t = 0; t < (n + 127) / 128; ++t)  // the padding of a row of tiles
+            for (int64_t g = k / 128; g < kernels::fp8_tile_stride(k); ++g)
+                CHECK(scales[size_t(t * kernels::fp8_tile_stride(k) + g)] == 0.0f);
+    }
+    CHECK(marked == 14);  // q, k, v, o, gate, up and down of both layers
+    // Per-tensor scales, or the same blocks at load-time fp8 (one scale per 128 of a row): none.
+    for (const Weight& w : load_reference("llada-fp8", Precision::automatic)->weights()) CHECK_FALSE(w.fp8_w8a8);
+    for (const Weight& w : load_reference("llada-fp8-original", Precision::fp8)->weights()) CHECK_FALSE(w.fp8_w8a8);
+
+    // Rows whose blocks' scales differ within a tile do not split.
+    const Weight& q = blocks->weight("model.transformer.blocks.0.q_proj.weight");
+    std::vector<uint8_t> changed(static_cast<const uint8_t*>(q.data),
+                                 static_cast<const uint8_t*>(q.data) + dtype_bytes(q.dtype, q.elements));
+    const float other = 0.5f;
+    std::memcpy(changed.data() + 5 * 132, &other, 4);  // row 5's first block
+    std::vector<uint8_t> values(size_t(q.elements));
+    std::vector<float> scales(size_t(kernels::fp8_tile_scales(q.shape[0], q.shape[1])));
+    CHECK_FALSE(kernels::split_fp8_tiles(changed.data(), q.shape[0], q.shape[1], values.data(), scales.data()));
+    CHECK_FALSE(kernels::split_fp8_tiles(changed.data(), 1, 100, values.data(), scales.data()));  // not groups of 128
 }

@@ -17,6 +17,7 @@ const char* type_name(cudaDataType_t type) {
         case CUDA_R_32F: return "fp32";
         case CUDA_R_16BF: return "bf16";
         case CUDA_R_16F: return "fp16";
+        case CUDA_R_8F_E4M3: return "block-scaled fp8";
         default: return "an unsupported type";
     }
 }
@@ -68,6 +69,13 @@ CublasLtMatmul::Plan& CublasLtMatmul::plan(const Shape& shape) {
               "setting TRANSA");
         check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &l.transb, sizeof l.transb),
               "setting TRANSB");
+        if (type == CUDA_R_8F_E4M3) {  // the weights' scales per tile, the activations' per 128 of a row
+            const auto tiles = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, groups = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+            check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &tiles, sizeof tiles),
+                  "setting A_SCALE_MODE");
+            check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &groups, sizeof groups),
+                  "setting B_SCALE_MODE");
+        }
         check(cublasLtMatrixLayoutCreate(&plan.a, type, l.k, l.m, l.lda), "cublasLtMatrixLayoutCreate (weights)");
         check(cublasLtMatrixLayoutCreate(&plan.b, type, l.k, l.n, l.ldb), "cublasLtMatrixLayoutCreate (inputs)");
         check(cublasLtMatrixLayoutCreate(&plan.d, CUDA_R_32F, l.m, l.n, l.ldd), "cublasLtMatrixLayoutCreate (outputs)");
@@ -106,11 +114,34 @@ void CublasLtMatmul::run(const void* x, const void* w, cudaDataType_t type, int6
                          float* out, cudaStream_t stream) {
     if (rows <= 0 || n <= 0) return;
     if (k <= 0) fail(Status::internal, "a matmul with an inner dimension of {}", k);
-    const Plan& p = plan({int(type), rows, n, k, alignment(w), alignment(x), alignment(out)});
+    run(plan({int(type), rows, n, k, alignment(w), alignment(x), alignment(out)}), x, w, out, stream);
+}
+
+void CublasLtMatmul::run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_tile_scales,
+                             int64_t rows, int64_t n, int64_t k, float* out, cudaStream_t stream) {
+    if (rows <= 0 || n <= 0) return;
+    if (k <= 0 || k % 128 != 0) fail(Status::internal, "a block-scaled fp8 matmul with an inner dimension of {}", k);
+    const Plan& p = plan({int(CUDA_R_8F_E4M3), rows, n, k, alignment(w), alignment(x), alignment(out)});
+    // Each call's scales: the plan's descriptor is this object's alone, and a call is queued before the next is set.
+    check(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_tile_scales,
+                                         sizeof w_tile_scales),
+          "setting A_SCALE_POINTER");
+    check(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales),
+          "setting B_SCALE_POINTER");
+    run(p, x, w, out, stream);
+}
+
+void CublasLtMatmul::run(const Plan& p, const void* x, const void* w, float* out, cudaStream_t stream) {
     const float one = 1.0f, zero = 0.0f;
     check(cublasLtMatmul(handle_, p.operation, &one, w, p.a, x, p.b, &zero, out, p.d, out, p.d, &p.algo, workspace_,
                          workspace_bytes_, stream),
           "cublasLtMatmul");
+}
+
+bool CublasLtMatmul::block_scaled_fp8(int device) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+    return major == 9 && cublasLtGetVersion() >= 120900;
 }
 
 }  // namespace unmask::cuda

@@ -24,6 +24,13 @@ public:
     // Throws Error(DEVICE) naming the shape when cuBLASLt refuses or fails.
     void run(const void* x, const void* w, cudaDataType_t type, int64_t rows, int64_t n, int64_t k, float* out,
              cudaStream_t stream);
+    // The same in fp8 with block scales (kernels/fp8_tiles.hpp): e4m3 activations with a scale per
+    // 128 of a row, e4m3 weights with a scale per tile of 128 x 128; k a multiple of 128.
+    void run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_tile_scales, int64_t rows,
+                 int64_t n, int64_t k, float* out, cudaStream_t stream);
+    // Whether `device` takes block-scaled fp8 products: sm_90 (Hopper, whose fp8 tensor cores
+    // cuBLASLt scales per block in software) with cuBLASLt 12.9 or later, as PyTorch requires.
+    static bool block_scaled_fp8(int device);
 
     // The cuBLASLt shape for a row-major product (tests check it without a GPU): A = w read as
     // column-major [k, n] and transposed, B = x as column-major [k, rows], D = out as column-major
@@ -48,6 +55,7 @@ private:
     // type, rows, n, k, and the alignment in bytes (up to 256) of the weights, inputs and outputs.
     using Shape = std::tuple<int, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
     Plan& plan(const Shape& shape);
+    void run(const Plan& plan, const void* x, const void* w, float* out, cudaStream_t stream);
     static void destroy(Plan& plan) noexcept;
 
     cublasLtHandle_t handle_ = nullptr;

@@ -25,6 +25,7 @@
 #include "cuda/query_tiles.hpp"
 #include "cuda/ops.hpp"
 #include "format/dtype.hpp"
+#include "fp8_tiles.hpp"
 
 namespace unmask {
 namespace {
@@ -562,7 +563,8 @@ private:
         const float* x;
         int64_t rows, inner;
         const void* rounded = nullptr;
-        DType rounded_as = DType::f32;
+        DType rounded_as = DType::f32;  // F8_E4M3: rows fp8_first_row.. quantized by fp8_input
+        int64_t fp8_first_row = 0, fp8_rows = 0;
     };
 
     // The input as a matmul with weights of `dtype` reads it: x for fp32; else rounded to bf16/fp16
@@ -585,6 +587,25 @@ private:
             rounded_as_ = dtype;
         }
         return input.rounded;
+    }
+
+    // Rows first_row.. of the input quantized for a block-scaled fp8 product (kernels/fp8_tiles.hpp)
+    // in the staging buffer, once for every use of those rows (q, k and v; gate and up).
+    std::pair<const uint8_t*, const float*> fp8_input(MatmulInput& input, int64_t first_row, int64_t rows) {
+        const int64_t k = input.inner;
+        if (input.rounded_as != DType::f8_e4m3 || input.fp8_first_row != first_row || input.fp8_rows != rows) {
+            auto* staged = static_cast<uint8_t*>(staging(rounded_, size_t(kernels::fp8_activation_bytes(rows, k))));
+            rounded_output_ = {};  // its copy is overwritten
+            check(k::quantize_fp8_groups(input.x + first_row * k, rows, k, staged,
+                                         reinterpret_cast<float*>(staged + rows * k), stream_),
+                  "quantizing activations to fp8");
+            input.rounded = staged;
+            input.rounded_as = DType::f8_e4m3;
+            input.fp8_first_row = first_row;
+            input.fp8_rows = rows;
+        }
+        const auto* values = static_cast<const uint8_t*>(input.rounded);
+        return {values, reinterpret_cast<const float*>(values + rows * k)};
     }
 
     // Every call but the matmuls' begins here: on the device, and the last call's rounded output
@@ -623,6 +644,13 @@ private:
         for (const MatmulJob& job : jobs) {
             const CudaWeights::Copy& weight = weights_->find(*job.weight);
             const int64_t n = job.weight->shape.at(0);
+            if (weight.dtype == DType::f8_e4m3 && inner > 0) {  // fp8 tiles (CudaWeights::upload)
+                const auto [values, scales] = fp8_input(input, job.first_row, job.rows);
+                const auto* codes = reinterpret_cast<const uint8_t*>(weight.buffer.floats());
+                matmul_->run_fp8(values, scales, codes, weight.tile_scales, job.rows, n, inner, job.out, stream_);
+                if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
+                continue;
+            }
             if (is_quantized_dtype(weight.dtype) && inner > 0) {
                 run_quantized_matmul(input, job);
                 if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
@@ -875,6 +903,27 @@ private:
     CudaGraphStats graph_stats_;
 };
 
+// Weight::fp8_w8a8's F8_E4M3_B128 rows as cuBLASLt's block-scaled operand, where they split into
+// tiles: in a buffer of the size planned for them (or of the split's, if larger); none where they
+// do not split. `tiles` is the host staging, reused.
+std::optional<CudaWeights::Copy> fp8_tiles_copy(const Weight& w, MemoryLedger* ledger, cudaStream_t stream,
+                                                std::vector<uint8_t>& tiles) {
+    if (w.shape.size() != 2) return std::nullopt;
+    const int64_t n = w.shape[0], k = w.shape[1];
+    const uint64_t scales_at = uint64_t(n * k + 255) / 256 * 256;
+    const uint64_t split = scales_at + uint64_t(kernels::fp8_tile_scales(n, k)) * sizeof(float);
+    tiles.resize(split);
+    if (!kernels::split_fp8_tiles(static_cast<const uint8_t*>(w.data), n, k, tiles.data(),
+                                  reinterpret_cast<float*>(tiles.data() + scales_at)))
+        return std::nullopt;
+    CudaWeights::Copy copy{device_allocate(ledger, std::max(dtype_bytes(w.dtype, w.elements), split)), DType::f8_e4m3};
+    copy.tile_scales = reinterpret_cast<const float*>(reinterpret_cast<const char*>(copy.buffer.floats()) + scales_at);
+    // From pageable memory, as upload's other copies: `tiles` may be reused once this returns.
+    check(cudaMemcpyAsync(copy.buffer.floats(), tiles.data(), split, cudaMemcpyHostToDevice, stream),
+          "upload of the weights");
+    return copy;
+}
+
 }  // namespace
 
 std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> all, int device, MemoryLedger* ledger) {
@@ -891,6 +940,8 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> a
         cudaStreamSynchronize(s);
         cudaStreamDestroy(s);
     });
+    const bool fp8_products = cuda::CublasLtMatmul::block_scaled_fp8(device);
+    std::vector<uint8_t> tiles;
     for (const Weight& w : all) {
         if (w.data == nullptr) fail(Status::invalid_argument, "weight '{}' has no data to upload", w.name);
         element_type(w.dtype);  // a weight type, or INTERNAL
@@ -904,6 +955,12 @@ std::shared_ptr<const CudaWeights> CudaWeights::upload(std::span<const Weight> a
             for (uint64_t i = 0; i < w.elements; ++i)
                 widened[i] = w.dtype == DType::bf16 ? bf16_to_float(half[i]) : fp16_to_float(half[i]);
             source = widened.data();
+        }
+        if (w.fp8_w8a8 && fp8_products) {
+            if (auto copy = fp8_tiles_copy(w, ledger, stream, tiles)) {
+                weights->copies_.emplace(&w, std::move(*copy));
+                continue;
+            }
         }
         const DType dtype = widen ? DType::f32 : w.dtype;
         const uint64_t bytes = dtype_bytes(dtype, w.elements);

@@ -26,10 +26,13 @@ public:
     static std::shared_ptr<const CudaWeights> upload(std::span<const Weight> weights, int device, MemoryLedger* ledger);
 
     // A weight on the device, in its stored precision except the MoE router's, which is widened
-    // to fp32 (routing is a discrete choice: it should follow the CPU's as closely as it can).
+    // to fp32 (routing is a discrete choice: it should follow the CPU's as closely as it can), and
+    // Weight::fp8_w8a8's on a device with block-scaled fp8 products: F8_E4M3 values, then their
+    // tile scales (kernels/fp8_tiles.hpp) in the same buffer, of the planned F8_E4M3_B128 size.
     struct Copy {
         DeviceBuffer buffer;
         DType dtype = DType::f32;
+        const float* tile_scales = nullptr;  // F8_E4M3 only
     };
 
     int device() const noexcept { return device_; }
