@@ -165,6 +165,40 @@ __global__ void quantize_fp8_groups_kernel(const float* x, int64_t rows, int64_t
     }
 }
 
+constexpr int fp8_max_rows = 3;
+
+__device__ __forceinline__ void fp8_quad(uint32_t codes, float* out) {
+    for (int j = 0; j < 4; ++j) out[j] = quantized::fp8_value(uint8_t(codes >> (8 * j)));
+}
+
+// One warp per output: each lane takes 4 of every group of 128, its products summed per group and
+// scaled, the lanes' sums added at the end.
+__global__ void matmul_fp8_rows_kernel(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w,
+                                       const float* w_tile_scales, int64_t n, int64_t k, float* out) {
+    const int64_t groups = k / fp8_group, stride = fp8_tile_stride(k), warps = int64_t(gridDim.x) * blockDim.x / 32;
+    const int lane = int(threadIdx.x % 32);
+    for (int64_t o = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; o < n; o += warps) {
+        float sum[fp8_max_rows] = {};
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t at = g * fp8_group + lane * 4;
+            float weights[4];
+            fp8_quad(*reinterpret_cast<const uint32_t*>(w + o * k + at), weights);
+            const float w_scale = w_tile_scales[o / fp8_group * stride + g];
+            for (int r = 0; r < rows; ++r) {
+                float inputs[4];
+                fp8_quad(*reinterpret_cast<const uint32_t*>(x + r * k + at), inputs);
+                float dot = 0.0f;
+                for (int j = 0; j < 4; ++j) dot += weights[j] * inputs[j];
+                sum[r] += w_scale * x_scales[r + g * rows] * dot;
+            }
+        }
+        for (int r = 0; r < rows; ++r) {
+            for (int offset = 16; offset > 0; offset >>= 1) sum[r] += __shfl_xor_sync(0xFFFFFFFFu, sum[r], offset);
+            if (lane == 0) out[r * n + o] = sum[r];
+        }
+    }
+}
+
 #undef UNMASK_GRID_STRIDE
 
 }  // namespace
@@ -256,6 +290,14 @@ cudaError_t quantize_fp8_groups(const float* x, int64_t rows, int64_t k, uint8_t
     if (rows * k == 0) return cudaSuccess;
     return launch_kernel(quantize_fp8_groups_kernel, grid_for(rows * k / 4, threads), threads, 0, stream, x, rows, k,
                          values, scales);
+}
+
+cudaError_t matmul_fp8_rows(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w,
+                            const float* w_tile_scales, int64_t n, int64_t k, float* out, cudaStream_t stream) {
+    if (k % fp8_group != 0 || rows < 0 || rows > fp8_max_rows || n < 0) return cudaErrorInvalidValue;
+    if (rows * n == 0) return cudaSuccess;
+    return launch_kernel(matmul_fp8_rows_kernel, grid_for(n * 32, threads), threads, 0, stream, x, x_scales, rows, w,
+                         w_tile_scales, n, k, out);
 }
 
 }  // namespace unmask::kernels::cuda

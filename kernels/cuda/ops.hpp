@@ -62,5 +62,11 @@ cudaError_t round_to(const float* x, int64_t n, ElementType type, void* out, cud
 // the codes into values [rows, k], s into scales[row + (col / 128) * rows].
 cudaError_t quantize_fp8_groups(const float* x, int64_t rows, int64_t k, uint8_t* values, float* scales,
                                 cudaStream_t stream);
+// out[r, o] = sum over the 128-groups g of w_tile_scales[o / 128 * fp8_tile_stride(k) + g] *
+// x_scales[r + g * rows] * sum_j e4m3(w[o, 128g + j]) * e4m3(x[r, 128g + j]), for the last rows
+// of a block-scaled fp8 product (cuBLASLt's takes whole multiples of 4): up to 3 rows, one warp
+// per output, sums in fp32 (each lane's share of a group scaled, then the lanes summed).
+cudaError_t matmul_fp8_rows(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w,
+                            const float* w_tile_scales, int64_t n, int64_t k, float* out, cudaStream_t stream);
 
 }  // namespace unmask::kernels::cuda

@@ -54,8 +54,8 @@ void validate_spec(const ModelSpec& spec, const std::string& label) {
 // config.json's quantization_config: fp8 checkpoints ("quant_method": "fp8", as vLLM, SGLang and
 // DeepSeek-V3's and Qwen3-FP8's configs write it: e4m3 weights, per tensor or with
 // "weight_block_size" [rows, cols]); every other method is UNSUPPORTED, naming it. The activation
-// scheme "dynamic" is kept for the backends that quantize activations (Weight::fp8_w8a8);
-// "static" (per-tensor input_scale) is not used: activations stay unquantized.
+// scheme "dynamic" is kept for the backends that quantize activations (Weight::fp8_w8a8); any
+// other ("static", with a per-tensor input_scale) is not used: activations stay unquantized.
 void read_quantization_config(const ConfigReader& config, ModelSpec& spec) {
     const nlohmann::json* q = config.find("quantization_config");
     if (q == nullptr) return;
@@ -70,12 +70,8 @@ void read_quantization_config(const ConfigReader& config, ModelSpec& spec) {
     if (const auto format = fields.optional_string("fmt"); format && *format != "e4m3")
         fail(Status::unsupported, "{}: quantization_config's fmt '{}' is not supported (e4m3 is)", config.label(), *format);
     spec.fp8_weights = true;
-    if (const auto scheme = fields.optional_string("activation_scheme")) {
-        if (*scheme != "dynamic" && *scheme != "static")
-            fail(Status::unsupported, "{}: quantization_config's activation_scheme '{}' is not supported (dynamic and "
-                 "static are)", config.label(), *scheme);
-        spec.fp8_dynamic_activations = *scheme == "dynamic";
-    }
+    const nlohmann::json* scheme = fields.find("activation_scheme");
+    spec.fp8_dynamic_activations = scheme != nullptr && *scheme == "dynamic";
     const nlohmann::json* block = fields.find("weight_block_size");
     if (block == nullptr) return;  // one scale per tensor
     const auto extent = [](const nlohmann::json& v) { return v.is_number_integer() ? v.get<int64_t>() : int64_t{0}; };

@@ -31,6 +31,7 @@
 #include "cuda/moe.hpp"
 #include "cuda/ops.hpp"
 #include "cuda/query_tiles.hpp"
+#include "fp8_tiles.hpp"
 #include "cuda_on_host.hpp"
 #include "require_launched.hpp"
 
@@ -339,6 +340,43 @@ TEST_CASE("activations quantized for block-scaled fp8 products are F8_E4M3_B128'
     float unused = 0;
     uint8_t code = 0;
     CHECK(cuda::quantize_fp8_groups(&unused, 1, 100, &code, &unused, nullptr) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("the last rows of a block-scaled fp8 product sum each group's codes times both scales") {
+    std::mt19937 rng(37);
+    constexpr int64_t k = 384, groups = k / 128, n = 150;  // two rows of tiles, the second partial
+    std::uniform_int_distribution<int> code(0, 255);
+    const auto codes = [&](size_t count) {
+        std::vector<uint8_t> out(count);
+        for (uint8_t& c : out) do c = uint8_t(code(rng)); while ((c & 0x7F) == 0x7F);  // no NaN
+        return out;
+    };
+    const std::vector<uint8_t> w = codes(size_t(n * k));
+    std::vector<float> tiles = random_floats(size_t(kernels::fp8_tile_scales(n, k)), rng, 0.01f);
+    for (int64_t rows = 0; rows <= 3; ++rows) {
+        CAPTURE(rows);
+        const std::vector<uint8_t> x = codes(size_t(rows * k));
+        const std::vector<float> x_scales = random_floats(size_t(rows * groups), rng, 0.1f);
+        std::vector<float> got(size_t(rows * n) + 1, 7.0f), expected(size_t(rows * n));
+        REQUIRE_LAUNCHED(cuda::matmul_fp8_rows(x.data(), x_scales.data(), rows, w.data(), tiles.data(), n, k, got.data(),
+                                               nullptr));
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < n; ++o) {
+                double sum = 0;
+                for (int64_t g = 0; g < groups; ++g) {
+                    double block = 0;
+                    for (int64_t j = g * 128; j < (g + 1) * 128; ++j)
+                        block += double(fp8_e4m3_to_float(w[size_t(o * k + j)])) * fp8_e4m3_to_float(x[size_t(r * k + j)]);
+                    sum += block * tiles[size_t(o / 128 * kernels::fp8_tile_stride(k) + g)] * x_scales[size_t(r + g * rows)];
+                }
+                expected[size_t(r * n + o)] = float(sum);
+            }
+        CHECK(relative_error(std::vector<float>(got.begin(), got.end() - 1), expected) <= 1e-5);
+        CHECK(got.back() == 7.0f);  // nothing past the rows
+    }
+    float unused = 0;
+    CHECK(cuda::matmul_fp8_rows(w.data(), &unused, 4, w.data(), tiles.data(), n, k, &unused, nullptr) ==
+          cudaErrorInvalidValue);  // 4 rows and more go to cuBLASLt
 }
 
 TEST_CASE("norms and SwiGLU take 16-byte loads where they can, and write their output rounded as round_to would") {

@@ -53,7 +53,16 @@ CublasLtMatmul::Layout CublasLtMatmul::layout(int64_t rows, int64_t n, int64_t k
     return {CUBLAS_OP_T, CUBLAS_OP_N, uint64_t(n), uint64_t(rows), uint64_t(k), k, k, n};
 }
 
-CublasLtMatmul::Plan& CublasLtMatmul::plan(const Shape& shape) {
+void CublasLtMatmul::set_scales(const Plan& plan, const Scales& scales) {
+    check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scales.weights,
+                                         sizeof scales.weights),
+          "setting A_SCALE_POINTER");
+    check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scales.inputs,
+                                         sizeof scales.inputs),
+          "setting B_SCALE_POINTER");
+}
+
+CublasLtMatmul::Plan& CublasLtMatmul::plan(const Shape& shape, const Scales& scales) {
     const auto [type_code, rows, n, k, w_alignment, x_alignment, out_alignment] = shape;
     const auto type = static_cast<cudaDataType_t>(type_code);
     if (auto found = plans_.find(shape); found != plans_.end()) return found->second;
@@ -70,11 +79,16 @@ CublasLtMatmul::Plan& CublasLtMatmul::plan(const Shape& shape) {
         check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &l.transb, sizeof l.transb),
               "setting TRANSB");
         if (type == CUDA_R_8F_E4M3) {  // the weights' scales per tile, the activations' per 128 of a row
+#if CUBLAS_VERSION >= 120900
             const auto tiles = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, groups = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
             check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &tiles, sizeof tiles),
                   "setting A_SCALE_MODE");
             check(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &groups, sizeof groups),
                   "setting B_SCALE_MODE");
+            set_scales(plan, scales);
+#else
+            fail(Status::internal, "block-scaled fp8 matmuls need cuBLASLt 12.9 or later at build time");
+#endif
         }
         check(cublasLtMatrixLayoutCreate(&plan.a, type, l.k, l.m, l.lda), "cublasLtMatrixLayoutCreate (weights)");
         check(cublasLtMatrixLayoutCreate(&plan.b, type, l.k, l.n, l.ldb), "cublasLtMatrixLayoutCreate (inputs)");
@@ -121,13 +135,13 @@ void CublasLtMatmul::run_fp8(const uint8_t* x, const float* x_scales, const uint
                              int64_t rows, int64_t n, int64_t k, float* out, cudaStream_t stream) {
     if (rows <= 0 || n <= 0) return;
     if (k <= 0 || k % 128 != 0) fail(Status::internal, "a block-scaled fp8 matmul with an inner dimension of {}", k);
-    const Plan& p = plan({int(CUDA_R_8F_E4M3), rows, n, k, alignment(w), alignment(x), alignment(out)});
-    // Each call's scales: the plan's descriptor is this object's alone, and a call is queued before the next is set.
-    check(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_tile_scales,
-                                         sizeof w_tile_scales),
-          "setting A_SCALE_POINTER");
-    check(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales),
-          "setting B_SCALE_POINTER");
+    if (rows % 4 != 0 || n % 4 != 0)
+        fail(Status::internal, "a block-scaled fp8 matmul of {} rows and {} outputs (multiples of 4 only)", rows, n);
+    const Scales scales{w_tile_scales, x_scales};
+    const Plan& p = plan({int(CUDA_R_8F_E4M3), rows, n, k, alignment(w), alignment(x), alignment(out)}, scales);
+    // This call's scales (the heuristic saw the first call's): the plan's descriptor is this
+    // object's alone, and a call is queued before the next one sets them.
+    set_scales(p, scales);
     run(p, x, w, out, stream);
 }
 
@@ -139,9 +153,18 @@ void CublasLtMatmul::run(const Plan& p, const void* x, const void* w, float* out
 }
 
 bool CublasLtMatmul::block_scaled_fp8(int device) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+#if CUBLAS_VERSION >= 120900
+    int devices = 0, major = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || device < 0 || device >= devices ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+        cudaGetLastError();  // not left for the next launch to report
+        return false;
+    }
     return major == 9 && cublasLtGetVersion() >= 120900;
+#else
+    (void)device;
+    return false;
+#endif
 }
 
 }  // namespace unmask::cuda

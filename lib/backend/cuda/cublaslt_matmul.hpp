@@ -25,7 +25,8 @@ public:
     void run(const void* x, const void* w, cudaDataType_t type, int64_t rows, int64_t n, int64_t k, float* out,
              cudaStream_t stream);
     // The same in fp8 with block scales (kernels/fp8_tiles.hpp): e4m3 activations with a scale per
-    // 128 of a row, e4m3 weights with a scale per tile of 128 x 128; k a multiple of 128.
+    // 128 of a row, e4m3 weights with a scale per tile of 128 x 128; k a multiple of 128, rows and
+    // n multiples of 4 (cuBLASLt's rule for these scales).
     void run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_tile_scales, int64_t rows,
                  int64_t n, int64_t k, float* out, cudaStream_t stream);
     // Whether `device` takes block-scaled fp8 products: sm_90 (Hopper, whose fp8 tensor cores
@@ -54,7 +55,12 @@ private:
     };
     // type, rows, n, k, and the alignment in bytes (up to 256) of the weights, inputs and outputs.
     using Shape = std::tuple<int, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
-    Plan& plan(const Shape& shape);
+    struct Scales {  // a block-scaled fp8 product's, on the device ({}: none)
+        const float* weights;
+        const float* inputs;
+    };
+    Plan& plan(const Shape& shape, const Scales& scales = {});
+    static void set_scales(const Plan& plan, const Scales& scales);
     void run(const Plan& plan, const void* x, const void* w, float* out, cudaStream_t stream);
     static void destroy(Plan& plan) noexcept;
 

@@ -590,22 +590,46 @@ private:
     }
 
     // Rows first_row.. of the input quantized for a block-scaled fp8 product (kernels/fp8_tiles.hpp)
-    // in the staging buffer, once for every use of those rows (q, k and v; gate and up).
-    std::pair<const uint8_t*, const float*> fp8_input(MatmulInput& input, int64_t first_row, int64_t rows) {
-        const int64_t k = input.inner;
+    // in the staging buffer, once for every use of those rows (q, k and v; gate and up): the rows
+    // in whole multiples of 4 (cuBLASLt's product), then the last up to 3 (matmul_fp8_rows), each
+    // part's codes followed by its scales.
+    struct Fp8Rows {
+        const uint8_t* values;
+        const float* scales;
+    };
+    std::pair<Fp8Rows, Fp8Rows> fp8_input(MatmulInput& input, int64_t first_row, int64_t rows) {
+        const int64_t k = input.inner, main = rows / 4 * 4, tail = rows - main;
+        auto* staged = static_cast<uint8_t*>(const_cast<void*>(input.rounded));
         if (input.rounded_as != DType::f8_e4m3 || input.fp8_first_row != first_row || input.fp8_rows != rows) {
-            auto* staged = static_cast<uint8_t*>(staging(rounded_, size_t(kernels::fp8_activation_bytes(rows, k))));
+            staged = static_cast<uint8_t*>(staging(rounded_, size_t(kernels::fp8_activation_bytes(rows, k))));
             rounded_output_ = {};  // its copy is overwritten
-            check(k::quantize_fp8_groups(input.x + first_row * k, rows, k, staged,
-                                         reinterpret_cast<float*>(staged + rows * k), stream_),
+            const int64_t tail_at = kernels::fp8_activation_bytes(main, k);
+            check(k::quantize_fp8_groups(input.x + first_row * k, main, k, staged,
+                                         reinterpret_cast<float*>(staged + main * k), stream_),
+                  "quantizing activations to fp8");
+            check(k::quantize_fp8_groups(input.x + (first_row + main) * k, tail, k, staged + tail_at,
+                                         reinterpret_cast<float*>(staged + tail_at + tail * k), stream_),
                   "quantizing activations to fp8");
             input.rounded = staged;
             input.rounded_as = DType::f8_e4m3;
             input.fp8_first_row = first_row;
             input.fp8_rows = rows;
         }
-        const auto* values = static_cast<const uint8_t*>(input.rounded);
-        return {values, reinterpret_cast<const float*>(values + rows * k)};
+        const uint8_t* tail_values = staged + kernels::fp8_activation_bytes(main, k);
+        return {{staged, reinterpret_cast<const float*>(staged + main * k)},
+                {tail_values, reinterpret_cast<const float*>(tail_values + tail * k)}};
+    }
+
+    // A block-scaled fp8 product: cuBLASLt for the job's rows in whole multiples of 4 (its
+    // activation scales must be), the kernel for the last up to 3.
+    void run_fp8_matmul(MatmulInput& input, const MatmulJob& job, const CudaWeights::Copy& weight) {
+        const int64_t n = job.weight->shape.at(0), k = input.inner, main = job.rows / 4 * 4;
+        const auto [head, tail] = fp8_input(input, job.first_row, job.rows);
+        const auto* codes = reinterpret_cast<const uint8_t*>(weight.buffer.floats());
+        matmul_->run_fp8(head.values, head.scales, codes, weight.tile_scales, main, n, k, job.out, stream_);
+        check(k::matmul_fp8_rows(tail.values, tail.scales, job.rows - main, codes, weight.tile_scales, n, k,
+                                 job.out + main * n, stream_),
+              "fp8 matmul of the last rows");
     }
 
     // Every call but the matmuls' begins here: on the device, and the last call's rounded output
@@ -645,9 +669,7 @@ private:
             const CudaWeights::Copy& weight = weights_->find(*job.weight);
             const int64_t n = job.weight->shape.at(0);
             if (weight.dtype == DType::f8_e4m3 && inner > 0) {  // fp8 tiles (CudaWeights::upload)
-                const auto [values, scales] = fp8_input(input, job.first_row, job.rows);
-                const auto* codes = reinterpret_cast<const uint8_t*>(weight.buffer.floats());
-                matmul_->run_fp8(values, scales, codes, weight.tile_scales, job.rows, n, inner, job.out, stream_);
+                run_fp8_matmul(input, job, weight);
                 if (job.bias != nullptr) check(k::add_bias(job.out, job.rows, n, view(*job.bias), stream_), "bias");
                 continue;
             }
@@ -908,7 +930,7 @@ private:
 // do not split. `tiles` is the host staging, reused.
 std::optional<CudaWeights::Copy> fp8_tiles_copy(const Weight& w, MemoryLedger* ledger, cudaStream_t stream,
                                                 std::vector<uint8_t>& tiles) {
-    if (w.shape.size() != 2) return std::nullopt;
+    if (w.shape.size() != 2 || w.shape[0] % 4 != 0) return std::nullopt;  // cuBLASLt's outputs: multiples of 4
     const int64_t n = w.shape[0], k = w.shape[1];
     const uint64_t scales_at = uint64_t(n * k + 255) / 256 * 256;
     const uint64_t split = scales_at + uint64_t(kernels::fp8_tile_scales(n, k)) * sizeof(float);
