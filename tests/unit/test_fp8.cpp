@@ -232,8 +232,10 @@ TEST_CASE("a checkpoint of 128x128 blocks and dynamic activations marks its dens
     }
     CHECK(marked == 14);  // q, k, v, o, gate, up and down of both layers
     // Per-tensor scales, or the same blocks at load-time fp8 (one scale per 128 of a row): none.
-    for (const Weight& w : load_reference("llada-fp8", Precision::automatic)->weights()) CHECK_FALSE(w.fp8_w8a8);
-    for (const Weight& w : load_reference("llada-fp8-original", Precision::fp8)->weights()) CHECK_FALSE(w.fp8_w8a8);
+    const auto per_tensor = load_reference("llada-fp8", Precision::automatic);
+    const auto at_load = load_reference("llada-fp8-original", Precision::fp8);
+    for (const auto* model : {per_tensor.get(), at_load.get()})
+        for (const Weight& w : model->weights()) CHECK_FALSE(w.fp8_w8a8);
 
     // Rows whose blocks' scales differ within a tile do not split.
     const Weight& q = blocks->weight("model.transformer.blocks.0.q_proj.weight");
