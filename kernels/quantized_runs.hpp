@@ -5,6 +5,8 @@
 // bits on both (the on-host kernel tests check every type against it).
 #pragma once
 
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 
 #include "core/float_convert.hpp"
@@ -72,6 +74,15 @@ UNMASK_HOST_DEVICE inline uint8_t fp8_code(float v) {
 #else
     return float_to_fp8_e4m3(v);
 #endif
+}
+
+// An element of an F8_E4M3_B128 group whose scale is the group's largest finite |x| / 448: NaN's code
+// for a value that is not finite, 0 when the scale is 0, else e4m3(x / scale). Weights quantized at
+// load (cpu quantize_row) and activations quantized on the device (cuda quantize_fp8_groups) take
+// their bits from here.
+UNMASK_HOST_DEVICE inline uint8_t fp8_group_code(float x, float scale) {
+    if (!(fabsf(x) <= FLT_MAX)) return 0x7F;
+    return scale != 0.0f ? fp8_code(x / scale) : uint8_t(0);
 }
 
 // Q4_K's and Q5_K's 6-bit scale and min of sub-block j from their 12 packed bytes.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/float_convert.hpp"
+#include "quantized_runs.hpp"
 
 namespace unmask::kernels::cpu {
 namespace {
@@ -55,7 +56,7 @@ void f8_e4m3_b128(const float* x, uint8_t* block) noexcept {
     const float scale = amax / 448.0f;
     std::memcpy(block, &scale, 4);
     for (int j = 0; j < 128; ++j)
-        block[4 + j] = !std::isfinite(x[j]) ? uint8_t(0x7F) : scale != 0.0f ? float_to_fp8_e4m3(x[j] / scale) : uint8_t(0);
+        block[4 + j] = quantized::fp8_group_code(x[j], scale);
 }
 
 }  // namespace

@@ -154,12 +154,7 @@ __global__ void quantize_fp8_groups_kernel(const float* x, int64_t rows, int64_t
         for (int offset = 16; offset > 0; offset >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, offset));
         const float scale = amax / 448.0f;
         uint32_t codes = 0;
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t code = !(fabsf(v[j]) <= FLT_MAX) ? uint8_t(0x7F)
-                                 : scale != 0.0f           ? quantized::fp8_code(v[j] / scale)
-                                                           : uint8_t(0);
-            codes |= uint32_t(code) << (8 * j);
-        }
+        for (int j = 0; j < 4; ++j) codes |= uint32_t(quantized::fp8_group_code(v[j], scale)) << (8 * j);
         *reinterpret_cast<uint32_t*>(values + at) = codes;
         if (lane == 0) scales[r + group % groups * rows] = scale;
     }

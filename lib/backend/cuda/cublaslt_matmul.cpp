@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "fp8_tiles.hpp"
 
 namespace unmask::cuda {
 namespace {
@@ -134,7 +135,8 @@ void CublasLtMatmul::run(const void* x, const void* w, cudaDataType_t type, int6
 void CublasLtMatmul::run_fp8(const uint8_t* x, const float* x_scales, const uint8_t* w, const float* w_tile_scales,
                              int64_t rows, int64_t n, int64_t k, float* out, cudaStream_t stream) {
     if (rows <= 0 || n <= 0) return;
-    if (k <= 0 || k % 128 != 0) fail(Status::internal, "a block-scaled fp8 matmul with an inner dimension of {}", k);
+    if (k <= 0 || k % kernels::fp8_group != 0)
+        fail(Status::internal, "a block-scaled fp8 matmul with an inner dimension of {}", k);
     if (rows % 4 != 0 || n % 4 != 0)
         fail(Status::internal, "a block-scaled fp8 matmul of {} rows and {} outputs (multiples of 4 only)", rows, n);
     const Scales scales{w_tile_scales, x_scales};

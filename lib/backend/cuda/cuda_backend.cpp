@@ -594,30 +594,33 @@ private:
     // in whole multiples of 4 (cuBLASLt's product), then the last up to 3 (matmul_fp8_rows), each
     // part's codes followed by its scales.
     struct Fp8Rows {
-        const uint8_t* values;
-        const float* scales;
+        uint8_t* values;  // rows x k codes
+        float* scales;    // then their scales
     };
+    static Fp8Rows fp8_rows_at(uint8_t* at, int64_t rows, int64_t k) {
+        return {at, reinterpret_cast<float*>(at + rows * k)};
+    }
     std::pair<Fp8Rows, Fp8Rows> fp8_input(MatmulInput& input, int64_t first_row, int64_t rows) {
-        const int64_t k = input.inner, main = rows / 4 * 4, tail = rows - main;
-        auto* staged = static_cast<uint8_t*>(const_cast<void*>(input.rounded));
-        if (input.rounded_as != DType::f8_e4m3 || input.fp8_first_row != first_row || input.fp8_rows != rows) {
-            staged = static_cast<uint8_t*>(staging(rounded_, size_t(kernels::fp8_activation_bytes(rows, k))));
+        const int64_t k = input.inner, main = rows / 4 * 4;
+        const bool done = input.rounded_as == DType::f8_e4m3 && input.fp8_first_row == first_row &&
+                          input.fp8_rows == rows;
+        auto* staged = static_cast<uint8_t*>(done ? const_cast<void*>(input.rounded)
+                                                  : staging(rounded_, size_t(kernels::fp8_activation_bytes(rows, k))));
+        const Fp8Rows head = fp8_rows_at(staged, main, k);
+        const Fp8Rows tail = fp8_rows_at(staged + kernels::fp8_activation_bytes(main, k), rows - main, k);
+        if (!done) {
             rounded_output_ = {};  // its copy is overwritten
-            const int64_t tail_at = kernels::fp8_activation_bytes(main, k);
-            check(k::quantize_fp8_groups(input.x + first_row * k, main, k, staged,
-                                         reinterpret_cast<float*>(staged + main * k), stream_),
+            check(k::quantize_fp8_groups(input.x + first_row * k, main, k, head.values, head.scales, stream_),
                   "quantizing activations to fp8");
-            check(k::quantize_fp8_groups(input.x + (first_row + main) * k, tail, k, staged + tail_at,
-                                         reinterpret_cast<float*>(staged + tail_at + tail * k), stream_),
+            check(k::quantize_fp8_groups(input.x + (first_row + main) * k, rows - main, k, tail.values, tail.scales,
+                                         stream_),
                   "quantizing activations to fp8");
             input.rounded = staged;
             input.rounded_as = DType::f8_e4m3;
             input.fp8_first_row = first_row;
             input.fp8_rows = rows;
         }
-        const uint8_t* tail_values = staged + kernels::fp8_activation_bytes(main, k);
-        return {{staged, reinterpret_cast<const float*>(staged + main * k)},
-                {tail_values, reinterpret_cast<const float*>(tail_values + tail * k)}};
+        return {head, tail};
     }
 
     // A block-scaled fp8 product: cuBLASLt for the job's rows in whole multiples of 4 (its
