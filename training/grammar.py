@@ -12,7 +12,10 @@ notation never seen means (is 5/6 May 6 or June 5?) cannot be learned from reque
 Every generator returns (prompt, call) where call is {"name": ..., "arguments": {...}} or None for a
 request no tool serves (answered with REFUSAL).
 """
+import copy
 import json
+
+import composed_frames
 
 REFUSAL = "Sorry, none of my tools can do that."
 
@@ -36,6 +39,13 @@ class Branch:
         self.alphabet_share, self.avoid = alphabet_share, set(avoid)
         self.words, self.labels, self.domains, self.tlds = words, labels, domains, tlds
         self.frames, self.openers, self.closers = frames, openers, closers
+        self.composer, self.composed_share = None, 0.0  # composed frames (composed_frames.py): TRAIN's
+
+    def frame(self, rng, tool):
+        """One of the branch's written frames of `tool`, or composed_share of the time a composed one."""
+        if self.composer and self.composed_share and rng.random() < self.composed_share:
+            return self.composer.frame(rng, tool)
+        return rng.choice(self.frames[tool])
 
     def syllable(self, rng):
         if rng.random() < self.alphabet_share:
@@ -135,7 +145,7 @@ def clock(rng, formats):
 
 
 def fill(rng, branch, tool, slots):
-    return branch.surface(rng, rng.choice(branch.frames[tool]), slots)
+    return branch.surface(rng, branch.frame(rng, tool), slots)
 
 
 def weather(rng, b):
@@ -193,8 +203,12 @@ def repeat(rng, b, items=(1, 6)):
     return rng.choice(REPEAT_FRAMES).format(text=text), text
 
 
-def request(rng, branch, refusal_share=0.1, repeat_share=0.0, repeat_items=(1, 6)):
-    """A (prompt, answer text, task) triple of `branch`."""
+def request(rng, branch, refusal_share=0.1, repeat_share=0.0, repeat_items=(1, 6), composed_share=0.0):
+    """A (prompt, answer text, task) triple of `branch`; composed_share: the share of its sentence
+    frames that are composed (Branch.frame), where the branch has a composer."""
+    if composed_share:
+        branch = copy.copy(branch)
+        branch.composed_share = composed_share
     if repeat_share and rng.random() < repeat_share:
         prompt, text = repeat(rng, branch, repeat_items)
         return prompt, text, "repeat"
@@ -300,3 +314,14 @@ UNSEEN = Branch(
     openers=["", "", "Kindly ", "Would you ", "I'd like you to ", "Yo, ", "Hello there. "],
     closers=["", "", " asap", ", cheers", " if you can", "."],
 )
+
+
+def frame_words(branch):
+    """The words of a branch's sentence frames, openers and closers."""
+    texts = [frame for frames in branch.frames.values() for frame in frames] + branch.openers + branch.closers
+    return set().union(*(composed_frames.words(text) for text in texts))
+
+
+TRAIN.composer = composed_frames.Composer(
+    banned=frame_words(UNSEEN) - frame_words(TRAIN),
+    taken=[frame for tool, frames in UNSEEN.frames.items() if tool not in ("date", "time") for frame in frames])

@@ -4,7 +4,7 @@ them, mapped to JSON tool calls over five tools, and requests no tool serves, an
 refusal. Deterministic from --seed.
 
 Three files, one {"task", "prompt", "answer"} per line:
-- train.jsonl: the TRAIN branch set;
+- train.jsonl: the TRAIN branch set (with --composed-share, also frames composed from parts);
 - test.jsonl: held out from the same branch set (its phrasings and value pools), prompts never in
   training: the in-template split;
 - unseen.jsonl: the UNSEEN branch set, whose sentence frames, politeness forms and value pools never
@@ -41,6 +41,9 @@ def main():
                         help="share of the training requests that are copying drills (grammar.repeat)")
     parser.add_argument("--repeat-items", default="1-6",
                         help="LOW-HIGH values per copying drill (the curriculum starts with 1-1, then 1-3)")
+    parser.add_argument("--composed-share", type=float, default=0.0,
+                        help="share of the training requests with a composed sentence frame (composed_frames.py); "
+                             "the held-out splits keep the written frames")
     args = parser.parse_args()
     items = tuple(int(n) for n in args.repeat_items.split("-"))
     rng = random.Random(args.seed)
@@ -50,7 +53,7 @@ def main():
     train = []
     while len(train) < args.train:  # repeats allowed, but never a held-out prompt
         prompt, answer, task = grammar.request(rng, grammar.TRAIN, repeat_share=args.repeat_share,
-                                               repeat_items=items)
+                                               repeat_items=items, composed_share=args.composed_share)
         if prompt not in seen:
             train.append({"task": task, "prompt": prompt, "answer": answer})
     os.makedirs(args.out, exist_ok=True)

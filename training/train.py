@@ -241,6 +241,10 @@ def main():
     parser.add_argument("tokenizer")
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=6000)
+    parser.add_argument("--stop-after", type=int, default=0,
+                        help="end the run after this step of the --steps schedule (the learning rate as that "
+                             "schedule has it then; with --save-every, a checkpoint --resume continues from); 0: run "
+                             "it all")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--d", type=int, default=256)
     parser.add_argument("--layers", type=int, default=6)
@@ -302,7 +306,8 @@ def main():
     started, average, first = time.monotonic(), None, 1
     if args.resume:
         first, average = resume(os.path.join(args.out, CHECKPOINT), args, model, optimizer, generator, rng)
-    for step in range(first, args.steps + 1):
+    last = min(args.steps, args.stop_after or args.steps)
+    for step in range(first, last + 1):
         lr = args.lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -320,14 +325,14 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         average = loss.item() if average is None else 0.98 * average + 0.02 * loss.item()
-        if args.save_every and step % args.save_every == 0 and step < args.steps:
+        if args.save_every and (step % args.save_every == 0 or step == last) and step < args.steps:
             write_model(args.out, args, model, tokenizer, vocab, max_length)
             save_checkpoint(os.path.join(args.out, CHECKPOINT), args, step, average, model, optimizer, generator, rng)
         if step % 50 == 0:
             print("step %d  loss %.4f  lr %.2e  %.0f s" % (step, average, lr, time.monotonic() - started), flush=True)
 
     write_model(args.out, args, model, tokenizer, vocab, max_length)
-    print("trained %d steps in %.0f s; wrote %s" % (args.steps, time.monotonic() - started, args.out))
+    print("trained %d steps in %.0f s; wrote %s" % (last, time.monotonic() - started, args.out))
 
 
 if __name__ == "__main__":

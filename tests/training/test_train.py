@@ -105,6 +105,17 @@ class Resume(unittest.TestCase):
         other = self.train(os.path.join(self.scratch.name, "other"), "--seed", "99")
         self.assertNotEqual(self.weights(unbroken), self.weights(os.path.join(self.scratch.name, "other")), other.stdout)
 
+    def test_a_run_stopped_early_is_at_that_step_of_its_schedule(self):
+        unbroken, stopped = (os.path.join(self.scratch.name, name) for name in ("whole", "stopped"))
+        self.train(unbroken)
+        first = self.train(stopped, "--stop-after", "4", "--save-every", "5")  # a checkpoint at the stop
+        self.assertIn("trained 4 steps", first.stdout)
+        self.assertNotEqual(self.weights(unbroken), self.weights(stopped))
+        # Steps 5 and 6 from the stop end where the unbroken run does: the stopped run took the same
+        # first four steps, at the learning rates of the six-step schedule.
+        self.train(stopped, "--resume")
+        self.assertEqual(self.weights(unbroken), self.weights(stopped))
+
     def test_resuming_with_other_arguments_or_a_bad_or_missing_checkpoint_is_refused(self):
         out = os.path.join(self.scratch.name, "refused")
         self.train(out, "--save-every", "3")
