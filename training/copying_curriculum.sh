@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # The copying curriculum for the grammar's data (training/README.md; bench/RESULTS.md, 2026-12-02
-# to 2026-12-08 entries), block diffusion throughout: one-item copying drills from scratch, more
+# to 2026-12-07 entries), block diffusion throughout: one-item copying drills from scratch, more
 # one-item drills, one to three items, the grammar's written frames with 20% drills (the first
 # 1,750 steps of a 6,000-step schedule: where the run was stopped when its unseen-template score
 # had stood still for 750 steps), then the grammar with 60% of its frames composed from parts
 # (composed_frames.py), each stage continuing from the one before. Writes
-# WORK_DIR/stage{1,2,3,4,5}; stage 5 also every SAVE_EVERY steps, with the checkpoint a stopped
-# run resumes from: run the same command again and it skips what is done (the data, the
-# tokenizer, finished stages) and resumes from the last checkpoint, so a long run can span several
-# sittings. VOCAB 260 is characters (256 bytes and 4 specials, no merges), which copy names of an
-# unseen inventory far better than BPE pieces and take about twice the positions (bench/RESULTS.md,
-# 2026-12-07, third session). Not yet the bundled model's recipe: its figures on the
-# unseen-template split are below issue 32's bar.
+# WORK_DIR/stage{1,2,3,4,5}; stage 4 also every 250 steps and stage 5 every SAVE_EVERY (default
+# 250), with the checkpoint a stopped run resumes from: run the same command again and it skips
+# what is done (the data, the tokenizer, finished stages) and resumes from the last checkpoint, so
+# a long run can span several sittings. VOCAB 260 is characters (256 bytes and 4 specials, no
+# merges), which copy names of an unseen inventory far better than BPE pieces and take about
+# twice the positions (bench/RESULTS.md, 2026-12-07, third session). Not yet the bundled model's
+# recipe: its figures on the unseen-template split are below issue 32's bar.
 # usage: training/copying_curriculum.sh WORK_DIR [STAGE5_STEPS [SAVE_EVERY [VOCAB]]]
 set -euo pipefail
 cd "$(dirname "$0")"
-work=$1 steps=${2:-3000} save_every=${3:-0} vocab=${4:-260}
+work=$1 steps=${2:-3000} save_every=${3:-250} vocab=${4:-260}
 python=/usr/bin/python3
 data() {  # NAME make_data.py-arguments...
     local name=$1; shift

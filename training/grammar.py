@@ -316,12 +316,13 @@ UNSEEN = Branch(
 )
 
 
-def frame_words(branch):
-    """The words of a branch's sentence frames, openers and closers."""
+def frame_grams(branch):
+    """The words and pairs of consecutive words of a branch's sentence frames, openers and closers
+    (composed_frames.grams)."""
     texts = [frame for frames in branch.frames.values() for frame in frames] + branch.openers + branch.closers
-    return set().union(*(composed_frames.words(text) for text in texts))
+    return set().union(*(composed_frames.grams(text) for text in texts))
 
 
 TRAIN.composer = composed_frames.Composer(
-    banned=frame_words(UNSEEN) - frame_words(TRAIN),
+    banned=frame_grams(UNSEEN) - frame_grams(TRAIN),
     taken=[frame for tool, frames in UNSEEN.frames.items() if tool not in ("date", "time") for frame in frames])

@@ -42,8 +42,9 @@ def main():
     parser.add_argument("--repeat-items", default="1-6",
                         help="LOW-HIGH values per copying drill (the curriculum starts with 1-1, then 1-3)")
     parser.add_argument("--composed-share", type=float, default=0.0,
-                        help="share of the training requests with a composed sentence frame (composed_frames.py); "
-                             "the held-out splits keep the written frames")
+                        help="share of the training requests' sentence frames that are composed "
+                             "(composed_frames.py; copying drills have none); the held-out splits keep the written "
+                             "frames")
     args = parser.parse_args()
     items = tuple(int(n) for n in args.repeat_items.split("-"))
     rng = random.Random(args.seed)

@@ -306,7 +306,12 @@ def main():
     started, average, first = time.monotonic(), None, 1
     if args.resume:
         first, average = resume(os.path.join(args.out, CHECKPOINT), args, model, optimizer, generator, rng)
+    if args.stop_after < 0:
+        raise SystemExit("--stop-after must be 0 (run the whole schedule) or a step of it")
     last = min(args.steps, args.stop_after or args.steps)
+    if first > last + 1:
+        raise SystemExit("--resume: %s saved step %d, after step %d, where --stop-after ends the run"
+                         % (CHECKPOINT, first - 1, last))
     for step in range(first, last + 1):
         lr = args.lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         for group in optimizer.param_groups:

@@ -115,6 +115,14 @@ class Resume(unittest.TestCase):
         # first four steps, at the learning rates of the six-step schedule.
         self.train(stopped, "--resume")
         self.assertEqual(self.weights(unbroken), self.weights(stopped))
+        # Its checkpoint is now past a stop at step 4: resuming it there would write later weights.
+        self.train(stopped, "--save-every", "5")
+        late = self.train(stopped, "--resume", "--stop-after", "4", check=False)
+        self.assertNotEqual(late.returncode, 0)
+        self.assertIn("saved step 5, after step 4", late.stderr)
+        negative = self.train(stopped, "--stop-after", "-1", check=False)
+        self.assertNotEqual(negative.returncode, 0)
+        self.assertIn("--stop-after must be", negative.stderr)
 
     def test_resuming_with_other_arguments_or_a_bad_or_missing_checkpoint_is_refused(self):
         out = os.path.join(self.scratch.name, "refused")
