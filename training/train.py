@@ -274,6 +274,9 @@ def main():
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="the LM head is the embedding matrix (weight_tying); measured worse than untied (training/README.md)")
     args = parser.parse_args()
+    if args.stop_after < 0:
+        raise SystemExit("--stop-after must be 0 (run the whole schedule) or a step of it")
+    last = min(args.steps, args.stop_after or args.steps)
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -306,9 +309,6 @@ def main():
     started, average, first = time.monotonic(), None, 1
     if args.resume:
         first, average = resume(os.path.join(args.out, CHECKPOINT), args, model, optimizer, generator, rng)
-    if args.stop_after < 0:
-        raise SystemExit("--stop-after must be 0 (run the whole schedule) or a step of it")
-    last = min(args.steps, args.stop_after or args.steps)
     if first > last + 1:
         raise SystemExit("--resume: %s saved step %d, after step %d, where --stop-after ends the run"
                          % (CHECKPOINT, first - 1, last))
