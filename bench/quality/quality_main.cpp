@@ -93,7 +93,6 @@ int main(int argc, char** argv) try {
     base.steps = options.gen_length;
     base.threads = static_cast<int32_t>(options.threads);
     std::vector<unmask_quality::Setting> settings;
-    if (options.settings.empty()) settings = unmask_quality::default_settings(base);
     for (const std::string& text : options.settings) settings.push_back(unmask_quality::parse_setting(text, base));
 
     unmask_model_params model_params;
@@ -107,6 +106,12 @@ int main(int argc, char** argv) try {
     if (unmask_model_load(options.model.c_str(), &model_params, &loaded) != UNMASK_OK)
         throw std::runtime_error(std::string("loading the model: ") + unmask_last_error());
     const std::unique_ptr<unmask_model, void (*)(unmask_model*)> model(loaded, unmask_model_free);
+    if (options.settings.empty()) {  // the default grid, for the model's kind of decoding
+        unmask_model_description info{};
+        info.struct_size = sizeof info;
+        if (unmask_model_info(model.get(), &info) != UNMASK_OK) throw std::runtime_error(unmask_last_error());
+        settings = unmask_quality::default_settings(base, info.diffusion_block_size);
+    }
     const std::vector<unmask_quality::Example> examples = unmask_quality::read_examples(options.data, options.limit);
 
     std::printf("model %s (precision %s%s), %zu held-out requests, gen_length %lld\n\n", options.model.c_str(),

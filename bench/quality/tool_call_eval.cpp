@@ -84,7 +84,7 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
     return setting;
 }
 
-std::vector<Setting> default_settings(const unmask_generate_params& base) {
+std::vector<Setting> default_settings(const unmask_generate_params& base, int64_t model_block) {
     const int64_t n = base.gen_length;
     // The largest block length of at most `limit` that divides the generation length.
     auto block_at_most = [n](int64_t limit) {
@@ -92,26 +92,24 @@ std::vector<Setting> default_settings(const unmask_generate_params& base) {
         while (n % block != 0) --block;
         return std::to_string(block);
     };
+    // A block diffusion model decodes in its own blocks, with LLaDA's policies: the grid varies
+    // the rest. Other models also try block lengths and Dream's whole-canvas policies.
+    const std::string blocks = model_block > 0 ? "" : ",block_length=" + block_at_most(n / 4);
     std::vector<std::string> grid = {
         "policy=low_confidence",
         "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 2, 1)),
         "policy=low_confidence,steps=" + std::to_string(std::max<int64_t>(n / 4, 1)),
-        "policy=low_confidence,block_length=" + block_at_most(n / 3),
-        "policy=random",
-        "policy=maskgit_plus",
-        "policy=topk_margin",
-        "policy=entropy",
-        "policy=origin",
-        "policy=low_confidence,threshold=0.9",
-        "policy=low_confidence,threshold=0.7",
-        "policy=low_confidence,threshold=0.5",
-        "policy=low_confidence,factor=1",
-        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",threshold=0.9,early_stop=1",
-        "policy=low_confidence,block_length=" + block_at_most(n / 4),
-        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",cache_mode=prefix",
-        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",cache_mode=dual",
-        "policy=low_confidence,block_length=" + block_at_most(n / 4) + ",threshold=0.9,cache_mode=dual",
     };
+    if (model_block == 0) grid.push_back("policy=low_confidence,block_length=" + block_at_most(n / 3));
+    grid.push_back("policy=random");
+    if (model_block == 0)
+        grid.insert(grid.end(), {"policy=maskgit_plus", "policy=topk_margin", "policy=entropy", "policy=origin"});
+    grid.insert(grid.end(), {"policy=low_confidence,threshold=0.9", "policy=low_confidence,threshold=0.7",
+                             "policy=low_confidence,threshold=0.5", "policy=low_confidence,factor=1",
+                             "policy=low_confidence" + blocks + ",threshold=0.9,early_stop=1"});
+    if (model_block == 0) grid.push_back("policy=low_confidence" + blocks);
+    for (const char* cache : {",cache_mode=prefix", ",cache_mode=dual", ",threshold=0.9,cache_mode=dual"})
+        grid.push_back("policy=low_confidence" + blocks + cache);
     std::vector<Setting> settings;
     for (const std::string& text : grid) settings.push_back(parse_setting(text, base));
     return settings;

@@ -41,8 +41,10 @@ Setting parse_setting(const std::string& text, const unmask_generate_params& bas
 // The settings `unmask-quality` runs by default at `gen_length`: every commit policy at full
 // steps, low_confidence at 1/2 and 1/4 of the steps and with blocks (the largest dividing the
 // length at most 1/3 and 1/4 of it), threshold and factor decoding, early stop, and the cache
-// modes (prefix, dual, dual with threshold) against the same blocks without a cache.
-std::vector<Setting> default_settings(const unmask_generate_params& base);
+// modes (prefix, dual, dual with threshold) against the same blocks without a cache. For a block
+// diffusion model (`model_block` > 0, its diffusion_block_size) the blocks are the model's, and
+// Dream's whole-canvas policies, which it cannot run, are left out.
+std::vector<Setting> default_settings(const unmask_generate_params& base, int64_t model_block);
 
 struct TaskScore {
     int64_t examples = 0;

@@ -1033,7 +1033,8 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
             CAPTURE(static_cast<int>(precision));
             check_forward(*load(test_data_path("reference/" + name), precision), tolerance);
         }
-    // The bundled model's heads of 64 take the tensor-core attention in bf16.
+    // The bundled model: a trained block diffusion model (heads of 32: the fp32 attention kernel;
+    // the tensor-core one, for heads of 64 and 128, is checked against the CPU above).
     check_forward(*load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::bf16), 2e-2);
 }
 
@@ -1059,39 +1060,48 @@ TEST_CASE("whole forwards of quantized models match the CPU: fp8 checkpoints, in
 }
 
 TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
-    const auto model = load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::fp32);
-    MemoryLedger ledger("cuda weights", UINT64_MAX);
-    auto cuda = make_cuda_backend(CudaWeights::upload(model->weights(), 0, &ledger));
-    auto cpu = make_cpu_backend(2);
-    const ModelSpec& spec = model->spec();
-    const std::vector<int32_t> prompt = {942, 40, 83, 84, 943};  // <|user|> ... <|assistant|>
-    for (CommitPolicy policy : {CommitPolicy::low_confidence, CommitPolicy::random, CommitPolicy::origin,
-                                CommitPolicy::maskgit_plus, CommitPolicy::topk_margin, CommitPolicy::entropy})
-        for (CacheMode cache : {CacheMode::none, CacheMode::prefix, CacheMode::dual})
-            for (double threshold : {0.0, 0.9}) {
-                CAPTURE(static_cast<int>(policy));
-                CAPTURE(static_cast<int>(cache));
-                CAPTURE(threshold);
-                if (threshold > 0 && policy != CommitPolicy::low_confidence) continue;
-                DecodeParams params;
-                params.gen_length = 32;
-                params.steps = 32;
-                params.block_length = 16;
-                params.policy = policy;
-                params.cache_mode = cache;
-                params.threshold = threshold;
-                params.seed = 7;
-                std::vector<int32_t> canvas = prompt;
-                canvas.resize(prompt.size() + 32, static_cast<int32_t>(spec.mask_token_id));
-                std::vector<std::vector<int32_t>> results;
-                for (Backend* b : {cpu.get(), cuda.get()}) {
-                    std::vector<DecodeSequence> sequences;
-                    sequences.emplace_back(spec, params, canvas);
-                    generate(*model, *b, sequences, single_forward_limits(sequences));
-                    results.push_back(sequences[0].canvas());
+    // The bundled model decodes in its blocks of 16 with LLaDA's policies; the reference LLaDA
+    // (no blocks of its own) also runs Dream's whole-canvas ones.
+    for (const std::string path : {std::string(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m"), test_data_path("reference/llada")}) {
+        CAPTURE(path);
+        const auto model = load(path, Precision::fp32);
+        MemoryLedger ledger("cuda weights", UINT64_MAX);
+        auto cuda = make_cuda_backend(CudaWeights::upload(model->weights(), 0, &ledger));
+        auto cpu = make_cpu_backend(2);
+        const ModelSpec& spec = model->spec();
+        const std::vector<int32_t> prompt = {1, 40, 83, 84, 2};
+        for (CommitPolicy policy : {CommitPolicy::low_confidence, CommitPolicy::random, CommitPolicy::origin,
+                                    CommitPolicy::maskgit_plus, CommitPolicy::topk_margin, CommitPolicy::entropy})
+            for (CacheMode cache : {CacheMode::none, CacheMode::prefix, CacheMode::dual})
+                for (double threshold : {0.0, 0.9}) {
+                    CAPTURE(static_cast<int>(policy));
+                    CAPTURE(static_cast<int>(cache));
+                    CAPTURE(threshold);
+                    if (threshold > 0 && policy != CommitPolicy::low_confidence) continue;
+                    DecodeParams params;
+                    params.gen_length = 32;
+                    params.steps = 32;
+                    params.block_length = 16;
+                    params.policy = policy;
+                    params.cache_mode = cache;
+                    params.threshold = threshold;
+                    params.seed = 7;
+                    if (params.whole_region_policy()) {
+                        if (spec.diffusion_block_size > 0) continue;  // refused: blocks of the model's
+                        params.block_length = 0;
+                    }
+                    std::vector<int32_t> canvas = prompt;
+                    canvas.resize(prompt.size() + 32, static_cast<int32_t>(spec.mask_token_id));
+                    std::vector<std::vector<int32_t>> results;
+                    for (Backend* b : {cpu.get(), cuda.get()}) {
+                        std::vector<DecodeSequence> sequences;
+                        sequences.emplace_back(spec, params, canvas);
+                        generate(*model, *b, sequences, single_forward_limits(sequences));
+                        results.push_back(sequences[0].canvas());
+                    }
+                    CHECK(results[1] == results[0]);
                 }
-                CHECK(results[1] == results[0]);
-            }
+    }
 }
 
 TEST_CASE("forwards replayed as CUDA graphs give the eager forwards' logits bit for bit") {

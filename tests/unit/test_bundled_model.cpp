@@ -145,3 +145,21 @@ TEST_CASE("the quality harness refuses settings it cannot run") {
     CHECK(narrow.cache == "prefix bf16");
     CHECK_THROWS_AS(unmask_quality::parse_setting("cache_mode=dual,cache_precision=fp16", base), std::invalid_argument);
 }
+
+TEST_CASE("unmask-quality's default grid keeps a block diffusion model to its blocks and LLaDA's policies") {
+    const auto names = [](const std::vector<unmask_quality::Setting>& settings) {
+        std::string all;
+        for (const auto& setting : settings) all += setting.name + ";";
+        return all;
+    };
+    const std::string plain = names(unmask_quality::default_settings(base_params(), 0));
+    CHECK(plain.find("policy=maskgit_plus") != std::string::npos);
+    CHECK(plain.find("block_length=12,cache_mode=dual") != std::string::npos);  // 48 / 4
+    const auto blocked = unmask_quality::default_settings(base_params(), 16);
+    const std::string text = names(blocked);
+    CAPTURE(text);
+    CHECK(text.find("block_length") == std::string::npos);
+    for (const char* policy : {"maskgit_plus", "topk_margin", "entropy", "origin"}) CHECK(text.find(policy) == std::string::npos);
+    CHECK(text.find("policy=low_confidence,threshold=0.9,cache_mode=dual") != std::string::npos);
+    for (const auto& setting : blocked) CHECK(setting.params.block_length == 0);
+}

@@ -521,6 +521,35 @@ TEST_CASE("early stop fills the rest with EOS once the answer has ended") {
     CHECK_FALSE(full.finished());
 }
 
+TEST_CASE("Dream's policies run all their steps although EOS is committed early") {
+    // A trained model predicts its EOS padding with high confidence, so a confidence-ordered
+    // schedule commits EOS at the end of the canvas long before the answer is complete; the
+    // sequence must not end there (it once did, after about 7 of 48 steps, with a truncated answer).
+    const ModelSpec spec = toy_spec();
+    for (const CommitPolicy policy : {CommitPolicy::maskgit_plus, CommitPolicy::topk_margin, CommitPolicy::entropy}) {
+        CAPTURE(int(policy));
+        DecodeParams p;
+        p.policy = policy;
+        p.gen_length = 6;
+        p.steps = 6;
+        DecodeSequence s(spec, p, {1, 99, 99, 99, 99, 99, 99});
+        // Every step: EOS at the last two positions, sure; the answer's tokens unsure.
+        while (!s.finished()) {
+            std::vector<Candidate> c;
+            for (const int32_t position : s.output_positions()) {
+                const bool padding = position >= 5;
+                const int32_t token = padding ? 98 : 10 + position;
+                const float p_token = padding ? 0.99f : 0.4f;
+                c.push_back({token, p_token, token, p_token, padding ? 0.01f : 0.3f, padding ? -0.05f : -1.5f});
+            }
+            s.apply(c);
+            REQUIRE(s.steps() <= 6);
+        }
+        CHECK(s.steps() == 6);
+        CHECK(s.canvas() == std::vector<int32_t>{1, 11, 12, 13, 14, 98, 98});
+    }
+}
+
 TEST_CASE("a sequence with nothing left to predict steps without a forward and does not disturb its batch") {
     LoadedModel loaded("dream");
     unmask_generate_params params;
