@@ -1033,8 +1033,7 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
             CAPTURE(static_cast<int>(precision));
             check_forward(*load(test_data_path("reference/" + name), precision), tolerance);
         }
-    // The bundled model: a trained block diffusion model (heads of 32: the fp32 attention kernel;
-    // the tensor-core one, for heads of 64 and 128, is checked against the CPU above).
+    // The bundled model's heads of 64 take the tensor-core attention in bf16.
     check_forward(*load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::bf16), 2e-2);
 }
 
@@ -1060,9 +1059,9 @@ TEST_CASE("whole forwards of quantized models match the CPU: fp8 checkpoints, in
 }
 
 TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
-    // The bundled model decodes in its blocks of 16 with LLaDA's policies; the reference LLaDA
-    // (no blocks of its own) also runs Dream's whole-canvas ones.
-    for (const std::string path : {std::string(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m"), test_data_path("reference/llada")}) {
+    // Two models: a block diffusion one (its own blocks, LLaDA's policies) and one without blocks
+    // of its own (blocks of 16), which also runs Dream's whole-canvas policies (on the whole canvas).
+    for (const std::string& path : {test_data_path("reference/llada-block"), std::string(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m")}) {
         CAPTURE(path);
         const auto model = load(path, Precision::fp32);
         MemoryLedger ledger("cuda weights", UINT64_MAX);
@@ -1081,7 +1080,7 @@ TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at 
                     DecodeParams params;
                     params.gen_length = 32;
                     params.steps = 32;
-                    params.block_length = 16;
+                    params.block_length = spec.diffusion_block_size > 0 ? 0 : 16;  // 0: the model's blocks
                     params.policy = policy;
                     params.cache_mode = cache;
                     params.threshold = threshold;
