@@ -310,8 +310,8 @@ std::vector<std::string> read_stop(const json* stop) {
 constexpr std::array diffusion_fields = {"temperature", "top_p", "seed", "steps", "block_length", "min_steps",
                                          "max_steps", "policy", "threshold", "factor", "alg_temp", "top_k",
                                          "cfg_scale", "cache_mode", "cache_refresh_steps", "cache_vicinity",
-                                         "cache_precision", "early_stop", "timeout_seconds", "edit_threshold",
-                                         "max_post_edit_steps"};
+                                         "cache_precision", "early_stop", "logits_eos_inf", "timeout_seconds",
+                                         "edit_threshold", "max_post_edit_steps"};
 
 const std::set<std::string>& known_fields(Endpoint endpoint) {
     static const std::set<std::string> common = [] {

@@ -135,6 +135,11 @@ class Endpoints(unittest.TestCase):
         self.assertEqual(ids.status, 200, ids.body)
         fast = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "threshold": 0.9})
         self.assertLess(fast.json()["unmask"]["steps"], 48)
+        # logits_eos_inf: no EOS, so the answer runs to max_tokens.
+        endless = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "logits_eos_inf": True})
+        self.assertEqual(endless.status, 200, endless.body)
+        self.assertEqual(endless.json()["choices"][0]["finish_reason"], "length")
+        self.assertEqual(endless.json()["usage"]["completion_tokens"], 48)
 
     def test_streaming_matches_the_whole_answer(self):
         for endpoint, body in [
