@@ -465,7 +465,8 @@ typedef struct unmask_generate_params {
     int32_t policy;          /* UNMASK_POLICY_*; default LOW_CONFIDENCE */
     int64_t gen_length;      /* positions to generate after the prompt; default 128 */
     int64_t steps;           /* denoising steps (fixed schedules); default 128 */
-    int64_t block_length;    /* semi-autoregressive blocks; 0 = gen_length (default) */
+    int64_t block_length;    /* semi-autoregressive blocks; 0 (default) = the model's diffusion_block_size
+                                for a block diffusion model, else gen_length */
     int64_t min_steps;       /* 0 = unbounded; docs/decoding.md: how bounds apply per policy */
     int64_t max_steps;       /* 0 = unbounded */
     double temperature;      /* 0 = greedy (default) */
