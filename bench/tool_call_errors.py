@@ -43,7 +43,7 @@ def main():
     parser.add_argument("model")
     parser.add_argument("split")
     parser.add_argument("--limit", type=int, default=0)
-    parser.add_argument("--gen-length", type=int, default=64)
+    parser.add_argument("--gen-length", type=int, default=128)
     parser.add_argument("--examples", type=int, default=4)
     args = parser.parse_args()
     try:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Seconds per training step of the bundled model's architecture (training/model.py: d 256, 4
-layers, 4 heads, MLP 512, vocab 945), batch 64, in fp32 and under bf16 autocast (train.py
+"""Seconds per training step of the previous bundled model's architecture (training/model.py: d 256,
+4 layers, 4 heads, MLP 512, vocab 945), batch 64, in fp32 and under bf16 autocast (train.py
 --precision bf16: the linear layers in bf16, attention in fp32), at canvases of 64 and 288
 positions, interleaved twice in one run so the ratios compare like with like.
 

@@ -15,4 +15,4 @@ build/examples/cli/unmask version
 build/examples/cli/unmask inspect --verify | sed -n 1,8p
 request="What's the weather in Lisbon on May 14?"
 echo "request: $request"
-build/examples/cli/unmask generate --prompt "$request" --gen-length 48   # the chat template applies by default
+build/examples/cli/unmask generate --prompt "$request"   # the chat template applies by default

@@ -10,12 +10,13 @@
 # what is done (the data, the tokenizer, finished stages) and resumes from the last checkpoint, so
 # a long run can span several sittings. VOCAB 260 is characters (256 bytes and 4 specials, no
 # merges), which copy names of an unseen inventory far better than BPE pieces and take about
-# twice the positions (bench/RESULTS.md, 2026-12-07, third session). Not yet the bundled model's
-# recipe: its figures on the unseen-template split are below issue 32's bar.
-# usage: training/copying_curriculum.sh WORK_DIR [STAGE5_STEPS [SAVE_EVERY [VOCAB]]]
+# twice the positions (bench/RESULTS.md, 2026-12-07, third session). STAGE5_STOP ends stage 5 at
+# that step of its schedule (0: the whole schedule). The bundled model's recipe
+# (make_bundled_model.sh).
+# usage: training/copying_curriculum.sh WORK_DIR [STAGE5_STEPS [SAVE_EVERY [VOCAB [STAGE5_STOP]]]]
 set -euo pipefail
 cd "$(dirname "$0")"
-work=$1 steps=${2:-3000} save_every=${3:-250} vocab=${4:-260}
+work=$1 steps=${2:-3000} save_every=${3:-250} vocab=${4:-260} stop=${5:-0}
 python=/usr/bin/python3
 data() {  # NAME make_data.py-arguments...
     local name=$1; shift
@@ -44,4 +45,4 @@ stage stage1 drills1 300 2e-3
 stage stage2 drills1 600 1e-3 --init "$work/stage1"
 stage stage3 drills3 400 1e-3 --init "$work/stage2"
 stage stage4 grammar 6000 1e-3 --init "$work/stage3" --stop-after 1750 --save-every 250
-stage stage5 composed "$steps" 8e-4 --init "$work/stage4" --save-every "$save_every"
+stage stage5 composed "$steps" 8e-4 --init "$work/stage4" --save-every "$save_every" --stop-after "$stop"

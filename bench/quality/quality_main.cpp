@@ -30,7 +30,7 @@ const unmask_cli::CommandSpec command{
      unmask_cli::quantize_embeddings_option,
      {"data", "FILE", "held-out requests, JSON lines (default: bench/data/tool_calls_heldout.jsonl)"},
      {"limit", "N", "the first N requests only"},
-     {"gen-length", "N", "positions generated per request (default 48)"},
+     {"gen-length", "N", "positions generated per request (default 128)"},
      {"batch", "N", "prompts per generate call (default 16)"},
      {"threads", "N", "CPU threads (default: all)"},
      {"setting", "S",
@@ -46,7 +46,7 @@ struct Options {
     std::string json_path;
     std::string precision = "auto";
     bool quantize_embeddings = false;
-    int64_t limit = 0, gen_length = 48, batch = 16, threads = 0;
+    int64_t limit = 0, gen_length = 128, batch = 16, threads = 0;
     std::vector<std::string> settings;
 };
 
@@ -117,8 +117,8 @@ int main(int argc, char** argv) try {
     std::printf("model %s (precision %s%s), %zu held-out requests, gen_length %lld\n\n", options.model.c_str(),
                 options.precision.c_str(), options.quantize_embeddings ? ", embeddings quantized" : "", examples.size(),
                 static_cast<long long>(options.gen_length));
-    std::printf("| setting | cache | exact | tool calls | addition | refusals | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
-    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("| setting | cache | exact | tool calls | refusals | JSON valid | forwards/seq | NFE/token | tokens/s |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     nlohmann::json rows = nlohmann::json::array();
     for (const unmask_quality::Setting& setting : settings) {
         // On stderr: in place on a terminal, else a line per tenth of the requests.
@@ -129,15 +129,15 @@ int main(int argc, char** argv) try {
             model.get(), examples, setting, options.batch,
             [&](int64_t done, int64_t total) { meter.update(uint64_t(done), uint64_t(total)); });
         meter.finish();
-        std::printf("| %s | %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
+        std::printf("| %s | %s | %s | %s | %s | %s | %.1f | %.2f | %.0f |\n", setting.name.c_str(),
                     setting.cache.c_str(), percent(s.exact_fraction()).c_str(), percent(s.tool_call_fraction()).c_str(),
-                    percent(s.task_fraction("answer")).c_str(), percent(s.task_fraction("refusal")).c_str(),
+                    percent(s.task_fraction("refusal")).c_str(),
                     percent(s.valid_fraction()).c_str(), s.forwards_per_sequence(), s.forwards_per_token(),
                     s.tokens_per_second());
         std::fflush(stdout);
         rows.push_back({{"setting", setting.name}, {"cache", setting.cache}, {"examples", s.examples},
                         {"exact", s.exact_fraction()}, {"tool_calls_exact", s.tool_call_fraction()},
-                        {"addition_exact", s.task_fraction("answer")}, {"refusals_exact", s.task_fraction("refusal")},
+                        {"refusals_exact", s.task_fraction("refusal")},
                         {"valid_json", s.valid_fraction()},
                         {"forwards_per_sequence", s.forwards_per_sequence()},
                         {"forwards_per_token", s.forwards_per_token()}, {"tokens_per_second", s.tokens_per_second()},

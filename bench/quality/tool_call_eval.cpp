@@ -124,7 +124,7 @@ double Score::task_fraction(const std::string& task) const {
 double Score::tool_call_fraction() const {
     int64_t total = 0, right = 0;
     for (const auto& [name, score] : by_task) {
-        if (name == "answer" || name == "refusal") continue;
+        if (name == "refusal") continue;
         total += score.examples;
         right += score.exact;
     }

@@ -69,8 +69,7 @@ struct Score {
     double tokens_per_second() const { return seconds > 0 ? double(answer_tokens) / seconds : 0; }
     // Exact matches over the examples whose task is `task`.
     double task_fraction(const std::string& task) const;
-    // Exact matches over the tool calls: every task but the addition skill ("answer") and the
-    // requests no tool serves ("refusal").
+    // Exact matches over the tool calls: every task but the requests no tool serves ("refusal").
     double tool_call_fraction() const;
 };
 

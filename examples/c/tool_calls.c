@@ -16,12 +16,13 @@
 #endif
 
 #define REQUESTS 3
-#define GEN_LENGTH 48
+#define GEN_LENGTH 128 /* a JSON answer is up to ~117 characters, one token each */
+#define MAX_POSITIONS 256 /* a prompt of up to 128 characters and the answer */
 
 static const char *const requests_text[REQUESTS] = {
     "What's the weather in Lisbon on May 14?",
     "Set a timer for 25 minutes for the pasta.",
-    "Convert 120 USD to EUR.",
+    "Convert 3967 EUR to GBP.",
 };
 
 /* Reports a failed call with the library's message; returns non-zero when it failed. */
@@ -53,10 +54,10 @@ int main(int argc, char **argv) {
     int blocks[REQUESTS] = {0};
     int answered = 0, i;
 
-    /* 1. Plan: what REQUESTS concurrent requests of up to 128 positions need, before loading. */
+    /* 1. Plan: what REQUESTS concurrent requests of up to MAX_POSITIONS positions need, before loading. */
     if (failed(unmask_plan_params_init(&plan_params), "plan params")) return 1;
     plan_params.max_concurrent = REQUESTS;
-    plan_params.max_sequence_length = 128;
+    plan_params.max_sequence_length = MAX_POSITIONS;
     memset(&plan, 0, sizeof plan);
     plan.struct_size = sizeof plan;
     if (failed(unmask_plan(model_dir, &plan_params, &plan), "unmask_plan")) return 1;
@@ -74,12 +75,14 @@ int main(int argc, char **argv) {
     engine_params.max_concurrent_requests = REQUESTS;
     if (failed(unmask_engine_create(model, &engine_params, &engine), "unmask_engine_create")) goto done;
 
-    /* 4. Submit every request: chat-formatted prompts, blocks of 12 with threshold decoding and
-     *    the dual K/V cache, a stream callback per committed block. */
+    /* 4. Submit every request: chat-formatted prompts, the model's own blocks (block_length 0: the
+     *    bundled model's diffusion blocks of 16) with threshold decoding and the dual K/V cache, a
+     *    stream callback per committed block, a deadline of 30 s each. Generation ends after the
+     *    block that holds EOS. */
     if (failed(unmask_generate_params_init(&params), "generate params")) goto done;
     params.gen_length = GEN_LENGTH;
     params.steps = GEN_LENGTH;
-    params.block_length = 12;
+    params.block_length = 0;
     params.threshold = 0.9;
     params.cache_mode = UNMASK_CACHE_DUAL;
     params.stream_callback = on_block;
@@ -94,7 +97,7 @@ int main(int argc, char **argv) {
             goto done;
         }
         params.stream_user_data = &blocks[i];
-        if (failed(unmask_engine_submit(engine, &params, prompt, prompt_length, 5.0, &requests[i]), "submit")) goto done;
+        if (failed(unmask_engine_submit(engine, &params, prompt, prompt_length, 30.0, &requests[i]), "submit")) goto done;
     }
 
     /* 5. Wait for each answer and print it. */

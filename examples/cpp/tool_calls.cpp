@@ -20,10 +20,9 @@ int main(int argc, char** argv) try {
     std::printf("model: %s, %llu parameters\n", model.info().architecture,
                 static_cast<unsigned long long>(model.info().parameters_total));
 
-    // Synchronous: one prompt, the default (exact) decoding.
+    // Synchronous: one prompt, the default (exact) decoding: gen_length and steps 128, the model's
+    // own blocks (the bundled model's diffusion blocks of 16), ending after the block that holds EOS.
     unmask::api::GenerateParams params;
-    params.gen_length = 48;
-    params.steps = 48;
     const auto answer = model.generate(tokenizer.encode_chat("Book a table at Sakura for 4 at 19:30."), params);
     std::printf("generate: %s (%lld steps)\n", tokenizer.decode(answer.tokens, true).c_str(),
                 static_cast<long long>(answer.steps));
@@ -32,11 +31,10 @@ int main(int argc, char** argv) try {
     unmask::api::EngineParams engine_params;
     engine_params.max_concurrent_requests = 4;
     unmask::api::Engine engine(model, engine_params);
-    params.block_length = 12;
     params.threshold = 0.9;
     params.cache_mode = UNMASK_CACHE_DUAL;
     const std::vector<std::string> prompts = {"Set a timer for 12 minutes for the oven.",
-                                              "Drop alice@corp.io a note about the travel plans."};
+                                              "Send bob@example.com a note about the budget."};
     std::vector<int> blocks(prompts.size(), 0);
     std::vector<unmask::api::Request> requests;
     for (size_t i = 0; i < prompts.size(); ++i)
@@ -53,7 +51,7 @@ int main(int argc, char** argv) try {
 
     // A failure: an exception that says which call, the status and what was wrong.
     try {
-        params.block_length = 5;  // 48 is not a multiple of 5
+        params.block_length = 12;  // a block diffusion model decodes in its own blocks (16 here) only
         model.generate(tokenizer.encode_chat("hi"), params);
     } catch (const unmask::api::Error& e) {
         std::printf("error: %s (status %d)\n", e.what(), static_cast<int>(e.status()));

@@ -61,7 +61,7 @@ grep -q "^architecture  *llada$" "$work/out" || fail "inspect without DIR shows 
 [ ! -s "$work/err" ] || fail "no progress unless asked, when stderr is not a terminal: $(cat "$work/err")"
 # --progress: the bytes verified and read, a line per tenth (stderr is not a terminal here).
 expect_run "inspect --verify --progress" 0 inspect --verify --progress
-grep -q "^loading .*toolcall-llada-3m: 100% 6.0 MiB of 6.0 MiB, .*/s" "$work/err" ||
+grep -q "^loading .*toolcall-llada-3m: 100% 5.3 MiB of 5.3 MiB, .*/s" "$work/err" ||
     fail "inspect --verify --progress reports the bytes: $(cat "$work/err")"
 UNMASK_MODEL="$work/elsewhere" "$unmask" inspect >"$work/out" 2>"$work/err"
 [ $? -eq 1 ] || fail "UNMASK_MODEL names the default model (a missing one is exit 1)"
@@ -216,7 +216,7 @@ expect_run "tokenize missing file" 1 tokenize --tokenizer "$work/none.json"
 expect_one_error_line "tokenize missing file" "IO: .*does not exist"
 # The model's chat template is applied by default (no --chat): the bundled model needs it to answer.
 expect_run "generate with the bundled model" 0 generate --prompt "Set a timer for 25 minutes for the pasta." \
-    --gen-length 48 --threads 2 --json
+    --threads 2 --json
 /usr/bin/python3 - "$work/out" <<'PY' || fail "the bundled model answers with a JSON tool call: $(cat "$work/out")"
 import json, sys
 call = json.loads(json.load(open(sys.argv[1]))["text"])
@@ -232,7 +232,7 @@ assert '"name": "set_timer"' not in text, text
 PY
 # `unmask chat`: turns from stdin, the history kept, /reset and unknown commands answered.
 printf 'Set a timer for 25 minutes for the pasta.\n/reset\n\nWhat is the weather in Lisbon on May 14?\n/frobnicate\n/exit\nnever read\n' \
-    | "$unmask" chat --gen-length 48 --threads 2 >"$work/out" 2>"$work/err" || fail "chat: $(cat "$work/err")"
+    | "$unmask" chat --threads 2 >"$work/out" 2>"$work/err" || fail "chat: $(cat "$work/err")"
 /usr/bin/python3 - "$work/out" <<'PY' || fail "chat answers each turn and takes its commands: $(cat "$work/out")"
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -246,7 +246,7 @@ expect_run "chat with a model without a tokenizer" 1 chat -m "$model"
 expect_one_error_line "chat with a model without a tokenizer" "the model has no tokenizer"
 for precision in fp32 bf16; do
   expect_run "generate with a dual $precision cache" 0 generate --prompt "Set a timer for 25 minutes for the pasta." \
-      --gen-length 48 --block-length 12 --threshold 0.9 --cache-mode dual --cache-vicinity 2 --cache-precision $precision \
+      --threshold 0.9 --cache-mode dual --cache-vicinity 2 --cache-precision $precision \
       --threads 2 --json
   /usr/bin/python3 - "$work/out" <<'PY' || fail "a dual-cache generation answers with a JSON tool call: $(cat "$work/out")"
 import json, sys

@@ -17,7 +17,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert [r["setting"] for r in d["results"]] == ["policy=low_confidence,steps=8", "policy=random,steps=4"], d
 assert d["examples"] == 2 and d["gen_length"] == 16
-assert [r["forwards_per_sequence"] for r in d["results"]] == [8, 4]
+# Half the steps, half the forwards (in the bundled model's blocks of 16, whose first may be partial).
+forwards = [r["forwards_per_sequence"] for r in d["results"]]
+assert forwards[0] == 2 * forwards[1] and 8 <= forwards[0] <= 16, forwards
 PY
 # Progress on stderr, not a terminal here: a line per tenth of the requests, per setting.
 grep -q "^policy=low_confidence,steps=8: 100% 2 of 2" "$work/err" && grep -q "^policy=random,steps=4: 100% 2 of 2" "$work/err" ||

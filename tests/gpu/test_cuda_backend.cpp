@@ -1033,7 +1033,8 @@ TEST_CASE("whole forwards of every architecture match the CPU in fp32 and bf16")
             CAPTURE(static_cast<int>(precision));
             check_forward(*load(test_data_path("reference/" + name), precision), tolerance);
         }
-    // The bundled model's heads of 64 take the tensor-core attention in bf16.
+    // The bundled model: a trained block diffusion model (heads of 32: the fp32 attention kernel;
+    // the tensor-core one, for heads of 64 and 128, is checked against the CPU above).
     check_forward(*load(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m", Precision::bf16), 2e-2);
 }
 
@@ -1059,9 +1060,10 @@ TEST_CASE("whole forwards of quantized models match the CPU: fp8 checkpoints, in
 }
 
 TEST_CASE("generation gives the CPU's tokens for every policy and cache mode at temperature 0") {
-    // Two models: a block diffusion one (its own blocks, LLaDA's policies) and one without blocks
-    // of its own (blocks of 16), which also runs Dream's whole-canvas policies (on the whole canvas).
-    for (const std::string& path : {test_data_path("reference/llada-block"), std::string(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m")}) {
+    // Two models: the bundled one (block diffusion: its own blocks, LLaDA's policies) and the
+    // reference LLaDA (no blocks of its own: blocks of 16), which also runs Dream's whole-canvas
+    // policies (on the whole canvas).
+    for (const std::string& path : {std::string(UNMASK_SOURCE_DIR "/models/toolcall-llada-3m"), test_data_path("reference/llada")}) {
         CAPTURE(path);
         const auto model = load(path, Precision::fp32);
         MemoryLedger ledger("cuda weights", UINT64_MAX);

@@ -51,7 +51,7 @@ def main():
             try:
                 r = server.post("/v1/chat/completions", {
                     "messages": [{"role": "user", "content": prompts[index % len(prompts)]}],
-                    "max_tokens": 48, "block_length": 12, "seed": index, **extra})
+                    "max_tokens": 128, "seed": index, **extra})
                 body = r.json()
                 if r.status == 200:
                     content = body["choices"][0]["message"]["content"]

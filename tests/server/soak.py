@@ -64,25 +64,26 @@ def answer(port):
 
 
 def stream_to_end(port):
-    got = raw_request(port, post_bytes({"prompt": PROMPT, "max_tokens": 24, "block_length": 8, "stream": True}))
+    got = raw_request(port, post_bytes({"prompt": PROMPT, "max_tokens": 24, "stream": True}))
     ok = status_of(got) == 429 or (status_of(got) == 200 and got.rstrip().endswith(b"0"))
     return status_of(got), None if ok else "stream: %r" % got[-80:]
 
 
 def stream_abandoned(port):
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(post_bytes({"prompt": "x", "max_tokens": 256, "steps": 256, "block_length": 8, "stream": True}))
+        s.sendall(post_bytes({"prompt": "x", "max_tokens": 256, "steps": 256, "logits_eos_inf": True, "stream": True}))
         s.recv(200)  # the head, then gone
     return 0, None
 
 
 def answer_abandoned(port):
-    raw_request(port, post_bytes({"prompt": "x", "max_tokens": 256, "steps": 256}), read=False)
+    raw_request(port, post_bytes({"prompt": "x", "max_tokens": 256, "steps": 256, "logits_eos_inf": True}), read=False)
     return 0, None
 
 
 def past_deadline(port):
-    got = raw_request(port, post_bytes({"prompt": "x", "max_tokens": 512, "steps": 512, "timeout_seconds": 0.05}))
+    got = raw_request(port, post_bytes({"prompt": "x", "max_tokens": 512, "steps": 512, "logits_eos_inf": True,
+                                             "timeout_seconds": 0.05}))
     return status_of(got), None if status_of(got) in (504, 429) else "deadline: %r" % got[:80]
 
 

@@ -15,7 +15,9 @@ import unittest
 from server_process import MODEL, SCRATCH, SERVER, SOURCE_DIR, ServerProcess, self_signed_certificate, sse_events
 
 HELDOUT = os.path.join(SOURCE_DIR, "bench", "data", "tool_calls_heldout.jsonl")
-LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 500, "steps": 500}
+# A request that lasts: no EOS (logits_eos_inf), so all 32 blocks of 16 positions are decoded.
+LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 512, "steps": 512,
+        "logits_eos_inf": True}
 
 
 def eventually(condition, what, timeout=30):
@@ -36,12 +38,13 @@ def access_line(server, request_id):
 
 
 def lasting(server, seconds):
-    """LONG with as many steps (at most its 500) as take about `seconds` on this server: the tests
-    that need a request to outlast a few actions run against Release and -O0 sanitizer builds."""
+    """LONG with as many steps (a multiple of its 32 blocks, at most its 512) as take about
+    `seconds` on this server: the tests that need a request to outlast a few actions run against
+    Release and -O0 sanitizer builds."""
     started = time.time()
-    probe = server.post("/v1/completions", {**LONG, "steps": 10})
+    probe = server.post("/v1/completions", {**LONG, "steps": 32})
     per_step = (time.time() - started) / probe.json()["unmask"]["steps"]
-    steps = max(1, min(500, int(seconds / per_step)))
+    steps = max(32, min(512, int(seconds / per_step) // 32 * 32))
     return {**LONG, "steps": steps}
 
 
@@ -61,7 +64,7 @@ def one_running_one_queued(server, body):
 def heldout(count):
     with open(HELDOUT) as f:
         rows = [json.loads(line) for line in f]
-    return [r for r in rows if r["task"] != "answer"][:count]
+    return rows[:count]
 
 
 class Endpoints(unittest.TestCase):
@@ -97,8 +100,7 @@ class Endpoints(unittest.TestCase):
         correct = 0
         for row in rows:
             r = self.server.post("/v1/chat/completions", {
-                "model": "toolcall-llada-3m", "messages": [{"role": "user", "content": row["prompt"]}],
-                "max_tokens": 48})
+                "model": "toolcall-llada-3m", "messages": [{"role": "user", "content": row["prompt"]}]})
             self.assertEqual(r.status, 200, r.body)
             body = r.json()
             self.assertEqual(body["object"], "chat.completion")
@@ -107,7 +109,9 @@ class Endpoints(unittest.TestCase):
             choice = body["choices"][0]
             self.assertEqual(choice["message"]["role"], "assistant")
             self.assertEqual(choice["finish_reason"], "stop")  # the answer ends with EOS
-            self.assertEqual(body["unmask"]["steps"], 48)
+            # Blocks of 16 positions, one per step, until the block that holds EOS.
+            self.assertLess(body["unmask"]["steps"], 128)
+            self.assertEqual(body["unmask"]["forwards"], body["unmask"]["steps"])
             self.assertGreater(body["usage"]["prompt_tokens"], 0)
             self.assertEqual(body["usage"]["total_tokens"],
                              body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"])
@@ -116,25 +120,26 @@ class Endpoints(unittest.TestCase):
 
     def test_completion_and_parameters(self):
         prompt = "<|user|>Set a timer for 3 minutes for the tea.<|assistant|>"
-        r = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "steps": 24, "block_length": 12,
+        r = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 128, "steps": 64, "block_length": 16,
                                                  "policy": "low_confidence", "cache_mode": "dual", "seed": 3})
         self.assertEqual(r.status, 200, r.body)
         body = r.json()
         self.assertEqual(body["object"], "text_completion")
         self.assertEqual(json.loads(body["choices"][0]["text"])["name"], "set_timer")
-        self.assertEqual(body["unmask"]["steps"], 24)
+        self.assertLess(body["unmask"]["steps"], 64)  # ends with the block that holds EOS
         # A stop string cuts the text before it; max_tokens bounds the generation ("length").
-        r = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "stop": ["\"arguments\""]})
+        r = self.server.post("/v1/completions", {"prompt": prompt, "stop": ["\"arguments\""]})
         self.assertEqual(r.json()["choices"][0], {"index": 0, "text": "{\"name\": \"set_timer\", ",
                                                   "finish_reason": "stop", "logprobs": None})
         r = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 8})
         self.assertEqual(r.json()["choices"][0]["finish_reason"], "length")
         self.assertEqual(r.json()["usage"]["completion_tokens"], 8)
         # Token ids as the prompt; threshold decoding takes fewer steps.
-        ids = self.server.post("/v1/completions", {"prompt": [941], "max_tokens": 16})
+        ids = self.server.post("/v1/completions", {"prompt": [256], "max_tokens": 16})
         self.assertEqual(ids.status, 200, ids.body)
-        fast = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "threshold": 0.9})
-        self.assertLess(fast.json()["unmask"]["steps"], 48)
+        full = self.server.post("/v1/completions", {"prompt": prompt})
+        fast = self.server.post("/v1/completions", {"prompt": prompt, "threshold": 0.9})
+        self.assertLess(fast.json()["unmask"]["steps"] * 4, full.json()["unmask"]["steps"])
         # logits_eos_inf: no EOS, so the answer runs to max_tokens.
         endless = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 48, "logits_eos_inf": True})
         self.assertEqual(endless.status, 200, endless.body)
@@ -146,7 +151,7 @@ class Endpoints(unittest.TestCase):
             ("/v1/completions", {"prompt": "<|user|>Weather forecast for Quito, December 3<|assistant|>"}),
             ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Weather forecast for Quito, December 3"}]}),
         ]:
-            body.update({"max_tokens": 48, "block_length": 12})
+            body.update({"max_tokens": 128})
             whole = self.server.post(endpoint, body).json()
             r = self.server.post(endpoint, {**body, "stream": True, "stream_options": {"include_usage": True}})
             self.assertEqual(r.status, 200)
@@ -173,8 +178,8 @@ class Endpoints(unittest.TestCase):
             self.assertEqual([c["choices"][0]["finish_reason"] for c in chunks][-1], "stop")
             self.assertTrue(all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1]))
         # A stop string ends the stream early (the request is cancelled), its text never sent.
-        body = {"prompt": "<|user|>Weather forecast for Quito, December 3<|assistant|>", "max_tokens": 48,
-                "block_length": 12, "stream": True, "stop": "\"date\""}
+        body = {"prompt": "<|user|>Weather forecast for Quito, December 3<|assistant|>", "stream": True,
+                "stop": "\"date\""}
         chunks = [json.loads(e) for e in sse_events(self.server.post("/v1/completions", body).body)[:-1]]
         text = "".join(c["choices"][0]["text"] for c in chunks)
         self.assertEqual(text, '{"name": "get_weather", "arguments": {"city": "Quito", ')
@@ -260,7 +265,7 @@ class Endpoints(unittest.TestCase):
         for stream in (False, True):
             with self.subTest(stream=stream):
                 before = self.server.metric('unmask_request_success_total{finished_reason="cancelled"}')
-                body = json.dumps({**LONG, "max_tokens": 400, "steps": 400, "stream": stream}).encode()
+                body = json.dumps({**LONG, "stream": stream}).encode()
                 s = socket.create_connection(("127.0.0.1", self.server.port))
                 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -288,7 +293,7 @@ class Endpoints(unittest.TestCase):
         line = [l for l in log.splitlines() if "access" in l and "9 minutes" in l]
         self.assertEqual(len(line), 1, "one access line with the prompt (log_prompts is on)")
         for field in ("id=cmpl-", "status=200 outcome=length", "latency_ms=", "prompt_tokens=", "completion_tokens=16",
-                      "steps=16"):
+                      "steps=20 forwards=20"):  # the prompt's last block (4 positions), then one of 16
             self.assertIn(field, line[0])
         self.assertIn("engine ready", log, "the library's log goes to the same file")
 
@@ -467,7 +472,7 @@ class Gateway(unittest.TestCase):
         server = ServerProcess(server={"drain_timeout_seconds": 600})
         def client_request():
             try:
-                server.post("/v1/completions", {**LONG, "max_tokens": 500, "steps": 500})
+                server.post("/v1/completions", LONG)
             except OSError:
                 pass  # the server is gone before it answers
         client = threading.Thread(target=client_request)
@@ -495,7 +500,7 @@ class Gateway(unittest.TestCase):
         server = ServerProcess(args=["-m", scratch])
         try:
             for stream in (False, True):
-                r = server.post("/v1/completions", {"prompt": [941], "max_tokens": 4, "stream": stream})
+                r = server.post("/v1/completions", {"prompt": [256], "max_tokens": 4, "stream": stream})
                 self.assertEqual((r.status, r.json()["error"]["code"]), (400, "no_tokenizer"))
         finally:
             self.assertEqual(server.stop(), 0)

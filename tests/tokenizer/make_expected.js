@@ -70,7 +70,7 @@ function corpus() {
       });
     }
   }
-  // The bundled model's byte-level BPE (trained by training/train_tokenizer.py): the corpus, and
+  // The bundled model's tokenizer (characters: training/train_tokenizer.py --vocab 260): the corpus, and
   // the first 100 held-out requests and answers, the texts it exists for.
   const bundled = path.join(__dirname, '..', '..', 'models', 'toolcall-llada-3m', 'tokenizer.json');
   const heldout = fs.readFileSync(path.join(__dirname, '..', '..', 'bench', 'data', 'tool_calls_heldout.jsonl'), 'utf8')

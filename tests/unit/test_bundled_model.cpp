@@ -1,7 +1,7 @@
-// The bundled model (models/toolcall-llada-3m) on a sample of its held-out requests, through the
-// public C API and the quality harness's scoring: accuracy floors for the default decoding and
-// for threshold decoding, so a regression in the forward pass, the tokenizer or the decoding
-// loops fails here. The full table comes from `unmask-quality` (bench/RESULTS.md).
+// The bundled model (models/toolcall-llada-3m) on samples of its two held-out splits, through the
+// public C API and the quality harness's scoring: accuracy floors for the default decoding, the
+// dual K/V cache and threshold decoding, so a regression in the forward pass, the tokenizer or the
+// decoding loops fails here. The full tables come from `unmask-quality` (bench/RESULTS.md).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -29,78 +29,100 @@ std::unique_ptr<unmask_model, ModelDeleter> load_bundled_model() {
     return std::unique_ptr<unmask_model, ModelDeleter>(model);
 }
 
+// The library's defaults: 128 positions (a character per position; the longest answer is 117),
+// as many steps, in the model's blocks of 16.
 unmask_generate_params base_params() {
     unmask_generate_params params;
     REQUIRE(unmask_generate_params_init(&params) == UNMASK_OK);
-    params.gen_length = 48;
-    params.steps = 48;
     return params;
+}
+
+// The first 48 requests of a split, tool calls and refusals.
+std::vector<unmask_quality::Example> first_requests(const char* path) {
+    std::vector<unmask_quality::Example> examples = unmask_quality::read_examples(path, 48);
+    REQUIRE(examples.size() == 48);
+    return examples;
+}
+
+unmask_quality::Score score(const unmask_model* model, const std::vector<unmask_quality::Example>& examples,
+                            const char* setting) {
+    return unmask_quality::evaluate(model, examples, unmask_quality::parse_setting(setting, base_params()));
 }
 
 }  // namespace
 
-TEST_CASE("the bundled model answers held-out tool-call requests above its accuracy floor") {
+TEST_CASE("the bundled model answers held-out requests above its accuracy floors") {
     const auto model = load_bundled_model();
-    // The first 48 tool calls of the held-out set (the addition skill is reported by
-    // unmask-quality but not learned well enough at this size to hold a floor).
-    std::vector<unmask_quality::Example> examples;
-    for (const auto& example : unmask_quality::read_examples(UNMASK_QUALITY_DATA))
-        if (example.task != "answer" && examples.size() < 48) examples.push_back(example);
-    REQUIRE(examples.size() == 48);
-
-    const auto full = unmask_quality::evaluate(model.get(), examples, unmask_quality::parse_setting("policy=low_confidence", base_params()));
+    // The in-template split: training's sentence frames with values never seen in training.
+    const auto in_template = first_requests(UNMASK_QUALITY_DATA);
+    const auto full = score(model.get(), in_template, "policy=low_confidence");
     CAPTURE(full.exact_fraction());
     CAPTURE(full.sample_failures.empty() ? std::string() : full.sample_failures.front());
-    CHECK(full.exact_fraction() >= 0.90);
+    CHECK(full.exact_fraction() >= 0.85);
     CHECK(full.valid_fraction() >= 0.95);
-    CHECK(full.forwards_per_sequence() == doctest::Approx(48));
+    // Every block decodes one position per step, and generation ends with the block that holds EOS.
+    CHECK(full.forwards_per_sequence() < 128);
+    CHECK(full.forwards_per_token() == doctest::Approx(1).epsilon(0.2));
 
-    // Threshold decoding commits several confident positions per step: far fewer forwards, about
-    // the same answers.
-    const auto fast = unmask_quality::evaluate(model.get(), examples,
-                                               unmask_quality::parse_setting("policy=low_confidence,threshold=0.9", base_params()));
+    // The unseen-template split: sentence frames and values that training never saw.
+    const auto unseen = score(model.get(), first_requests(UNMASK_QUALITY_UNSEEN_DATA), "policy=low_confidence");
+    CAPTURE(unseen.exact_fraction());
+    CAPTURE(unseen.sample_failures.empty() ? std::string() : unseen.sample_failures.front());
+    CHECK(unseen.exact_fraction() >= 0.45);
+    CHECK(unseen.valid_fraction() >= 0.85);
+
+    // Block-causal attention makes the dual K/V cache exact: the answers of no cache, up to the
+    // rounding of a different summation order.
+    const auto cached = score(model.get(), in_template, "policy=low_confidence,cache_mode=dual");
+    CAPTURE(cached.exact_fraction());
+    CHECK(cached.exact_fraction() >= full.exact_fraction() - 0.03);
+    CHECK(cached.forwards_per_sequence() == doctest::Approx(full.forwards_per_sequence()).epsilon(0.05));
+
+    // Threshold decoding commits several confident positions per step: far fewer forwards, at a
+    // cost in accuracy on this character model (bench/RESULTS.md).
+    const auto fast = score(model.get(), in_template, "policy=low_confidence,threshold=0.9,cache_mode=dual");
     CAPTURE(fast.exact_fraction());
-    CHECK(fast.exact_fraction() >= full.exact_fraction() - 0.05);
-    CHECK(fast.forwards_per_sequence() * 2 <= full.forwards_per_sequence());
-
-    // The dual K/V cache in blocks of 12 feeds a quarter of the canvas between refreshes; its
-    // stale K/V cost little accuracy (with or without threshold decoding).
-    for (const char* setting : {"policy=low_confidence,block_length=12,cache_mode=dual",
-                                "policy=low_confidence,block_length=12,threshold=0.9,cache_mode=dual"}) {
-        CAPTURE(setting);
-        const auto cached = unmask_quality::evaluate(model.get(), examples, unmask_quality::parse_setting(setting, base_params()));
-        CAPTURE(cached.exact_fraction());
-        CHECK(cached.exact_fraction() >= full.exact_fraction() - 0.05);
-        CHECK(cached.valid_fraction() >= 0.95);
-    }
+    CHECK(fast.exact_fraction() >= 0.70);
+    CHECK(fast.forwards_per_sequence() * 4 <= full.forwards_per_sequence());
 }
 
-TEST_CASE("Dream's policies run all their steps although EOS is committed early") {
-    // The model predicts its EOS padding with high confidence, so a confidence-ordered schedule
-    // commits EOS at the end of the canvas long before the answer is complete; the sequence must
-    // not end there (it once did, after about 7 of 48 steps, with a truncated answer).
+TEST_CASE("the bundled model decodes in its own blocks and refuses Dream's whole-canvas policies") {
     const auto model = load_bundled_model();
-    const unmask_tokenizer* tokenizer = nullptr;
-    REQUIRE(unmask_model_tokenizer(model.get(), &tokenizer) == UNMASK_OK);
     unmask_model_description info{};
     info.struct_size = sizeof info;
     REQUIRE(unmask_model_info(model.get(), &info) == UNMASK_OK);
-    int32_t prompt[64];
+    CHECK(info.diffusion_block_size == 16);
+    const unmask_tokenizer* tokenizer = nullptr;
+    REQUIRE(unmask_model_tokenizer(model.get(), &tokenizer) == UNMASK_OK);
+    int32_t prompt[128];
     int64_t prompt_length = 0;
-    REQUIRE(unmask_tokenize_chat(tokenizer, nullptr, "Set a timer for 5 minutes for the tea.", prompt, 64, &prompt_length) ==
+    REQUIRE(unmask_tokenize_chat(tokenizer, nullptr, "Set a timer for 5 minutes for the tea.", prompt, 128, &prompt_length) ==
             UNMASK_OK);
-    REQUIRE(prompt_length <= 64);
+    REQUIRE(prompt_length == 40);  // a token per character, and the two role tokens
+    std::vector<int32_t> tokens(128);
+    unmask_generation result{sizeof(unmask_generation), 0, tokens.data(), 128, 0, 0, 0};
+    unmask_generate_params params = base_params();
     for (const int32_t policy : {UNMASK_POLICY_MASKGIT_PLUS, UNMASK_POLICY_TOPK_MARGIN, UNMASK_POLICY_ENTROPY}) {
-        CAPTURE(policy);
-        unmask_generate_params params = base_params();
         params.policy = policy;
-        std::vector<int32_t> tokens(48);
-        unmask_generation result{sizeof(unmask_generation), 0, tokens.data(), 48, 0, 0, 0};
-        REQUIRE(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_OK);
-        CHECK(result.steps == 48);
-        CHECK(result.finish_reason == UNMASK_FINISH_EOS);
-        CHECK(std::count(tokens.begin(), tokens.end(), info.mask_token_id) == 0);  // no mask left
+        CHECK(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(unmask_last_error()).find("decode the whole canvas") != std::string::npos);
     }
+    params = base_params();
+    params.block_length = 12;
+    CHECK(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(unmask_last_error()).find("differs from the model's diffusion block size 16") != std::string::npos);
+
+    params = base_params();
+    REQUIRE(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_OK);
+    CHECK(result.finish_reason == UNMASK_FINISH_EOS);
+    char text[160];
+    int64_t length = 0;
+    const int64_t answer = std::find(tokens.begin(), tokens.end(), int32_t(info.eos_token_id)) - tokens.begin();
+    REQUIRE(unmask_detokenize(tokenizer, tokens.data(), answer, 0, text, sizeof text, &length) == UNMASK_OK);
+    CHECK(std::string(text, size_t(length)) == R"({"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}})");
+    // Generation stops after the block that holds the answer's EOS, well before 128 steps.
+    CHECK(result.steps > 0);
+    CHECK(result.steps < 128);
 }
 
 TEST_CASE("the bundled model's chat format wraps the request in its role tokens") {
@@ -133,7 +155,7 @@ TEST_CASE("the quality harness refuses settings it cannot run") {
     CHECK(setting.params.policy == UNMASK_POLICY_RANDOM);
     CHECK(setting.params.block_length == 16);
     CHECK(setting.params.threshold == 0.7);
-    CHECK(setting.params.steps == 48);  // steps default to the generation length
+    CHECK(setting.params.steps == 128);  // steps default to the generation length
     const auto cached = unmask_quality::parse_setting("block_length=12,cache_mode=dual,cache_refresh_steps=4,cache_vicinity=2", base);
     CHECK(cached.params.cache_mode == UNMASK_CACHE_DUAL);
     CHECK(cached.params.cache_refresh_steps == 4);
@@ -154,7 +176,7 @@ TEST_CASE("unmask-quality's default grid keeps a block diffusion model to its bl
     };
     const std::string plain = names(unmask_quality::default_settings(base_params(), 0));
     CHECK(plain.find("policy=maskgit_plus") != std::string::npos);
-    CHECK(plain.find("block_length=12,cache_mode=dual") != std::string::npos);  // 48 / 4
+    CHECK(plain.find("block_length=32,cache_mode=dual") != std::string::npos);  // 128 / 4
     const auto blocked = unmask_quality::default_settings(base_params(), 16);
     const std::string text = names(blocked);
     CAPTURE(text);

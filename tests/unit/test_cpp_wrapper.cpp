@@ -34,11 +34,9 @@ TEST_CASE("the C++ wrapper generates, encodes and decodes through the bundled mo
     const auto tokenizer = model.tokenizer();
     const std::string text(3000, 'a');  // longer than the first buffer guess
     CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
-    unmask::api::GenerateParams params;
-    params.gen_length = 48;
-    params.steps = 48;
+    unmask::api::GenerateParams params;  // the library's defaults: 128 positions
     const auto result = model.generate(tokenizer.encode_chat("Set a timer for 3 minutes for the tea."), params);
-    CHECK(result.tokens.size() == 48);
+    CHECK(result.tokens.size() == 128);
     CHECK(tokenizer.decode(result.tokens, true).find("\"set_timer\"") != std::string::npos);
     CHECK(unmask::api::plan(bundled_model()).fits == 1);
 
@@ -59,10 +57,7 @@ TEST_CASE("a C++ stream callback that throws cancels its own request, and the ot
     const auto model = unmask::api::Model::load(bundled_model());
     const auto tokenizer = model.tokenizer();
     unmask::api::Engine engine(model);
-    unmask::api::GenerateParams params;
-    params.gen_length = 48;
-    params.steps = 48;
-    params.block_length = 12;
+    unmask::api::GenerateParams params;  // 128 positions in the model's blocks of 16
     int seen = 0;
     auto throwing = engine.submit(tokenizer.encode_chat("Convert 12 EUR to GBP."), params,
                                   [](const unmask_stream_event&) -> bool { throw std::runtime_error("no"); });

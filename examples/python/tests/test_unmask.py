@@ -63,8 +63,8 @@ class Bindings(unittest.TestCase):
         self.assertEqual(caught.exception.status, "IO")
         self.assertIn("/nonexistent/unmask-model", str(caught.exception))
         with self.assertRaises(unmask.InvalidArgument) as caught:
-            self.model.generate("hi", gen_length=48, block_length=5)
-        self.assertIn("not a multiple of block_length 5", caught.exception.message)
+            self.model.generate("hi", block_length=12)  # a block diffusion model decodes in its own blocks only
+        self.assertIn("block_length 12 differs from the model's diffusion block size 16", caught.exception.message)
         self.assertIsInstance(caught.exception, ValueError)
         with self.assertRaises(TypeError):
             unmask.generate_params(gen_lenght=8)
@@ -88,18 +88,18 @@ class Bindings(unittest.TestCase):
     def test_model_info_tokenizer_and_plan(self):
         info = self.model.info()
         self.assertEqual(info["architecture"], "llada")
-        self.assertEqual(info["parameters_total"], 3107584)
+        self.assertEqual(info["parameters_total"], 2756864)
         self.assertRegex(info["fingerprint"], r"^sha256sums:[0-9a-f]{64}$")  # the bundled model has SHA256SUMS
         tokenizer = self.model.tokenizer
         text = "Convert 3967 EUR to GBP. " * 100  # 2500 bytes: longer than the first buffer guesses
         self.assertEqual(tokenizer.decode(tokenizer.encode(text)), text)
-        plan = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache=True)
+        plan = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=256, kv_cache=True)
         self.assertEqual(plan["fits"], 1)
         self.assertEqual(plan["max_concurrent"], 4)
         self.assertGreater(plan["sequence_state"], 0)
-        halved = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache_precision="bf16")  # implies kv_cache
-        self.assertEqual(unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128, kv_cache_precision=2), halved)
-        uncached = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=128)
+        halved = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=256, kv_cache_precision="bf16")  # implies kv_cache
+        self.assertEqual(unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=256, kv_cache_precision=2), halved)
+        uncached = unmask.plan(BUNDLED, max_concurrent=4, max_sequence_length=256)
         self.assertEqual(plan["sequence_state"] - uncached["sequence_state"],
                          2 * (halved["sequence_state"] - uncached["sequence_state"]))
 
@@ -123,12 +123,13 @@ class Bindings(unittest.TestCase):
             tokenizer.apply_chat_template([{"role": "user", "text": "hi"}])
 
     def test_generate_answers_a_request(self):
-        result = self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48)
+        result = self.model.generate("What's the weather in Lisbon on May 14?")  # gen_length and steps 128
         self.assertEqual(result.text, '{"name": "get_weather", "arguments": {"city": "Lisbon", "date": "2026-05-14"}}')
-        self.assertEqual(len(result.ids), 48)
-        self.assertEqual(result.steps, 48)
+        self.assertEqual(len(result.ids), 128)
+        # One position a step, up to the end of the block of 16 that holds EOS (the rest become EOS).
+        self.assertEqual(result.steps, 87)
         self.assertEqual(result.finish_reason, "eos")
-        cached = [self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48, block_length=16,
+        cached = [self.model.generate("What's the weather in Lisbon on May 14?", block_length=16,
                                       cache_mode="dual", cache_precision=precision) for precision in ("fp32", "bf16")]
         self.assertEqual(cached[1].text, cached[0].text)
         self.assertEqual(cached[0].text, result.text)
@@ -137,27 +138,29 @@ class Bindings(unittest.TestCase):
 
     def test_a_model_shared_by_two_host_devices_answers_alike(self):
         with unmask.Model.load(BUNDLED, devices=2) as shared:
-            result = shared.generate("What's the weather in Lisbon on May 14?", gen_length=48)
-        self.assertEqual(result.ids, self.model.generate("What's the weather in Lisbon on May 14?", gen_length=48).ids)
+            result = shared.generate("What's the weather in Lisbon on May 14?")
+        self.assertEqual(result.ids, self.model.generate("What's the weather in Lisbon on May 14?").ids)
         with self.assertRaises(unmask.InvalidArgument):
             unmask.Model.load(BUNDLED, devices=0)
 
     def test_engine_generates_streams_and_reports_stats(self):
         with unmask.Engine(self.model, max_concurrent_requests=4) as engine:
-            settings = dict(gen_length=48, block_length=12, threshold=0.9, cache_mode="dual")
+            settings = dict(threshold=0.9, cache_mode="dual")  # gen_length 128 in the model's blocks of 16
             requests = [engine.submit(p, **settings) for p in
                         ("Set a timer for 3 minutes for the tea.", "Convert 3967 EUR to GBP.")]
             streamed = engine.submit("Book a table at Sakura for 4 at 19:30.", stream=True, **settings)
             events = list(streamed.events())
-            self.assertEqual([e["kind"] for e in events], ["block"] * 4)
-            self.assertEqual([e["completed_blocks"] for e in events], [1, 2, 3, 4])
+            # The prompt's 40 tokens leave 8 positions in its last block: 9 blocks hold the 128. The 7th
+            # holds EOS; once it is committed the rest are EOS too, and the last event counts all 9.
+            self.assertEqual([e["kind"] for e in events], ["block"] * 7)
+            self.assertEqual([e["completed_blocks"] for e in events], [1, 2, 3, 4, 5, 6, 9])
             self.assertEqual(events[-1]["tokens"], streamed.result().ids)
             self.assertIn('"book_table"', streamed.result().text)
             answers = [r.result() for r in requests]
             self.assertIn('"set_timer"', answers[0].text)
             self.assertEqual(answers[1].text,
                              '{"name": "convert_currency", "arguments": {"amount": 3967, "from": "EUR", "to": "GBP"}}')
-            self.assertLess(answers[1].forwards, 48)  # threshold decoding
+            self.assertLess(answers[1].forwards, 32)  # threshold decoding (one position a step takes ~100)
             self.assertGreaterEqual(answers[1].timings["end_to_end_seconds"], 0)
             result = engine.generate([1, 2, 3], gen_length=8)
             self.assertEqual(len(result.ids), 8)
@@ -170,7 +173,7 @@ class Bindings(unittest.TestCase):
 
     def test_a_request_keeps_its_engine_and_a_model_outlives_its_engines(self):
         model = unmask.Model.load(BUNDLED)
-        request = unmask.Engine(model).submit("Convert 3967 EUR to GBP.", gen_length=48)  # the engine is not named
+        request = unmask.Engine(model).submit("Convert 3967 EUR to GBP.")  # the engine is not named
         self.assertIn('"convert_currency"', request.result().text)
         with self.assertRaises(unmask.InvalidArgument):
             model.close()  # the request's engine is still open
@@ -179,7 +182,8 @@ class Bindings(unittest.TestCase):
 
     def test_a_request_can_be_cancelled(self):
         with unmask.Engine(self.model) as engine:
-            request = engine.submit("Convert 12 EUR to GBP.", gen_length=512, steps=512)  # seconds of work
+            # Seconds of work: EOS never sampled, so it does not end after the block that holds one.
+            request = engine.submit("Convert 12 EUR to GBP.", gen_length=512, steps=512, logits_eos_inf=True)
             request.cancel()
             self.assertTrue(request.wait(30))
             self.assertEqual(request.info()["finish_reason"], 3)  # cancelled

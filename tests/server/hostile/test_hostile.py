@@ -200,7 +200,7 @@ class Hostile(unittest.TestCase):
         self.assertTrue(rest.startswith(b"HTTP/1.1 200"), rest[:60])
         # An HTTP/1.0 client cannot read chunks: its stream is the bare events, ended by the close.
         body = json.dumps({"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 24,
-                           "block_length": 8, "stream": True}).encode()
+                           "stream": True}).encode()
         got = self.server.raw(b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
                               str(len(body)).encode() + b"\r\n\r\n" + body, read_timeout=30)
         head, _, events = got.partition(b"\r\n\r\n")
@@ -211,8 +211,8 @@ class Hostile(unittest.TestCase):
     def test_half_closed_client_is_served_or_counted_as_gone(self):
         ok, gone = 'unmask_server_http_responses_total{code="200"}', "unmask_server_client_disconnects_total"
         bodies = {"short": COMPLETION,
-                  "long": json.dumps({"prompt": "x", "max_tokens": 128, "steps": 128}).encode(),
-                  "stream": json.dumps({"prompt": "x", "max_tokens": 64, "block_length": 8, "stream": True}).encode()}
+                  "long": json.dumps({"prompt": "x", "max_tokens": 128, "steps": 128, "logits_eos_inf": True}).encode(),
+                  "stream": json.dumps({"prompt": "x", "max_tokens": 64, "logits_eos_inf": True, "stream": True}).encode()}
         for name, body in bodies.items():
             with self.subTest(request=name):
                 before = metrics(self.server)
@@ -285,8 +285,7 @@ class Hostile(unittest.TestCase):
         label = 'unmask_request_success_total{finished_reason="%s"}'
         before = {r: metric(self.server, label % r) for r in ("eos", "length", "cancelled")}
         # A stop string ends this stream early (the engine is told to stop, not cancelled).
-        body = {"prompt": "<|user|>What's the weather in Quito?<|assistant|>", "max_tokens": 48, "block_length": 12,
-                "stream": True, "stop": "\"city\""}
+        body = {"prompt": "<|user|>What's the weather in Quito?<|assistant|>", "stream": True, "stop": "\"city\""}
         events = sse_events(self.server.post("/v1/completions", body, timeout=60).body)
         self.assertEqual(events[-1], "[DONE]")
         self.assertEqual(json.loads(events[-2])["choices"][0]["finish_reason"], "stop")
@@ -305,7 +304,7 @@ class HostileShutdown(unittest.TestCase):
         reader = socket.create_connection(("127.0.0.1", server.port))
         reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         long_stream = json.dumps({"prompt": "x", "max_tokens": 512, "steps": 512, "stream": True,
-                                  "block_length": 8}).encode()
+                                  "logits_eos_inf": True}).encode()
         reader.sendall(post(b"/v1/completions", long_stream))
         idle = socket.create_connection(("127.0.0.1", server.port))
         idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

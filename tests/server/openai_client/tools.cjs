@@ -28,7 +28,7 @@ const timer = {
   },
 };
 const weatherRequest = [{ role: "user", content: "What's the weather in Lisbon on May 14?" }];
-const base = { model: "toolcall-llada-3m", max_tokens: 48 };
+const base = { model: "toolcall-llada-3m", max_tokens: 128 };
 
 const cases = {
   async "a tool call comes back as tool_calls with finish_reason tool_calls"() {

@@ -13,11 +13,11 @@ fn errors_carry_the_status_and_the_message() {
     assert_eq!(error.status_name, "IO");
     assert!(error.message.contains("/nonexistent/unmask-model"));
     let model = unmask::Model::load(&bundled_model()).unwrap();
-    let mut params = unmask::GenerateParams::new(48);
-    params.0.block_length = 5;
+    let mut params = unmask::GenerateParams::new(128);
+    params.0.block_length = 12; // a block diffusion model decodes in its own blocks (16) only
     let error = model.generate(&[1, 2, 3], &params).err().expect("a bad block length fails");
     assert_eq!(error.status, unmask::sys::UNMASK_ERR_INVALID_ARGUMENT);
-    assert!(error.message.contains("not a multiple of block_length 5"), "{}", error);
+    assert!(error.message.contains("block_length 12 differs from the model's diffusion block size 16"), "{}", error);
 }
 
 #[test]
@@ -47,11 +47,11 @@ fn generate_answers_a_tool_call() {
     let model = unmask::Model::load(&bundled_model()).unwrap();
     let (architecture, parameters, _, eos) = model.describe().unwrap();
     assert_eq!(architecture, "llada");
-    assert_eq!(parameters, 3_107_584);
+    assert_eq!(parameters, 2_756_864);
     let tokenizer = model.tokenizer().unwrap();
     let prompt = tokenizer.encode_chat("What's the weather in Lisbon on May 14?").unwrap();
-    let result = model.generate(&prompt, &unmask::GenerateParams::new(48)).unwrap();
-    assert_eq!(result.tokens.len(), 48);
+    let result = model.generate(&prompt, &unmask::GenerateParams::new(128)).unwrap(); // a character a token
+    assert_eq!(result.tokens.len(), 128);
     let end = result.tokens.iter().position(|&t| t == eos).unwrap();
     assert_eq!(tokenizer.decode(&result.tokens[..end], true).unwrap(),
                r#"{"name": "get_weather", "arguments": {"city": "Lisbon", "date": "2026-05-14"}}"#);
@@ -92,8 +92,7 @@ fn an_engine_streams_blocks_to_a_closure_from_several_threads() {
                 let (engine, blocks) = (&engine, blocks.clone());
                 let ids = tokenizer.encode_chat(prompt).unwrap();
                 scope.spawn(move || {
-                    let mut params = unmask::GenerateParams::new(48);
-                    params.0.block_length = 12;
+                    let mut params = unmask::GenerateParams::new(128); // in the model's blocks of 16
                     params.0.threshold = 0.9;
                     params.0.cache_mode = unmask::sys::UNMASK_CACHE_DUAL;
                     let request = engine
@@ -114,7 +113,8 @@ fn an_engine_streams_blocks_to_a_closure_from_several_threads() {
     });
     assert!(answers[0].contains(r#""set_timer""#), "{}", answers[0]);
     assert_eq!(answers[1], r#"{"name": "convert_currency", "arguments": {"amount": 3967, "from": "EUR", "to": "GBP"}}"#);
-    assert_eq!(blocks.load(Ordering::SeqCst), 8); // 4 blocks of 12 each
+    // One call per committed block up to the one holding EOS (then the rest are EOS): 5 and 7.
+    assert_eq!(blocks.load(Ordering::SeqCst), 12);
     assert_eq!(engine.stats().unwrap().0, 2);
 }
 
@@ -123,8 +123,7 @@ fn a_panicking_closure_cancels_only_its_request() {
     let model = unmask::Model::load(&bundled_model()).unwrap();
     let engine = unmask::Engine::new(&model, 4).unwrap();
     let ids = model.tokenizer().unwrap().encode_chat("Convert 12 EUR to GBP.").unwrap();
-    let mut params = unmask::GenerateParams::new(48);
-    params.0.block_length = 12;
+    let params = unmask::GenerateParams::new(128);
     let panicking = engine.submit(&ids, &params, Some(Box::new(|_: &unmask::StreamEvent| -> bool { panic!("no") }))).unwrap();
     let calm = engine.submit(&ids, &params, None).unwrap();
     panicking.wait().unwrap();
