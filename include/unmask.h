@@ -603,7 +603,8 @@ UNMASK_API unmask_status unmask_generate_batch(const unmask_model *model, const 
 
 /* Fill in the middle: `canvas` holds fixed tokens and masks (the model's mask_token_id) anywhere;
  * the masked positions from the first one to the end form the generation region (gen_length in
- * params is ignored; block_length 0 means one block). The whole canvas is written to
+ * params is ignored; block_length 0 means one block, or a block diffusion model's own blocks). The
+ * whole canvas is written to
  * result->tokens (tokens_capacity >= canvas_length). */
 UNMASK_API unmask_status unmask_infill(const unmask_model *model, const unmask_generate_params *params,
                                        const int32_t *canvas, int64_t canvas_length, unmask_generation *result);

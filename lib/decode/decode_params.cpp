@@ -54,6 +54,11 @@ void validate(const DecodeParams& p, const ModelSpec& spec, int64_t region) {
         fail(Status::invalid_argument, "a cache precision other than fp32 needs a cache_mode (prefix or dual)");
 
     if (p.whole_region_policy()) {
+        // A block diffusion model's blocks see only the blocks before them: they are decoded one at
+        // a time, by LLaDA's policies, whatever the length.
+        if (model_block > 0)
+            fail(Status::invalid_argument, "Dream's and RND1's policies decode the whole canvas; a block diffusion model "
+                 "decodes its blocks of {} one at a time: use low_confidence or random", model_block);
         if (block != region)
             fail(Status::invalid_argument, "Dream's and RND1's policies decode the whole canvas: block_length {} must equal gen_length {} (or be 0)", block, region);
         if (p.adaptive()) fail(Status::invalid_argument, "threshold and factor decoding use LLaDA's policies (low_confidence, random)");

@@ -31,7 +31,7 @@ DecodeSequence::DecodeSequence(const ModelSpec& spec, const DecodeParams& params
     block_length_ = params_.block_length > 0            ? params_.block_length
                     : spec.diffusion_block_size > 0 ? spec.diffusion_block_size
                                                     : region;
-    published_blocks_ = spec.diffusion_block_size > 0 && !params_.whole_region_policy();
+    published_blocks_ = spec.diffusion_block_size > 0;  // (validate refuses whole-canvas policies for them)
     // The strategy shares steps over the region's blocks.
     strategy_ = make_commit_strategy(params_, region_blocks(region, block_length_), eos_, eot_, mask, published_blocks_);
     first_block_begin_ = region_begin_;

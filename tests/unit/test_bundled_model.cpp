@@ -51,6 +51,9 @@ unmask_quality::Score score(const unmask_model* model, const std::vector<unmask_
 
 }  // namespace
 
+// The shipped model on these 48 + 48 requests (2026-12-08): in-template 93.8% exact (100% valid
+// JSON), unseen templates 58.3% (97.8%), threshold 0.9 with the dual cache 89.6% in 7.6 forwards
+// against 93.6. The floors leave room for a retrained model, not for a broken forward.
 TEST_CASE("the bundled model answers held-out requests above its accuracy floors") {
     const auto model = load_bundled_model();
     // The in-template split: training's sentence frames with values never seen in training.
@@ -102,11 +105,16 @@ TEST_CASE("the bundled model decodes in its own blocks and refuses Dream's whole
     std::vector<int32_t> tokens(128);
     unmask_generation result{sizeof(unmask_generation), 0, tokens.data(), 128, 0, 0, 0};
     unmask_generate_params params = base_params();
-    for (const int32_t policy : {UNMASK_POLICY_MASKGIT_PLUS, UNMASK_POLICY_TOPK_MARGIN, UNMASK_POLICY_ENTROPY}) {
-        params.policy = policy;
-        CHECK(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_ERR_INVALID_ARGUMENT);
-        CHECK(std::string(unmask_last_error()).find("decode the whole canvas") != std::string::npos);
-    }
+    for (const int32_t policy : {UNMASK_POLICY_ORIGIN, UNMASK_POLICY_MASKGIT_PLUS, UNMASK_POLICY_TOPK_MARGIN,
+                                 UNMASK_POLICY_ENTROPY, UNMASK_POLICY_RND1})
+        for (const int64_t length : {int64_t(16), int64_t(128)}) {  // one block or several: refused alike
+            CAPTURE(policy);
+            CAPTURE(length);
+            params.policy = policy;
+            params.gen_length = params.steps = length;
+            CHECK(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_ERR_INVALID_ARGUMENT);
+            CHECK(std::string(unmask_last_error()).find("decodes its blocks of 16 one at a time") != std::string::npos);
+        }
     params = base_params();
     params.block_length = 12;
     CHECK(unmask_generate(model.get(), &params, prompt, prompt_length, &result) == UNMASK_ERR_INVALID_ARGUMENT);
@@ -120,9 +128,9 @@ TEST_CASE("the bundled model decodes in its own blocks and refuses Dream's whole
     const int64_t answer = std::find(tokens.begin(), tokens.end(), int32_t(info.eos_token_id)) - tokens.begin();
     REQUIRE(unmask_detokenize(tokenizer, tokens.data(), answer, 0, text, sizeof text, &length) == UNMASK_OK);
     CHECK(std::string(text, size_t(length)) == R"({"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}})");
-    // Generation stops after the block that holds the answer's EOS, well before 128 steps.
-    CHECK(result.steps > 0);
-    CHECK(result.steps < 128);
+    // The prompt's 40 positions leave 8 of their block to the answer, one a step; four blocks of
+    // 16 follow, and generation stops after the one that holds the answer's EOS (position 106).
+    CHECK(result.steps == 8 + 4 * 16);
 }
 
 TEST_CASE("the bundled model's chat format wraps the request in its role tokens") {
