@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Trains the bundled model's byte-level BPE tokenizer on the training split and writes it as a
+"""Trains a byte-level BPE tokenizer (--vocab 260: characters, no merges, the bundled model's) on the
+training split and writes it as a
 Hugging Face tokenizer.json (a Split pre-tokenizer, ByteLevel bytes, BPE merges, special tokens),
 so the bundled model runs through the same tokenizer code as real models. Deterministic: ties
 between equally frequent pairs go to the lexicographically smallest.

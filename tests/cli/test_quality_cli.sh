@@ -17,9 +17,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert [r["setting"] for r in d["results"]] == ["policy=low_confidence,steps=8", "policy=random,steps=4"], d
 assert d["examples"] == 2 and d["gen_length"] == 16
-# Half the steps, half the forwards (in the bundled model's blocks of 16, whose first may be partial).
+# Half the steps per block, about half the forwards (the bundled model's blocks of 16; a partial
+# first block rounds its share of the steps up).
 forwards = [r["forwards_per_sequence"] for r in d["results"]]
-assert forwards[0] == 2 * forwards[1] and 8 <= forwards[0] <= 16, forwards
+assert forwards[1] < forwards[0] <= 2 * forwards[1] and forwards[0] <= 16, forwards
 PY
 # Progress on stderr, not a terminal here: a line per tenth of the requests, per setting.
 grep -q "^policy=low_confidence,steps=8: 100% 2 of 2" "$work/err" && grep -q "^policy=random,steps=4: 100% 2 of 2" "$work/err" ||

@@ -15,7 +15,8 @@ import unittest
 from server_process import MODEL, SCRATCH, SERVER, SOURCE_DIR, ServerProcess, self_signed_certificate, sse_events
 
 HELDOUT = os.path.join(SOURCE_DIR, "bench", "data", "tool_calls_heldout.jsonl")
-# A request that lasts: no EOS (logits_eos_inf), so all 32 blocks of 16 positions are decoded.
+# A request that lasts: no EOS (logits_eos_inf), so every block is decoded (the prompt's 28 tokens
+# leave 4 positions of their last block, then 32 blocks of 16).
 LONG = {"prompt": "<|user|>Set a timer for 3 minutes.<|assistant|>", "max_tokens": 512, "steps": 512,
         "logits_eos_inf": True}
 
